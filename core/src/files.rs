@@ -1,0 +1,551 @@
+//! Project files (RFD D09): the [`ProjectFiles`] trait and its platform-neutral backends.
+//!
+//! Every backend — the real directory (native), IndexedDB (browser), memory (edge, tests) — takes
+//! [`WorkspacePath`]s, which cannot name anything outside the project: absolute paths and `..`
+//! escapes were rejected when the path was parsed. [`grep`] is the backend-independent search
+//! that in-memory and browser backends share; the native backend uses ripgrep's crates instead
+//! and is held to the same answers by the conformance vectors.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+
+use regex::Regex;
+
+use crate::maybe::{BoxFuture, MaybeSend, MaybeSync};
+use crate::policy::{PathError, WorkspacePath};
+use crate::protocol::{DirEntry, EntryKind, GrepFileMatch, GrepLine};
+
+/// Why a project file operation failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FilesError {
+    /// The path does not exist.
+    #[error("'{0}' does not exist")]
+    NotFound(String),
+    /// The target exists and the operation would replace it.
+    #[error("'{0}' already exists; delete it first or choose another name")]
+    AlreadyExists(String),
+    /// A file was expected but this is a directory.
+    #[error("'{0}' is a directory, not a file")]
+    IsADirectory(String),
+    /// A directory was expected (or a parent component is a file).
+    #[error("'{0}' is not a directory")]
+    NotADirectory(String),
+    /// The path is invalid.
+    #[error(transparent)]
+    InvalidPath(#[from] PathError),
+    /// The grep pattern is not a valid regular expression.
+    #[error("invalid pattern: {0}")]
+    InvalidPattern(String),
+    /// The backend cannot do this at all.
+    #[error("not available: {0}")]
+    Unsupported(String),
+    /// A failure of the underlying storage.
+    #[error("storage error on '{path}': {message}")]
+    Io {
+        /// The path involved.
+        path: String,
+        /// What the storage said.
+        message: String,
+    },
+}
+
+/// Result of a project file operation.
+pub type FilesResult<T> = Result<T, FilesError>;
+
+/// Kind and size of a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Metadata {
+    /// File or directory.
+    pub kind: EntryKind,
+    /// Size in bytes (0 for directories).
+    pub size: u64,
+}
+
+/// A real directory holding the project, for subprocess tools (D09 `materialize`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Materialized {
+    /// Absolute host path of the directory.
+    pub root: String,
+}
+
+/// A compiled `fs.grep` query.
+#[derive(Debug, Clone)]
+pub struct GrepQuery {
+    /// The compiled pattern.
+    pub regex: Regex,
+    /// Where to search; empty means the whole project.
+    pub paths: Vec<WorkspacePath>,
+    /// Extensions (without the dot) of walked files to search; empty means all.
+    pub extensions: Vec<String>,
+    /// Context lines before and after each match.
+    pub context: u32,
+}
+
+/// Largest compiled regex accepted, so a pattern cannot exhaust memory.
+const REGEX_SIZE_LIMIT: usize = 10 * 1024 * 1024;
+
+impl GrepQuery {
+    /// Compile a query; an invalid pattern or path is an error saying which.
+    pub fn new(pattern: &str, paths: &[String], extensions: &[String], context: u32) -> FilesResult<Self> {
+        let regex = regex::RegexBuilder::new(pattern)
+            .size_limit(REGEX_SIZE_LIMIT)
+            .build()
+            .map_err(|e| FilesError::InvalidPattern(e.to_string()))?;
+        let paths = paths.iter().map(|p| WorkspacePath::parse(p)).collect::<Result<Vec<_>, _>>()?;
+        let extensions = extensions.iter().map(|e| e.trim_start_matches('.').to_owned()).collect();
+        Ok(Self { regex, paths, extensions, context })
+    }
+
+    /// Whether a walked file passes the extension filter.
+    pub fn extension_ok(&self, path: &WorkspacePath) -> bool {
+        self.extensions.is_empty()
+            || path
+                .file_name()
+                .and_then(|n| n.rsplit_once('.'))
+                .is_some_and(|(_, ext)| self.extensions.iter().any(|e| e == ext))
+    }
+}
+
+/// The user's project files (RFD D09). Paths are relative to the project root.
+pub trait ProjectFiles: MaybeSend + MaybeSync {
+    /// Read a file.
+    fn read<'a>(&'a self, path: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<Vec<u8>>>;
+    /// Write a file atomically, creating parent directories.
+    fn write<'a>(&'a self, path: &'a WorkspacePath, content: &'a [u8]) -> BoxFuture<'a, FilesResult<()>>;
+    /// Whether a path exists.
+    fn exists<'a>(&'a self, path: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<bool>>;
+    /// The entries of a directory, sorted by name (non-recursive).
+    fn list_dir<'a>(&'a self, path: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<Vec<DirEntry>>>;
+    /// Kind and size of a path.
+    fn metadata<'a>(&'a self, path: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<Metadata>>;
+    /// Delete a file.
+    fn delete<'a>(&'a self, path: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<()>>;
+    /// Rename a file or directory; the target must not exist; its parents are created.
+    fn rename<'a>(&'a self, from: &'a WorkspacePath, to: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<()>>;
+    /// Search file contents; results sorted by path.
+    fn grep<'a>(&'a self, query: &'a GrepQuery) -> BoxFuture<'a, FilesResult<Vec<GrepFileMatch>>>;
+    /// The path policy rules are checked against: with symlinks resolved for backends that have
+    /// them. A path that resolves outside the project is an error. Default: the path itself.
+    fn resolve<'a>(&'a self, path: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<WorkspacePath>> {
+        Box::pin(async move { Ok(path.clone()) })
+    }
+    /// A real directory with the project's files, for subprocess tools.
+    fn materialize(&self) -> BoxFuture<'_, FilesResult<Materialized>> {
+        Box::pin(async { Err(FilesError::Unsupported("this backend cannot provide a real directory".into())) })
+    }
+    /// A human-readable name of the project root.
+    fn display_root(&self) -> String;
+}
+
+/// Search one file's bytes. Files with a NUL byte are binary and skipped (as ripgrep does);
+/// other invalid UTF-8 is read lossily.
+pub fn grep_one(path: &WorkspacePath, bytes: &[u8], regex: &Regex, context: u32) -> Option<GrepFileMatch> {
+    if bytes.contains(&0) {
+        return None;
+    }
+    let text = String::from_utf8_lossy(bytes);
+    let mut lines: Vec<&str> = text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)).collect();
+    if text.ends_with('\n') {
+        lines.pop();
+    }
+    let matched: Vec<usize> = lines.iter().enumerate().filter(|(_, l)| regex.is_match(l)).map(|(i, _)| i).collect();
+    if matched.is_empty() {
+        return None;
+    }
+    let ctx = context as usize;
+    let mut shown = BTreeSet::new();
+    for &i in &matched {
+        shown.extend(i.saturating_sub(ctx)..=(i + ctx).min(lines.len() - 1));
+    }
+    let matched: BTreeSet<usize> = matched.into_iter().collect();
+    Some(GrepFileMatch {
+        path: path.as_str().to_owned(),
+        lines: shown
+            .into_iter()
+            .map(|i| GrepLine {
+                line_number: i as u64 + 1,
+                content: lines[i].to_owned(),
+                is_match: matched.contains(&i),
+            })
+            .collect(),
+    })
+}
+
+fn is_hidden_below(path: &WorkspacePath, root: &WorkspacePath) -> bool {
+    path.components().skip(root.depth()).any(|c| c.starts_with('.'))
+}
+
+/// Backend-independent grep over `(path, bytes)` pairs of every file in a project.
+///
+/// Search roots are `query.paths` (the whole project when empty). Like ripgrep, files and
+/// directories starting with `.` are skipped while walking below a root, and explicitly named files
+/// are searched whatever their extension. A root that does not exist is an error.
+pub fn grep<'a, I>(query: &GrepQuery, files: I) -> FilesResult<Vec<GrepFileMatch>>
+where
+    I: IntoIterator<Item = (&'a WorkspacePath, &'a [u8])> + Clone,
+{
+    let roots = if query.paths.is_empty() { vec![WorkspacePath::root()] } else { query.paths.clone() };
+    let mut out: BTreeMap<String, GrepFileMatch> = BTreeMap::new();
+    for root in &roots {
+        let mut seen = false;
+        for (path, bytes) in files.clone() {
+            if !path.starts_with(root) {
+                continue;
+            }
+            seen = true;
+            let explicit = path == root;
+            if !explicit && (is_hidden_below(path, root) || !query.extension_ok(path)) {
+                continue;
+            }
+            if let Some(m) = grep_one(path, bytes, &query.regex, query.context) {
+                out.insert(m.path.clone(), m);
+            }
+        }
+        if !seen && !root.is_root() {
+            return Err(FilesError::NotFound(root.display().to_owned()));
+        }
+    }
+    Ok(out.into_values().collect())
+}
+
+/// Project files held in memory: for edge functions, tests and conformance vectors.
+#[derive(Debug, Default)]
+pub struct InMemoryProjectFiles {
+    state: Mutex<MemState>,
+    name: String,
+}
+
+#[derive(Debug, Default, Clone)]
+struct MemState {
+    files: BTreeMap<WorkspacePath, Vec<u8>>,
+    /// Directories that exist (ancestors of files are added on write).
+    dirs: BTreeSet<WorkspacePath>,
+}
+
+impl MemState {
+    fn is_dir(&self, path: &WorkspacePath) -> bool {
+        path.is_root() || self.dirs.contains(path)
+    }
+
+    fn ensure_parents(&mut self, path: &WorkspacePath) -> FilesResult<()> {
+        let mut ancestors = Vec::new();
+        let mut cur = path.parent();
+        while let Some(p) = cur {
+            if p.is_root() {
+                break;
+            }
+            if self.files.contains_key(&p) {
+                return Err(FilesError::NotADirectory(p.display().to_owned()));
+            }
+            cur = p.parent();
+            ancestors.push(p);
+        }
+        self.dirs.extend(ancestors);
+        Ok(())
+    }
+}
+
+impl InMemoryProjectFiles {
+    /// An empty project.
+    pub fn new() -> Self {
+        Self { state: Mutex::default(), name: "memory:".into() }
+    }
+
+    /// A project with these files (path → content). Invalid paths are an error.
+    pub fn with_files<I, P, C>(files: I) -> FilesResult<Self>
+    where
+        I: IntoIterator<Item = (P, C)>,
+        P: AsRef<str>,
+        C: Into<Vec<u8>>,
+    {
+        let me = Self::new();
+        {
+            let mut st = me.lock();
+            for (path, content) in files {
+                let path = WorkspacePath::parse(path.as_ref())?;
+                if path.is_root() {
+                    return Err(FilesError::IsADirectory(".".into()));
+                }
+                st.ensure_parents(&path)?;
+                st.files.insert(path, content.into());
+            }
+        }
+        Ok(me)
+    }
+
+    /// Add an (empty) directory and its parents.
+    pub fn create_dir(&self, path: &WorkspacePath) -> FilesResult<()> {
+        let mut st = self.lock();
+        if st.files.contains_key(path) {
+            return Err(FilesError::AlreadyExists(path.display().to_owned()));
+        }
+        st.ensure_parents(path)?;
+        if !path.is_root() {
+            st.dirs.insert(path.clone());
+        }
+        Ok(())
+    }
+
+    /// Every file and its content, sorted by path.
+    pub fn snapshot(&self) -> BTreeMap<String, Vec<u8>> {
+        self.lock().files.iter().map(|(p, c)| (p.as_str().to_owned(), c.clone())).collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, MemState> {
+        // A panic while holding the lock cannot leave a half-applied change (every mutation is a
+        // single map operation after its checks), so a poisoned lock is safe to reuse.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn read_sync(&self, path: &WorkspacePath) -> FilesResult<Vec<u8>> {
+        let st = self.lock();
+        if let Some(c) = st.files.get(path) {
+            return Ok(c.clone());
+        }
+        if st.is_dir(path) {
+            return Err(FilesError::IsADirectory(path.display().to_owned()));
+        }
+        Err(FilesError::NotFound(path.display().to_owned()))
+    }
+
+    fn write_sync(&self, path: &WorkspacePath, content: &[u8]) -> FilesResult<()> {
+        let mut st = self.lock();
+        if st.is_dir(path) {
+            return Err(FilesError::IsADirectory(path.display().to_owned()));
+        }
+        st.ensure_parents(path)?;
+        st.files.insert(path.clone(), content.to_vec());
+        Ok(())
+    }
+
+    fn list_sync(&self, path: &WorkspacePath) -> FilesResult<Vec<DirEntry>> {
+        let st = self.lock();
+        if st.files.contains_key(path) {
+            return Err(FilesError::NotADirectory(path.display().to_owned()));
+        }
+        if !st.is_dir(path) {
+            return Err(FilesError::NotFound(path.display().to_owned()));
+        }
+        let depth = path.depth();
+        let child = |p: &WorkspacePath| p.depth() == depth + 1 && p.starts_with(path);
+        let mut entries: Vec<DirEntry> = st
+            .files
+            .keys()
+            .filter(|p| child(p))
+            .map(|p| DirEntry { path: p.file_name().unwrap_or_default().to_owned(), kind: EntryKind::File })
+            .chain(
+                st.dirs
+                    .iter()
+                    .filter(|p| child(p))
+                    .map(|p| DirEntry { path: p.file_name().unwrap_or_default().to_owned(), kind: EntryKind::Dir }),
+            )
+            .collect();
+        entries.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(entries)
+    }
+
+    fn metadata_sync(&self, path: &WorkspacePath) -> FilesResult<Metadata> {
+        let st = self.lock();
+        if let Some(c) = st.files.get(path) {
+            return Ok(Metadata { kind: EntryKind::File, size: c.len() as u64 });
+        }
+        if st.is_dir(path) {
+            return Ok(Metadata { kind: EntryKind::Dir, size: 0 });
+        }
+        Err(FilesError::NotFound(path.display().to_owned()))
+    }
+
+    fn delete_sync(&self, path: &WorkspacePath) -> FilesResult<()> {
+        let mut st = self.lock();
+        if st.files.remove(path).is_some() {
+            return Ok(());
+        }
+        if st.is_dir(path) {
+            return Err(FilesError::IsADirectory(path.display().to_owned()));
+        }
+        Err(FilesError::NotFound(path.display().to_owned()))
+    }
+
+    fn rename_sync(&self, from: &WorkspacePath, to: &WorkspacePath) -> FilesResult<()> {
+        let mut st = self.lock();
+        if from.is_root() || to.is_root() {
+            return Err(FilesError::IsADirectory(".".into()));
+        }
+        let is_file = st.files.contains_key(from);
+        if !is_file && !st.is_dir(from) {
+            return Err(FilesError::NotFound(from.display().to_owned()));
+        }
+        if st.files.contains_key(to) || st.is_dir(to) {
+            return Err(FilesError::AlreadyExists(to.display().to_owned()));
+        }
+        if to.starts_with(from) {
+            return Err(FilesError::Io {
+                path: to.display().to_owned(),
+                message: "cannot move a directory into itself".into(),
+            });
+        }
+        // Apply to a copy, then swap: the change is all-or-nothing.
+        let mut next = st.clone();
+        next.ensure_parents(to)?;
+        let rebase = |p: &WorkspacePath| -> WorkspacePath {
+            let rest = &p.as_str()[from.as_str().len()..];
+            WorkspacePath::parse(&format!("{}{rest}", to.as_str())).unwrap_or_else(|_| p.clone())
+        };
+        let moved_files: Vec<WorkspacePath> = next.files.keys().filter(|p| p.starts_with(from)).cloned().collect();
+        for p in moved_files {
+            if let Some(c) = next.files.remove(&p) {
+                next.files.insert(rebase(&p), c);
+            }
+        }
+        let moved_dirs: Vec<WorkspacePath> = next.dirs.iter().filter(|p| p.starts_with(from)).cloned().collect();
+        for p in moved_dirs {
+            next.dirs.remove(&p);
+            next.dirs.insert(rebase(&p));
+        }
+        *st = next;
+        Ok(())
+    }
+}
+
+impl ProjectFiles for InMemoryProjectFiles {
+    fn read<'a>(&'a self, path: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<Vec<u8>>> {
+        Box::pin(async move { self.read_sync(path) })
+    }
+    fn write<'a>(&'a self, path: &'a WorkspacePath, content: &'a [u8]) -> BoxFuture<'a, FilesResult<()>> {
+        Box::pin(async move { self.write_sync(path, content) })
+    }
+    fn exists<'a>(&'a self, path: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<bool>> {
+        Box::pin(async move {
+            let st = self.lock();
+            Ok(st.files.contains_key(path) || st.is_dir(path))
+        })
+    }
+    fn list_dir<'a>(&'a self, path: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<Vec<DirEntry>>> {
+        Box::pin(async move { self.list_sync(path) })
+    }
+    fn metadata<'a>(&'a self, path: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<Metadata>> {
+        Box::pin(async move { self.metadata_sync(path) })
+    }
+    fn delete<'a>(&'a self, path: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<()>> {
+        Box::pin(async move { self.delete_sync(path) })
+    }
+    fn rename<'a>(&'a self, from: &'a WorkspacePath, to: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<()>> {
+        Box::pin(async move { self.rename_sync(from, to) })
+    }
+    fn grep<'a>(&'a self, query: &'a GrepQuery) -> BoxFuture<'a, FilesResult<Vec<GrepFileMatch>>> {
+        Box::pin(async move {
+            let st = self.lock();
+            let files: Vec<(&WorkspacePath, &[u8])> = st.files.iter().map(|(p, c)| (p, c.as_slice())).collect();
+            // A directory that exists but holds no files is a valid, empty search root.
+            for root in &query.paths {
+                if st.is_dir(root) && !st.files.keys().any(|p| p.starts_with(root)) {
+                    return Ok(Vec::new());
+                }
+            }
+            grep(query, files)
+        })
+    }
+    fn display_root(&self) -> String {
+        self.name.clone()
+    }
+}
+
+/// A project with no files: reads find nothing, writes are refused. For hosts with no project.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NullProjectFiles;
+
+impl NullProjectFiles {
+    fn refuse<T>() -> FilesResult<T> {
+        Err(FilesError::Unsupported("this host has no project files (NullProjectFiles); nothing can be written".into()))
+    }
+}
+
+impl ProjectFiles for NullProjectFiles {
+    fn read<'a>(&'a self, path: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<Vec<u8>>> {
+        Box::pin(async move { Err(FilesError::NotFound(path.display().to_owned())) })
+    }
+    fn write<'a>(&'a self, _: &'a WorkspacePath, _: &'a [u8]) -> BoxFuture<'a, FilesResult<()>> {
+        Box::pin(async { Self::refuse() })
+    }
+    fn exists<'a>(&'a self, path: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<bool>> {
+        Box::pin(async move { Ok(path.is_root()) })
+    }
+    fn list_dir<'a>(&'a self, path: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<Vec<DirEntry>>> {
+        Box::pin(async move {
+            if path.is_root() { Ok(Vec::new()) } else { Err(FilesError::NotFound(path.display().to_owned())) }
+        })
+    }
+    fn metadata<'a>(&'a self, path: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<Metadata>> {
+        Box::pin(async move {
+            if path.is_root() {
+                Ok(Metadata { kind: EntryKind::Dir, size: 0 })
+            } else {
+                Err(FilesError::NotFound(path.display().to_owned()))
+            }
+        })
+    }
+    fn delete<'a>(&'a self, path: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<()>> {
+        Box::pin(async move { Err(FilesError::NotFound(path.display().to_owned())) })
+    }
+    fn rename<'a>(&'a self, from: &'a WorkspacePath, _: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<()>> {
+        Box::pin(async move { Err(FilesError::NotFound(from.display().to_owned())) })
+    }
+    fn grep<'a>(&'a self, query: &'a GrepQuery) -> BoxFuture<'a, FilesResult<Vec<GrepFileMatch>>> {
+        Box::pin(async move { grep(query, std::iter::empty()) })
+    }
+    fn display_root(&self) -> String {
+        "null:".into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_executor::block_on;
+
+    fn p(s: &str) -> WorkspacePath {
+        WorkspacePath::parse(s).unwrap()
+    }
+
+    #[test]
+    fn grep_context_and_numbers() {
+        let re = Regex::new("b").unwrap();
+        let m = grep_one(&p("f"), b"a\nb\nc\nd\nb\n", &re, 1).unwrap();
+        let got: Vec<(u64, bool)> = m.lines.iter().map(|l| (l.line_number, l.is_match)).collect();
+        assert_eq!(got, [(1, false), (2, true), (3, false), (4, false), (5, true)]);
+        assert!(grep_one(&p("f"), b"b\0", &re, 0).is_none());
+        assert!(grep_one(&p("f"), b"x\r\ny", &re, 0).is_none());
+    }
+
+    #[test]
+    fn memory_backend_semantics() {
+        let fs = InMemoryProjectFiles::with_files([("src/main.rs", "fn main() {}"), ("README.md", "# hi")]).unwrap();
+        block_on(async {
+            assert_eq!(fs.read(&p("src/main.rs")).await.unwrap(), b"fn main() {}");
+            assert!(matches!(fs.read(&p("src")).await, Err(FilesError::IsADirectory(_))));
+            fs.write(&p("a/b/c.txt"), b"x").await.unwrap();
+            assert!(matches!(fs.write(&p("a/b/c.txt/d"), b"x").await, Err(FilesError::NotADirectory(_))));
+            let names: Vec<String> =
+                fs.list_dir(&WorkspacePath::root()).await.unwrap().into_iter().map(|e| e.path).collect();
+            assert_eq!(names, ["README.md", "a", "src"]);
+            fs.rename(&p("a"), &p("z/a")).await.unwrap();
+            assert_eq!(fs.read(&p("z/a/b/c.txt")).await.unwrap(), b"x");
+            assert!(!fs.exists(&p("a")).await.unwrap());
+            assert!(matches!(fs.rename(&p("README.md"), &p("src/main.rs")).await, Err(FilesError::AlreadyExists(_))));
+            assert!(matches!(fs.rename(&p("z"), &p("z/inner")).await, Err(FilesError::Io { .. })));
+            fs.delete(&p("README.md")).await.unwrap();
+            assert!(matches!(fs.delete(&p("README.md")).await, Err(FilesError::NotFound(_))));
+            assert!(matches!(fs.delete(&p("src")).await, Err(FilesError::IsADirectory(_))));
+        });
+    }
+
+    #[test]
+    fn null_backend() {
+        block_on(async {
+            let n = NullProjectFiles;
+            assert!(n.list_dir(&WorkspacePath::root()).await.unwrap().is_empty());
+            assert!(matches!(n.write(&p("x"), b"").await, Err(FilesError::Unsupported(_))));
+            assert!(matches!(n.read(&p("x")).await, Err(FilesError::NotFound(_))));
+        });
+    }
+}

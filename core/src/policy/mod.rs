@@ -1,0 +1,740 @@
+//! The one access policy (RFDs 075 / 076 / 016 as summarised in DESIGN.md).
+//!
+//! Every file, network and process request of every runtime on every platform is decided here:
+//! [`AccessPolicy::check_fs`], [`check_http`](AccessPolicy::check_http),
+//! [`check_process`](AccessPolicy::check_process) and [`check_env`](AccessPolicy::check_env)
+//! answer [`Decision::Allow`], [`Decision::Deny`] (with a reason naming the rule and the fix) or
+//! [`Decision::Ask`] (an inquiry for the user).
+//!
+//! Semantics:
+//! - **Filesystem.** Rules are workspace-relative path prefixes matched by whole component. The
+//!   most specific matching rule (most components) decides in full — no inheritance — and ties go
+//!   to the last rule. Matching uses the NFC form of the path.
+//! - **Network.** Rules are URL prefixes that pin scheme, host and port; the path prefix matches at
+//!   a `/` boundary. The longest matching prefix decides; a tie denies.
+//! - **Commands.** Sudo-style argument patterns (`*` one argument, final `**` anything after).
+//! - **Environment.** Subprocesses get PATH, HOME, USER, LANG and `LC_*` plus what rules allow.
+//! - **Uncovered requests.** A kind with rules in an `access` table is default-deny. A request the
+//!   `sandbox` allowlist does not mention is *not covered* and becomes an inquiry (D11). With no
+//!   configuration at all a VFS tool gets the D11 default: workspace read-only, no network, no
+//!   processes.
+//! - **Sensitive paths** (`~/.ssh`, `**/.env`, …) always ask, even when a rule allows them; users
+//!   can only add to the list.
+
+mod config;
+mod path;
+mod scrub;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+
+pub use config::{
+    AccessConfig, CapabilityName, CommandRule, FsRuleConfig, NetworkRulesConfig, SandboxConfig, SandboxFilesystem,
+    SandboxNetwork,
+};
+pub use path::{MAX_COMPONENT_BYTES, MAX_PATH_BYTES, PathError, WorkspacePath};
+pub use scrub::{MIN_SECRET_LEN, REDACTED, Scrubber};
+
+/// A filesystem capability.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Capability {
+    /// Read files, list directories, check existence.
+    Read,
+    /// Create a file that does not exist.
+    Create,
+    /// Overwrite an existing file.
+    Update,
+    /// Delete a file.
+    Delete,
+    /// Run a program stored in the workspace.
+    Execute,
+}
+
+impl Capability {
+    /// Every capability.
+    pub const ALL: [Capability; 5] = [Self::Read, Self::Create, Self::Update, Self::Delete, Self::Execute];
+
+    /// The configuration name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Read => "read",
+            Self::Create => "create",
+            Self::Update => "update",
+            Self::Delete => "delete",
+            Self::Execute => "execute",
+        }
+    }
+
+    /// Parse a name; `write` is not a single capability (see [`CapabilityName::Write`]).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.name() == name)
+    }
+
+    const fn bit(self) -> u8 {
+        match self {
+            Self::Read => 1,
+            Self::Create => 2,
+            Self::Update => 4,
+            Self::Delete => 8,
+            Self::Execute => 16,
+        }
+    }
+}
+
+/// A set of capabilities.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Caps(u8);
+
+impl Caps {
+    /// Read only.
+    pub const READ: Caps = Caps(1);
+    /// Read, create, update, delete.
+    pub const READ_WRITE: Caps = Caps(1 | 2 | 4 | 8);
+
+    /// Whether `cap` is in the set.
+    pub fn contains(self, cap: Capability) -> bool {
+        self.0 & cap.bit() != 0
+    }
+
+    /// Add the capabilities a configuration name stands for.
+    pub fn with(self, name: CapabilityName) -> Caps {
+        let bits = match name {
+            CapabilityName::Read => Capability::Read.bit(),
+            CapabilityName::Create => Capability::Create.bit(),
+            CapabilityName::Update => Capability::Update.bit(),
+            CapabilityName::Delete => Capability::Delete.bit(),
+            CapabilityName::Execute => Capability::Execute.bit(),
+            CapabilityName::Write => Caps::READ_WRITE.0 & !Capability::Read.bit(),
+        };
+        Caps(self.0 | bits)
+    }
+
+    fn describe(self) -> String {
+        let names: Vec<&str> =
+            Capability::ALL.into_iter().filter(|c| self.contains(*c)).map(Capability::name).collect();
+        if names.is_empty() { "nothing".into() } else { names.join(", ") }
+    }
+}
+
+/// The answer to one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Go ahead; the text names the rule that allowed it.
+    Allow(String),
+    /// Refuse; the text names the rule (or its absence) and how to allow it.
+    Deny(String),
+    /// Ask the user; the text says why.
+    Ask(String),
+}
+
+impl Decision {
+    /// `allow`, `deny` or `ask`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Allow(_) => "allow",
+            Self::Deny(_) => "deny",
+            Self::Ask(_) => "ask",
+        }
+    }
+
+    /// The explanation.
+    pub fn reason(&self) -> &str {
+        match self {
+            Self::Allow(r) | Self::Deny(r) | Self::Ask(r) => r,
+        }
+    }
+
+    /// Whether this is [`Decision::Allow`].
+    pub fn is_allow(&self) -> bool {
+        matches!(self, Self::Allow(_))
+    }
+}
+
+/// What happens to a request no rule of its kind matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fallback {
+    /// Refuse it.
+    Deny,
+    /// Ask the user (not covered by the configuration).
+    Ask,
+}
+
+/// An error in a policy configuration: the key (relative to the tool table) and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{key}: {message}")]
+pub struct PolicyConfigError {
+    /// The offending key, e.g. `access.filesystem[1].path`.
+    pub key: String,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+#[derive(Debug, Clone)]
+struct FsRule {
+    path: WorkspacePath,
+    caps: Caps,
+    origin: String,
+}
+
+#[derive(Debug, Clone)]
+struct UrlPrefix {
+    scheme: String,
+    host: String,
+    port: Option<u16>,
+    path: String,
+}
+
+impl UrlPrefix {
+    fn parse(text: &str) -> Result<Self, String> {
+        let url = url::Url::parse(text).map_err(|e| format!("{text:?} is not an absolute URL ({e})"))?;
+        Self::from_url(&url).map_err(|e| format!("{text:?}: {e}"))
+    }
+
+    fn from_url(url: &url::Url) -> Result<Self, String> {
+        let scheme = url.scheme().to_owned();
+        if scheme != "http" && scheme != "https" {
+            return Err(format!("scheme '{scheme}' is not supported; only http and https URLs are"));
+        }
+        let host = url.host_str().ok_or("the URL has no host")?.to_ascii_lowercase();
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err("URLs with credentials (user@host) are not allowed; send them in a header".into());
+        }
+        let path = url.path().trim_end_matches('/').to_owned();
+        Ok(Self { scheme, host, port: url.port_or_known_default(), path })
+    }
+
+    /// Whether `self` (a rule) covers `url` (a request). Returns the rule's path length.
+    fn covers(&self, url: &UrlPrefix) -> Option<usize> {
+        let same_origin = self.scheme == url.scheme && self.host == url.host && self.port == url.port;
+        let path_ok = url.path == self.path
+            || (url.path.starts_with(&self.path) && url.path.as_bytes().get(self.path.len()) == Some(&b'/'));
+        (same_origin && path_ok).then_some(self.path.len())
+    }
+}
+
+#[derive(Debug, Clone)]
+struct NetRule {
+    prefix: UrlPrefix,
+    allow: bool,
+    origin: String,
+    text: String,
+}
+
+/// Built-in sensitive paths (RFD 075). Home-relative entries apply when the workspace contains
+/// the home directory (see [`AccessPolicy::set_home`]).
+pub const BUILTIN_SENSITIVE: [&str; 8] = [
+    "~/.ssh",
+    "~/.gnupg",
+    "~/.aws/credentials",
+    "~/.config/gcloud",
+    "~/.kube/config",
+    "~/.docker/config.json",
+    "**/.env",
+    "**/.env.*",
+];
+
+/// Variables every subprocess receives from the host environment.
+pub const BASE_ENV: [&str; 4] = ["PATH", "HOME", "USER", "LANG"];
+
+/// Whether `name` is one of the base variables every subprocess gets (PATH, HOME, USER, LANG, LC_*).
+pub fn is_base_env(name: &str) -> bool {
+    BASE_ENV.contains(&name) || name.starts_with("LC_")
+}
+
+/// The compiled access policy of one tool.
+#[derive(Debug, Clone)]
+pub struct AccessPolicy {
+    fs_rules: Vec<FsRule>,
+    fs_fallback: Fallback,
+    net_rules: Vec<NetRule>,
+    net_fallback: Fallback,
+    net_envs: BTreeSet<String>,
+    commands: BTreeMap<String, CommandRule>,
+    commands_fallback: Fallback,
+    env_allowed: BTreeSet<String>,
+    sensitive_patterns: Vec<String>,
+    sensitive: GlobSet,
+}
+
+impl Default for AccessPolicy {
+    /// The D11 default for a VFS tool without a sandbox section.
+    fn default() -> Self {
+        Self::vfs_default()
+    }
+}
+
+fn sensitive_set(patterns: &[String], home: Option<&WorkspacePath>) -> Result<GlobSet, String> {
+    let mut builder = GlobSetBuilder::new();
+    for pattern in patterns {
+        let expanded = match pattern.strip_prefix("~/") {
+            Some(rest) => match home {
+                Some(h) if h.is_root() => rest.to_owned(),
+                Some(h) => format!("{}/{rest}", h.as_str()),
+                None => continue,
+            },
+            None => pattern.trim_start_matches("./").trim_end_matches('/').to_owned(),
+        };
+        for glob in [expanded.clone(), format!("{expanded}/**")] {
+            let g = GlobBuilder::new(&glob)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| format!("sensitive path {pattern:?} is not a valid glob ({e})"))?;
+            builder.add(g);
+        }
+    }
+    builder.build().map_err(|e| e.to_string())
+}
+
+impl AccessPolicy {
+    fn empty() -> Self {
+        let patterns: Vec<String> = BUILTIN_SENSITIVE.iter().map(|s| s.to_string()).collect();
+        let sensitive = sensitive_set(&patterns, None).unwrap_or_default();
+        Self {
+            fs_rules: Vec::new(),
+            fs_fallback: Fallback::Ask,
+            net_rules: Vec::new(),
+            net_fallback: Fallback::Ask,
+            net_envs: BTreeSet::new(),
+            commands: BTreeMap::new(),
+            commands_fallback: Fallback::Ask,
+            env_allowed: BTreeSet::new(),
+            sensitive_patterns: patterns,
+            sensitive,
+        }
+    }
+
+    /// D11 default: workspace read-only, no network, no processes.
+    pub fn vfs_default() -> Self {
+        let mut p = Self::empty();
+        p.fs_rules.push(FsRule {
+            path: WorkspacePath::root(),
+            caps: Caps::READ,
+            origin: "the default policy (workspace read-only)".into(),
+        });
+        p.fs_fallback = Fallback::Deny;
+        p.net_fallback = Fallback::Deny;
+        p.commands_fallback = Fallback::Deny;
+        p
+    }
+
+    /// RFD 075 default for a legacy stdio tool: workspace read-write, no network, no processes.
+    pub fn stdio_default() -> Self {
+        let mut p = Self::vfs_default();
+        p.fs_rules[0] = FsRule {
+            path: WorkspacePath::root(),
+            caps: Caps::READ_WRITE,
+            origin: "the default stdio policy (workspace read-write)".into(),
+        };
+        p
+    }
+
+    /// A policy that allows everything in the workspace (for the host's own trusted use, e.g.
+    /// the browser file tree). Sensitive paths still ask.
+    pub fn allow_all() -> Self {
+        let mut p = Self::empty();
+        p.fs_rules.push(FsRule { path: WorkspacePath::root(), caps: Caps(0b11111), origin: "allow-all policy".into() });
+        p
+    }
+
+    /// Compile a tool's configuration. With neither table this is [`vfs_default`](Self::vfs_default).
+    /// Keys in errors are relative to the tool's table (`sandbox.…`, `access.…`).
+    pub fn from_config(
+        sandbox: Option<&SandboxConfig>,
+        access: Option<&AccessConfig>,
+    ) -> Result<Self, PolicyConfigError> {
+        if sandbox.is_none() && access.is_none() {
+            return Ok(Self::vfs_default());
+        }
+        let err = |key: String, message: String| PolicyConfigError { key, message };
+        let mut p = Self::empty();
+        let mut extra_sensitive = Vec::new();
+
+        if let Some(sb) = sandbox {
+            match &sb.filesystem {
+                None => p.fs_rules.push(FsRule {
+                    path: WorkspacePath::root(),
+                    caps: Caps::READ,
+                    origin: "the default sandbox.filesystem (workspace read-only)".into(),
+                }),
+                Some(fs) => {
+                    let caps = if fs.writable { Caps::READ_WRITE } else { Caps::READ };
+                    for (i, path) in fs.allow.iter().enumerate() {
+                        let key = format!("sandbox.filesystem.allow[{i}]");
+                        let parsed = WorkspacePath::parse(path).map_err(|e| err(key.clone(), e.to_string()))?;
+                        p.fs_rules.push(FsRule {
+                            path: parsed.nfc(),
+                            caps,
+                            origin: format!("{key} ({path:?}, {})", caps.describe()),
+                        });
+                    }
+                }
+            }
+            // Not in the allowlist = not covered = ask (D11); the D11 default denies.
+            p.fs_fallback = Fallback::Ask;
+            p.net_fallback = if sb.network.is_some() { Fallback::Ask } else { Fallback::Deny };
+            if let Some(net) = &sb.network {
+                for (i, url) in net.allow.iter().enumerate() {
+                    let key = format!("sandbox.network.allow[{i}]");
+                    let prefix = UrlPrefix::parse(url).map_err(|e| err(key.clone(), e))?;
+                    p.net_rules.push(NetRule { prefix, allow: true, origin: key, text: url.clone() });
+                }
+                p.net_envs.extend(net.envs.iter().cloned());
+            }
+            p.commands_fallback = if sb.commands.is_some() { Fallback::Ask } else { Fallback::Deny };
+            if let Some(cmds) = &sb.commands {
+                p.add_commands(cmds, "sandbox.commands")?;
+            }
+            extra_sensitive.extend(sb.sensitive_paths.iter().cloned().map(|s| ("sandbox.sensitive_paths", s)));
+        }
+
+        if let Some(ac) = access {
+            if let Some(rules) = &ac.filesystem {
+                for (i, rule) in rules.iter().enumerate() {
+                    let key = format!("access.filesystem[{i}].path");
+                    let parsed = WorkspacePath::parse(&rule.path).map_err(|e| err(key, e.to_string()))?;
+                    let caps = rule.allow.iter().fold(Caps::default(), |c, n| c.with(*n));
+                    p.fs_rules.push(FsRule {
+                        path: parsed.nfc(),
+                        caps,
+                        origin: format!("access.filesystem[{i}] ({:?}, {})", rule.path, caps.describe()),
+                    });
+                }
+                p.fs_fallback = Fallback::Deny;
+            } else if sandbox.is_none() {
+                p.fs_fallback = Fallback::Ask;
+            }
+            if let Some(net) = &ac.network {
+                for (list, allow) in [(&net.allow, true), (&net.deny, false)] {
+                    for (i, url) in list.iter().enumerate() {
+                        let key = format!("access.network.{}[{i}]", if allow { "allow" } else { "deny" });
+                        let prefix = UrlPrefix::parse(url).map_err(|e| err(key.clone(), e))?;
+                        p.net_rules.push(NetRule { prefix, allow, origin: key, text: url.clone() });
+                    }
+                }
+                p.net_envs.extend(net.envs.iter().cloned());
+                p.net_fallback = Fallback::Deny;
+            } else if sandbox.is_none() {
+                p.net_fallback = Fallback::Ask;
+            }
+            if let Some(cmds) = &ac.commands {
+                p.add_commands(cmds, "access.commands")?;
+                p.commands_fallback = Fallback::Deny;
+            } else if sandbox.is_none() {
+                p.commands_fallback = Fallback::Ask;
+            }
+            if let Some(env) = &ac.env {
+                p.env_allowed.extend(env.iter().cloned());
+            }
+            extra_sensitive.extend(ac.sensitive_paths.iter().cloned().map(|s| ("access.sensitive_paths", s)));
+        }
+
+        for (i, (table, pattern)) in extra_sensitive.into_iter().enumerate() {
+            let mut all = p.sensitive_patterns.clone();
+            all.push(pattern.clone());
+            sensitive_set(&all, None).map_err(|e| err(format!("{table}[{i}]"), e))?;
+            p.sensitive_patterns = all;
+        }
+        p.sensitive = sensitive_set(&p.sensitive_patterns, None).map_err(|e| err("sensitive_paths".into(), e))?;
+        Ok(p)
+    }
+
+    fn add_commands(&mut self, cmds: &BTreeMap<String, CommandRule>, table: &str) -> Result<(), PolicyConfigError> {
+        for (program, rule) in cmds {
+            if program.is_empty() {
+                return Err(PolicyConfigError {
+                    key: table.to_string(),
+                    message: "a program name must not be empty".into(),
+                });
+            }
+            if let Some(args) = &rule.args {
+                for (i, pattern) in args.iter().enumerate() {
+                    if let Some(pos) = pattern.iter().position(|a| a == "**")
+                        && pos + 1 != pattern.len()
+                    {
+                        return Err(PolicyConfigError {
+                            key: format!("{table}.{program}.args[{i}]"),
+                            message: "'**' may only be the last element (it matches any remaining arguments)".into(),
+                        });
+                    }
+                }
+            }
+            self.env_allowed.extend(rule.envs.iter().cloned());
+            self.commands.insert(program.clone(), rule.clone());
+        }
+        Ok(())
+    }
+
+    /// Tell the policy where the home directory lies relative to the workspace, so the `~/…`
+    /// sensitive paths apply when the workspace contains home. Both are absolute, canonical
+    /// paths; the computation is lexical.
+    pub fn set_home(&mut self, workspace_abs: &str, home_abs: &str) {
+        let ws = workspace_abs.trim_end_matches('/');
+        let home = home_abs.trim_end_matches('/');
+        let rel = if home == ws {
+            Some(WorkspacePath::root())
+        } else {
+            home.strip_prefix(ws).and_then(|r| r.strip_prefix('/')).and_then(|r| WorkspacePath::parse(r).ok())
+        };
+        if let Ok(set) = sensitive_set(&self.sensitive_patterns, rel.as_ref()) {
+            self.sensitive = set;
+        }
+    }
+
+    /// The sensitive path patterns in force (built-in first).
+    pub fn sensitive_patterns(&self) -> &[String] {
+        &self.sensitive_patterns
+    }
+
+    /// Whether a path is sensitive.
+    pub fn is_sensitive(&self, path: &WorkspacePath) -> bool {
+        !path.is_root() && self.sensitive.is_match(path.nfc().as_str())
+    }
+
+    /// Decide a filesystem capability on a normalised path.
+    pub fn check_fs(&self, cap: Capability, path: &WorkspacePath) -> Decision {
+        let key = path.nfc();
+        let mut best: Option<(usize, &FsRule)> = None;
+        for rule in &self.fs_rules {
+            if key.starts_with(&rule.path) {
+                let depth = rule.path.depth();
+                // `>=` so that on a tie the later rule wins.
+                if best.is_none_or(|(d, _)| depth >= d) {
+                    best = Some((depth, rule));
+                }
+            }
+        }
+        let op = cap.name();
+        let shown = path.display();
+        let decision = match best {
+            Some((_, rule)) if rule.caps.contains(cap) => {
+                Decision::Allow(format!("{op} '{shown}' allowed by {}", rule.origin))
+            }
+            Some((_, rule)) => Decision::Deny(format!(
+                "Access denied: {op} '{shown}' is not allowed by {}; to allow it, grant '{op}' on that path or add a more specific rule for '{shown}'",
+                rule.origin
+            )),
+            None => match self.fs_fallback {
+                Fallback::Deny => Decision::Deny(format!(
+                    "Access denied: no filesystem rule covers '{shown}'; add a rule for it (e.g. {{ path = \"{shown}\", allow = [\"{op}\"] }})"
+                )),
+                Fallback::Ask => {
+                    Decision::Ask(format!("{op} '{shown}' is not covered by the tool's sandbox configuration"))
+                }
+            },
+        };
+        match decision {
+            Decision::Allow(_) if self.is_sensitive(path) => {
+                Decision::Ask(format!("{op} '{shown}' touches a sensitive path; confirm to allow"))
+            }
+            other => other,
+        }
+    }
+
+    /// Parse a path and decide; an invalid path is denied with the parse error.
+    pub fn check_fs_str(&self, cap: Capability, path: &str) -> Decision {
+        match WorkspacePath::parse(path) {
+            Ok(p) => self.check_fs(cap, &p),
+            Err(e) => Decision::Deny(format!("Access denied: {e}")),
+        }
+    }
+
+    /// Decide an HTTP request to `url` (any method).
+    pub fn check_http(&self, url: &str) -> Decision {
+        let parsed = match url::Url::parse(url) {
+            Ok(u) => u,
+            Err(e) => {
+                return Decision::Deny(format!(
+                    "Access denied: {url:?} is not an absolute URL ({e}); use e.g. \"https://api.example.com/path\""
+                ));
+            }
+        };
+        let target = match UrlPrefix::from_url(&parsed) {
+            Ok(t) => t,
+            Err(e) => return Decision::Deny(format!("Access denied: {url:?}: {e}")),
+        };
+        let mut best: Option<(usize, &NetRule)> = None;
+        for rule in &self.net_rules {
+            if let Some(len) = rule.prefix.covers(&target) {
+                let better = match best {
+                    None => true,
+                    Some((l, b)) => len > l || (len == l && b.allow && !rule.allow),
+                };
+                if better {
+                    best = Some((len, rule));
+                }
+            }
+        }
+        match best {
+            Some((_, rule)) if rule.allow => {
+                Decision::Allow(format!("GET/POST {url} allowed by {} ({:?})", rule.origin, rule.text))
+            }
+            Some((_, rule)) => Decision::Deny(format!(
+                "Access denied: {url} is denied by {} ({:?}); remove that rule to allow it",
+                rule.origin, rule.text
+            )),
+            None => match self.net_fallback {
+                Fallback::Deny => Decision::Deny(format!(
+                    "Access denied: no network rule allows {url}; add its origin to the tool's network allow list (e.g. \"{}://{}\")",
+                    target.scheme, target.host
+                )),
+                Fallback::Ask => Decision::Ask(format!(
+                    "network request to {url} is not covered by the tool's sandbox configuration"
+                )),
+            },
+        }
+    }
+
+    /// Decide whether `${name}` in a header value may be substituted (`network.envs`).
+    pub fn check_header_env(&self, name: &str) -> Decision {
+        if self.net_envs.contains(name) {
+            Decision::Allow(format!("${{{name}}} allowed by network.envs"))
+        } else {
+            Decision::Deny(format!(
+                "Access denied: header variable ${{{name}}} is not in the tool's network.envs; add \"{name}\" to network.envs to let the host substitute it"
+            ))
+        }
+    }
+
+    /// Decide whether a subprocess may receive host variable `name`.
+    pub fn check_env(&self, name: &str) -> Decision {
+        if is_base_env(name) {
+            Decision::Allow(format!("{name} is a base variable every subprocess receives"))
+        } else if self.env_allowed.contains(name) {
+            Decision::Allow(format!("{name} allowed by an env rule"))
+        } else {
+            Decision::Deny(format!(
+                "Access denied: environment variable {name} may not be forwarded; add it to the command's envs (or access.env)"
+            ))
+        }
+    }
+
+    /// Decide a `process.run` of `program` with `args`, forwarding `envs`.
+    pub fn check_process(&self, program: &str, args: &[String], envs: &[String]) -> Decision {
+        if program.is_empty() {
+            return Decision::Deny("Access denied: the program name is empty".into());
+        }
+        let Some(rule) = self.commands.get(program) else {
+            return match self.commands_fallback {
+                Fallback::Deny => Decision::Deny(format!(
+                    "Access denied: running '{program}' is not allowed; add it to the tool's commands (e.g. commands.{program} = {{ args = [[\"**\"]] }})"
+                )),
+                Fallback::Ask => {
+                    Decision::Ask(format!("running '{program}' is not covered by the tool's sandbox configuration"))
+                }
+            };
+        };
+        if let Some(patterns) = &rule.args
+            && !patterns.iter().any(|p| args_match(p, args))
+        {
+            let shown: Vec<String> = patterns.iter().map(|p| format!("{p:?}")).collect();
+            return Decision::Deny(format!(
+                "Access denied: '{program}' may not run with arguments {args:?}; allowed: {}",
+                if shown.is_empty() { "none".into() } else { shown.join(", ") }
+            ));
+        }
+        for var in envs {
+            if !rule.envs.contains(var) && !self.env_allowed.contains(var) && !is_base_env(var) {
+                return Decision::Deny(format!(
+                    "Access denied: '{program}' may not receive {var}; add it to commands.{program}.envs"
+                ));
+            }
+        }
+        if let Some(local) = program.strip_prefix("./") {
+            match self.check_fs_str(Capability::Execute, local) {
+                Decision::Allow(_) => {}
+                other => return other,
+            }
+        }
+        Decision::Allow(format!("running '{program}' allowed by commands.{program}"))
+    }
+}
+
+/// Sudo-style argument matching: equal element by element, `*` matches one argument, a final
+/// `**` matches any remaining arguments (including none).
+fn args_match(pattern: &[String], args: &[String]) -> bool {
+    match pattern.split_first() {
+        None => args.is_empty(),
+        Some((p, _)) if p == "**" => true,
+        Some((p, rest)) => match args.split_first() {
+            Some((a, args_rest)) => (p == "*" || p == a) && args_match(rest, args_rest),
+            None => false,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> WorkspacePath {
+        WorkspacePath::parse(s).unwrap()
+    }
+
+    fn access(toml_text: &str) -> AccessPolicy {
+        let cfg: AccessConfig = toml::from_str(toml_text).unwrap();
+        AccessPolicy::from_config(None, Some(&cfg)).unwrap()
+    }
+
+    #[test]
+    fn most_specific_rule_wins_in_full_and_ties_go_last() {
+        let pol = access(
+            r#"filesystem = [
+                { path = ".", allow = ["read", "write"] },
+                { path = "src", allow = ["read"] },
+                { path = "src/gen", allow = [] },
+                { path = "docs", allow = ["read"] },
+                { path = "docs", allow = ["read", "create"] },
+            ]"#,
+        );
+        assert!(pol.check_fs(Capability::Update, &p("README.md")).is_allow());
+        assert_eq!(pol.check_fs(Capability::Update, &p("src/lib.rs")).kind(), "deny");
+        assert_eq!(pol.check_fs(Capability::Read, &p("src/gen/x.rs")).kind(), "deny");
+        assert!(pol.check_fs(Capability::Update, &p("src_gen/x")).is_allow());
+        assert!(pol.check_fs(Capability::Create, &p("docs/new.md")).is_allow());
+        assert!(pol.check_fs(Capability::Read, &p(".env")).kind() == "ask");
+    }
+
+    #[test]
+    fn args_patterns() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert!(args_match(&s(&["check", "**"]), &s(&["check"])));
+        assert!(args_match(&s(&["check", "**"]), &s(&["check", "-p", "x"])));
+        assert!(!args_match(&s(&["check", "**"]), &s(&["build"])));
+        assert!(args_match(&s(&["*", "x"]), &s(&["a", "x"])));
+        assert!(!args_match(&s(&["status"]), &s(&["status", "-s"])));
+        assert!(args_match(&s(&[]), &s(&[])));
+    }
+
+    #[test]
+    fn home_sensitive_paths_apply_when_workspace_contains_home() {
+        let mut pol = AccessPolicy::allow_all();
+        assert!(pol.check_fs(Capability::Read, &p("u/.ssh/id_rsa")).is_allow());
+        pol.set_home("/home", "/home/u");
+        assert_eq!(pol.check_fs(Capability::Read, &p("u/.ssh/id_rsa")).kind(), "ask");
+        assert_eq!(pol.check_fs(Capability::Read, &p("u/.aws/credentials")).kind(), "ask");
+        assert!(pol.check_fs(Capability::Read, &p("u/.aws/config")).is_allow());
+        pol.set_home("/home/u", "/home/u");
+        assert_eq!(pol.check_fs(Capability::Read, &p(".kube/config")).kind(), "ask");
+        pol.set_home("/work/project", "/home/u");
+        assert!(pol.check_fs(Capability::Read, &p(".ssh/x")).is_allow());
+    }
+
+    #[test]
+    fn config_errors_name_the_key() {
+        let cfg: AccessConfig =
+            toml::from_str(r#"filesystem = [{ path = "ok" }, { path = "../up", allow = ["read"] }]"#).unwrap();
+        let e = AccessPolicy::from_config(None, Some(&cfg)).unwrap_err();
+        assert_eq!(e.key, "access.filesystem[1].path");
+        assert!(e.message.contains("escapes"));
+        let cfg: SandboxConfig = toml::from_str(r#"network = { allow = ["ftp://x"] }"#).unwrap();
+        let e = AccessPolicy::from_config(Some(&cfg), None).unwrap_err();
+        assert_eq!(e.key, "sandbox.network.allow[0]");
+        assert!(e.message.contains("only http and https"), "{}", e.message);
+        let cfg: SandboxConfig = toml::from_str(r#"commands.git = { args = [["**", "x"]] }"#).unwrap();
+        let e = AccessPolicy::from_config(Some(&cfg), None).unwrap_err();
+        assert_eq!(e.key, "sandbox.commands.git.args[0]");
+        let e = toml::from_str::<AccessConfig>(r#"filesystem = [{ path = ".", allow = ["wirte"] }]"#).unwrap_err();
+        assert!(e.to_string().contains("wirte"));
+    }
+}

@@ -1,0 +1,191 @@
+//! NDJSON framing on any byte stream.
+//!
+//! [`LineDecoder`] is fed whatever chunks the transport delivers (pipe reads, WebSocket frames,
+//! a `Uint8Array`) and yields complete lines. Memory stays bounded: a line longer than the maximum
+//! is dropped while it streams past and reported once as [`Frame::TooLong`], and decoding resumes
+//! at the next newline — one bad message never desynchronises the stream.
+
+use serde_json::Value;
+
+use super::envelope::{ErrorCode, Id, Message, RpcError};
+
+/// One framed unit from the stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Frame {
+    /// A complete line without its `\n` (and without a trailing `\r`).
+    Line(Vec<u8>),
+    /// A line longer than the limit was skipped.
+    TooLong {
+        /// How many bytes the skipped line had.
+        len: usize,
+    },
+}
+
+/// Incremental NDJSON line splitter with a maximum line size.
+#[derive(Debug)]
+pub struct LineDecoder {
+    buf: Vec<u8>,
+    max_line: usize,
+    /// Bytes of an over-long line skipped so far, while skipping.
+    skipping: Option<usize>,
+}
+
+impl LineDecoder {
+    /// A decoder that accepts lines of at most `max_line` bytes.
+    pub fn new(max_line: usize) -> Self {
+        Self { buf: Vec::new(), max_line, skipping: None }
+    }
+
+    /// Feed bytes; returns the frames completed by them, in order. Blank lines are skipped.
+    pub fn push(&mut self, mut bytes: &[u8]) -> Vec<Frame> {
+        let mut frames = Vec::new();
+        while !bytes.is_empty() {
+            let newline = bytes.iter().position(|&b| b == b'\n');
+            let (chunk, rest, complete) = match newline {
+                Some(i) => (&bytes[..i], &bytes[i + 1..], true),
+                None => (bytes, &[][..], false),
+            };
+            bytes = rest;
+            if let Some(skipped) = self.skipping.as_mut() {
+                *skipped += chunk.len() + usize::from(complete);
+                if complete {
+                    frames.push(Frame::TooLong { len: *skipped - 1 });
+                    self.skipping = None;
+                }
+                continue;
+            }
+            if self.buf.len() + chunk.len() > self.max_line {
+                self.skipping = Some(self.buf.len() + chunk.len() + usize::from(complete));
+                self.buf.clear();
+                if complete {
+                    frames.push(Frame::TooLong { len: self.skipping.take().unwrap_or(1) - 1 });
+                }
+                continue;
+            }
+            self.buf.extend_from_slice(chunk);
+            if complete {
+                let mut line = std::mem::take(&mut self.buf);
+                if line.last() == Some(&b'\r') {
+                    line.pop();
+                }
+                if !line.iter().all(u8::is_ascii_whitespace) {
+                    frames.push(Frame::Line(line));
+                }
+            }
+        }
+        frames
+    }
+
+    /// The stream ended: a final line without `\n` is still a line.
+    pub fn finish(&mut self) -> Option<Frame> {
+        if let Some(len) = self.skipping.take() {
+            return Some(Frame::TooLong { len });
+        }
+        let line = std::mem::take(&mut self.buf);
+        (!line.iter().all(u8::is_ascii_whitespace)).then_some(Frame::Line(line))
+    }
+
+    /// Bytes buffered for an incomplete line.
+    pub fn pending(&self) -> usize {
+        self.buf.len()
+    }
+}
+
+/// Parse one frame into a [`Message`]. Errors carry the request id when it could be read and a
+/// -32600 error that says what was wrong.
+pub fn decode_frame(frame: &Frame, max_line: usize) -> Result<Message, (Option<Id>, RpcError)> {
+    match frame {
+        Frame::TooLong { len } => Err((
+            None,
+            RpcError::new(
+                ErrorCode::InvalidRequest,
+                format!(
+                    "Invalid Request: message of {len} bytes exceeds the {max_line}-byte line limit; send large content in smaller pieces"
+                ),
+            ),
+        )),
+        Frame::Line(line) => match serde_json::from_slice::<Value>(line) {
+            Ok(value) => Message::from_value(value),
+            Err(e) => Err((
+                None,
+                RpcError::new(
+                    ErrorCode::InvalidRequest,
+                    format!("Invalid Request: not valid JSON ({e}); send one JSON object per line"),
+                ),
+            )),
+        },
+    }
+}
+
+/// Serialise a message as one NDJSON line (JSON escapes every newline inside it).
+pub fn encode_message(message: &Message) -> Vec<u8> {
+    let mut line = serde_json::to_vec(&message.to_value()).unwrap_or_default();
+    line.push(b'\n');
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(frames: Vec<Frame>) -> Vec<String> {
+        frames
+            .into_iter()
+            .map(|f| match f {
+                Frame::Line(l) => String::from_utf8(l).unwrap(),
+                Frame::TooLong { len } => format!("<too long {len}>"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn splits_across_arbitrary_chunks() {
+        let input = b"{\"a\":1}\n\n{\"b\":2}\r\n{\"c\":3}";
+        for chunk in 1..input.len() {
+            let mut d = LineDecoder::new(100);
+            let mut out = Vec::new();
+            for part in input.chunks(chunk) {
+                out.extend(d.push(part));
+            }
+            out.extend(d.finish());
+            assert_eq!(lines(out), ["{\"a\":1}", "{\"b\":2}", "{\"c\":3}"], "chunk {chunk}");
+        }
+    }
+
+    #[test]
+    fn over_long_line_is_skipped_and_sync_kept() {
+        let mut input = vec![b'x'; 50];
+        input.extend_from_slice(b"\nok\n");
+        input.extend(vec![b'y'; 11]);
+        input.extend_from_slice(b"\nfine\n");
+        for chunk in [1, 3, 7, 64] {
+            let mut d = LineDecoder::new(10);
+            let mut out = Vec::new();
+            for part in input.chunks(chunk) {
+                out.extend(d.push(part));
+                assert!(d.pending() <= 10);
+            }
+            assert_eq!(lines(out), ["<too long 50>", "ok", "<too long 11>", "fine"], "chunk {chunk}");
+        }
+        // Exactly at the limit is fine.
+        assert_eq!(lines(LineDecoder::new(3).push(b"abc\n")), ["abc"]);
+    }
+
+    #[test]
+    fn decode_errors_are_invalid_request() {
+        let (_, e) = decode_frame(&Frame::Line(b"{nope".to_vec()), 10).unwrap_err();
+        assert_eq!(e.code, -32600);
+        assert!(e.message.contains("not valid JSON"));
+        let (_, e) = decode_frame(&Frame::TooLong { len: 99 }, 10).unwrap_err();
+        assert!(e.message.contains("99 bytes exceeds the 10-byte"));
+    }
+
+    #[test]
+    fn encoded_messages_are_single_lines() {
+        let m = Message::from_value(serde_json::json!({"jsonrpc":"2.0","method":"result","params":{"content":"a\nb"}}))
+            .unwrap();
+        let line = encode_message(&m);
+        assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
+        assert_eq!(*line.last().unwrap(), b'\n');
+    }
+}

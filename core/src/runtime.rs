@@ -1,0 +1,523 @@
+//! How tools execute (RFD D10) and how they are configured.
+//!
+//! [`ToolRuntime`] is the one interface every runtime implements — `StdioRuntime` and
+//! `VfsRuntime` (subprocesses), `WasmRuntime` (components) natively, the component host in the
+//! browser. A runtime captures its dependencies when it is built; callers pass only the call.
+//!
+//! Configuration is the `[conversation.tools.<name>]` table of `.jp/config.toml`;
+//! [`Config::from_toml`] parses it and every error names the file, the key and the fix.
+//! [`resolve_runtime`] applies D10's order: explicit `runtime` > `.wasm` (suffix of `command`, or
+//! the `wasm` key) > `stdio`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::cancel::CancellationToken;
+use crate::maybe::{BoxFuture, MaybeSend, MaybeSync};
+use crate::policy::{AccessConfig, AccessPolicy, SandboxConfig};
+use crate::schema::{ParameterConfig, StatefulAction};
+use crate::state::{Question, ToolError, ToolResult};
+
+/// How a local tool executes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolRuntimeKind {
+    /// A subprocess printing its result (legacy), under the OS sandbox.
+    Stdio,
+    /// A subprocess speaking the D11 protocol, under the OS sandbox.
+    Vfs,
+    /// A WASI p2 component.
+    Wasm,
+}
+
+impl ToolRuntimeKind {
+    /// The configuration name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Stdio => "stdio",
+            Self::Vfs => "vfs",
+            Self::Wasm => "wasm",
+        }
+    }
+}
+
+/// Where a tool's definition comes from (unchanged by D10).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolSource {
+    /// Configured locally (`command` or `wasm`).
+    Local,
+    /// Shipped with the host.
+    Builtin,
+    /// A tool of an MCP server (`mcp.<server>.<tool>`).
+    Mcp {
+        /// Server name.
+        server: String,
+        /// Tool name on the server.
+        tool: String,
+    },
+}
+
+impl ToolSource {
+    /// Parse `local`, `builtin` or `mcp.<server>.<tool>`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text {
+            "local" => Ok(Self::Local),
+            "builtin" => Ok(Self::Builtin),
+            other => match other.strip_prefix("mcp.").and_then(|r| r.split_once('.')) {
+                Some((server, tool)) if !server.is_empty() && !tool.is_empty() => {
+                    Ok(Self::Mcp { server: server.into(), tool: tool.into() })
+                }
+                _ => Err(format!("unknown source {other:?}: use \"local\", \"builtin\" or \"mcp.<server>.<tool>\"")),
+            },
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolSource {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Self::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+impl Serialize for ToolSource {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Local => s.serialize_str("local"),
+            Self::Builtin => s.serialize_str("builtin"),
+            Self::Mcp { server, tool } => s.serialize_str(&format!("mcp.{server}.{tool}")),
+        }
+    }
+}
+
+/// `stateful = true` (all actions) or a list of actions (RFD 009 "Per-tool action sets").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum StatefulConfig {
+    /// `true`: spawn, fetch, apply, abort; `false`: one-shot.
+    All(bool),
+    /// Exactly these actions.
+    Actions(Vec<StatefulAction>),
+}
+
+impl StatefulConfig {
+    /// The declared actions (empty for a one-shot tool).
+    pub fn actions(&self) -> Vec<StatefulAction> {
+        match self {
+            Self::All(true) => StatefulAction::ALL.to_vec(),
+            Self::All(false) => Vec::new(),
+            Self::Actions(a) => a.clone(),
+        }
+    }
+}
+
+/// One `[conversation.tools.<name>]` table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolConfig {
+    /// Where the definition comes from.
+    pub source: ToolSource,
+    /// The program (and arguments) to run, for local tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Explicit runtime for local tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<ToolRuntimeKind>,
+    /// A component file, relative to the workspace (seed 002).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wasm: Option<String>,
+    /// One-line summary for the assistant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// Longer description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Parameters; absent asks a local tool to describe itself (D06).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<BTreeMap<String, ParameterConfig>>,
+    /// RFD 016 / D11 sandbox table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxConfig>,
+    /// RFD 076 access rules.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access: Option<AccessConfig>,
+    /// Stateful actions (RFD 009).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stateful: Option<StatefulConfig>,
+    /// Tool options passed in the context (`init.tool.options`).
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub options: Map<String, Value>,
+    /// Read-only host paths a sandboxed tool needs for its own files (never the project).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read_paths: Vec<String>,
+}
+
+impl ToolConfig {
+    /// A local tool running `command`.
+    pub fn local(command: impl Into<String>) -> Self {
+        Self {
+            source: ToolSource::Local,
+            command: Some(command.into()),
+            runtime: None,
+            wasm: None,
+            summary: None,
+            description: None,
+            parameters: None,
+            sandbox: None,
+            access: None,
+            stateful: None,
+            options: Map::new(),
+            read_paths: Vec::new(),
+        }
+    }
+
+    /// The tool's compiled access policy; `default` is used when neither `sandbox` nor `access`
+    /// is configured (the VFS default, or RFD 075's stdio default). Keys in errors are relative
+    /// to the tool table.
+    pub fn policy(&self, default: AccessPolicy) -> Result<AccessPolicy, crate::policy::PolicyConfigError> {
+        if self.sandbox.is_none() && self.access.is_none() {
+            return Ok(default);
+        }
+        AccessPolicy::from_config(self.sandbox.as_ref(), self.access.as_ref())
+    }
+}
+
+/// `[conversation]`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConversationConfig {
+    /// Tools by name.
+    #[serde(default)]
+    pub tools: BTreeMap<String, ToolConfig>,
+}
+
+/// A `.jp/config.toml` file.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// The conversation table.
+    #[serde(default)]
+    pub conversation: ConversationConfig,
+}
+
+/// A configuration error: the file, the key and what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}: {key}: {message}")]
+pub struct ConfigError {
+    /// The configuration file.
+    pub file: String,
+    /// The dotted key (`conversation.tools.x.runtime`), or `.` for the whole file.
+    pub key: String,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+impl Config {
+    /// Parse and validate a configuration file's text. `file` is used in errors only.
+    pub fn from_toml(text: &str, file: &str) -> Result<Self, ConfigError> {
+        let de = toml::Deserializer::parse(text).map_err(|e| ConfigError {
+            file: file.into(),
+            key: ".".into(),
+            message: format!("not valid TOML: {}", e.to_string().trim()),
+        })?;
+        let config: Config = serde_path_to_error::deserialize(de).map_err(|e| {
+            let key = e.path().to_string();
+            let inner = e.into_inner();
+            let message = inner.message().trim().to_owned();
+            ConfigError { file: file.into(), key, message: with_fix(&message) }
+        })?;
+        for (name, tool) in &config.conversation.tools {
+            validate_tool(name, tool).map_err(|(key, message)| ConfigError { file: file.into(), key, message })?;
+        }
+        Ok(config)
+    }
+}
+
+fn with_fix(message: &str) -> String {
+    if message.starts_with("unknown field") {
+        format!("{message}; remove it or check its spelling")
+    } else if message.starts_with("unknown variant") {
+        format!("{message}; use one of the listed values")
+    } else {
+        message.to_owned()
+    }
+}
+
+fn validate_tool(name: &str, tool: &ToolConfig) -> Result<(), (String, String)> {
+    let key = |k: &str| format!("conversation.tools.{name}.{k}");
+    if tool.source == ToolSource::Local && tool.command.is_none() && tool.wasm.is_none() {
+        return Err((
+            key("command"),
+            "a local tool needs `command` (a program to run) or `wasm` (a component file)".into(),
+        ));
+    }
+    if tool.command.as_deref().is_some_and(|c| c.trim().is_empty()) {
+        return Err((key("command"), "`command` is empty; name the program to run".into()));
+    }
+    tool.policy(AccessPolicy::vfs_default()).map_err(|e| (key(&e.key), e.message))?;
+    if let Some(params) = &tool.parameters {
+        for (pname, p) in params {
+            if let Some(t) = &p.kind {
+                const TYPES: [&str; 7] = ["string", "number", "integer", "boolean", "array", "object", "null"];
+                if !TYPES.contains(&t.as_str()) {
+                    return Err((
+                        key(&format!("parameters.{pname}.type")),
+                        format!("unknown type {t:?}; use one of {}", TYPES.join(", ")),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Which runtime a tool resolved to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RuntimeChoice {
+    /// A local tool with this runtime.
+    Local(ToolRuntimeKind),
+    /// A builtin tool (one runtime, chosen by the host).
+    Builtin,
+    /// An MCP tool.
+    Mcp {
+        /// Server.
+        server: String,
+        /// Tool.
+        tool: String,
+    },
+}
+
+/// The result of [`resolve_runtime`]: the choice and any warnings for the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolution {
+    /// The runtime.
+    pub choice: RuntimeChoice,
+    /// Things the user should know (e.g. an ignored `runtime` key).
+    pub warnings: Vec<String>,
+}
+
+/// D10 runtime resolution: explicit `runtime` > `.wasm` (`wasm` key or a `command` ending in
+/// `.wasm`) > `stdio`. `runtime` on builtin and MCP tools is ignored with a warning.
+pub fn resolve_runtime(name: &str, config: &ToolConfig) -> Resolution {
+    let mut warnings = Vec::new();
+    let choice = match &config.source {
+        ToolSource::Builtin | ToolSource::Mcp { .. } => {
+            if let Some(r) = config.runtime {
+                warnings.push(format!(
+                    "conversation.tools.{name}.runtime = \"{}\" is ignored: {} tools have exactly one runtime; remove the key",
+                    r.name(),
+                    if config.source == ToolSource::Builtin { "builtin" } else { "MCP" }
+                ));
+            }
+            match &config.source {
+                ToolSource::Mcp { server, tool } => RuntimeChoice::Mcp { server: server.clone(), tool: tool.clone() },
+                _ => RuntimeChoice::Builtin,
+            }
+        }
+        ToolSource::Local => {
+            let wasm_like = config.wasm.is_some()
+                || config
+                    .command
+                    .as_deref()
+                    .is_some_and(|c| c.split_whitespace().next().is_some_and(|p| p.ends_with(".wasm")));
+            RuntimeChoice::Local(match config.runtime {
+                Some(kind) => kind,
+                None if wasm_like => ToolRuntimeKind::Wasm,
+                None => ToolRuntimeKind::Stdio,
+            })
+        }
+    };
+    Resolution { choice, warnings }
+}
+
+/// What one execution ended with (D10 `ExecutionOutcome`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExecutionOutcome {
+    /// The tool finished, successfully or not.
+    Completed {
+        /// The call id.
+        id: String,
+        /// The content or the tool's error.
+        result: Result<ToolResult, ToolError>,
+    },
+    /// The tool needs an answer; it will be run again with it.
+    NeedsInput {
+        /// The call id.
+        id: String,
+        /// The question.
+        question: Question,
+    },
+    /// The call was cancelled.
+    Cancelled {
+        /// The call id.
+        id: String,
+    },
+}
+
+/// One tool call as a runtime receives it.
+#[derive(Debug, Clone)]
+pub struct ToolCall {
+    /// Tool name.
+    pub name: String,
+    /// Call id.
+    pub id: String,
+    /// Arguments.
+    pub arguments: Map<String, Value>,
+    /// Answers to earlier questions, by question id.
+    pub answers: Map<String, Value>,
+    /// Cancelled when the user or host gives up.
+    pub cancel: CancellationToken,
+}
+
+/// An infrastructure failure (as opposed to a tool's own error, which is an outcome).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuntimeError {
+    /// The runtime is not available on this host.
+    #[error("tool '{tool}' uses runtime '{runtime}', which is not available here: {why}")]
+    UnsupportedRuntime {
+        /// Tool name.
+        tool: String,
+        /// Runtime name.
+        runtime: String,
+        /// Why, and what to do.
+        why: String,
+    },
+    /// The configuration does not allow running the tool.
+    #[error("{0}")]
+    Config(String),
+    /// The tool could not be started.
+    #[error("could not start tool '{tool}': {message}")]
+    Spawn {
+        /// Tool name.
+        tool: String,
+        /// What failed.
+        message: String,
+    },
+    /// The OS sandbox cannot be enforced.
+    #[error("{0}")]
+    Sandbox(String),
+    /// The tool broke the protocol or died.
+    #[error("tool '{tool}' failed: {message}")]
+    Protocol {
+        /// Tool name.
+        tool: String,
+        /// What happened (with the stderr tail when there is one).
+        message: String,
+    },
+    /// The tool exceeded its time.
+    #[error("tool '{tool}' timed out after {seconds} s")]
+    Timeout {
+        /// Tool name.
+        tool: String,
+        /// The limit.
+        seconds: u64,
+    },
+    /// Anything else.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Executes tool calls (RFD D10). Implementations capture their dependencies at construction.
+pub trait ToolRuntime: MaybeSend + MaybeSync {
+    /// Which runtime this is, for listings and traces.
+    fn kind(&self) -> &'static str;
+
+    /// Execute one call with the tool's configuration.
+    fn execute<'a>(
+        &'a self,
+        call: ToolCall,
+        config: &'a ToolConfig,
+    ) -> BoxFuture<'a, Result<ExecutionOutcome, RuntimeError>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(extra: &str) -> ToolConfig {
+        let text = format!("[conversation.tools.t]\n{extra}");
+        Config::from_toml(&text, "c.toml").unwrap().conversation.tools.remove("t").unwrap()
+    }
+
+    #[test]
+    fn resolution_order() {
+        let cases = [
+            ("source = \"local\"\ncommand = \"x\"", RuntimeChoice::Local(ToolRuntimeKind::Stdio)),
+            ("source = \"local\"\ncommand = \"x.wasm\"", RuntimeChoice::Local(ToolRuntimeKind::Wasm)),
+            ("source = \"local\"\ncommand = \"./p/x.wasm --flag\"", RuntimeChoice::Local(ToolRuntimeKind::Wasm)),
+            ("source = \"local\"\nwasm = \".jp/tools/t.wasm\"", RuntimeChoice::Local(ToolRuntimeKind::Wasm)),
+            ("source = \"local\"\ncommand = \"x.wasm\"\nruntime = \"vfs\"", RuntimeChoice::Local(ToolRuntimeKind::Vfs)),
+            ("source = \"local\"\ncommand = \"x\"\nruntime = \"wasm\"", RuntimeChoice::Local(ToolRuntimeKind::Wasm)),
+            ("source = \"builtin\"", RuntimeChoice::Builtin),
+            (
+                "source = \"mcp.github.list_issues\"",
+                RuntimeChoice::Mcp { server: "github".into(), tool: "list_issues".into() },
+            ),
+        ];
+        for (text, expected) in cases {
+            let r = resolve_runtime("t", &tool(text));
+            assert_eq!(r.choice, expected, "{text}");
+            assert!(r.warnings.is_empty());
+        }
+        let r = resolve_runtime("t", &tool("source = \"builtin\"\nruntime = \"vfs\""));
+        assert_eq!(r.choice, RuntimeChoice::Builtin);
+        assert!(r.warnings[0].contains("conversation.tools.t.runtime"), "{:?}", r.warnings);
+    }
+
+    #[test]
+    fn config_errors_name_file_key_and_fix() {
+        let cases = [
+            (
+                "[conversation.tools.t]\nsource = \"local\"\ncommand = \"x\"\nruntime = \"vsf\"",
+                "conversation.tools.t.runtime",
+                "unknown variant",
+            ),
+            (
+                "[conversation.tools.t]\nsource = \"local\"\ncomand = \"x\"",
+                "conversation.tools.t.comand",
+                "remove it or check its spelling",
+            ),
+            ("[conversation.tools.t]\nsource = \"remote\"", "conversation.tools.t.source", "mcp.<server>.<tool>"),
+            ("[conversation.tools.t]\nsource = \"local\"", "conversation.tools.t.command", "needs `command`"),
+            (
+                "[conversation.tools.t]\nsource = \"local\"\ncommand = \"x\"\n[conversation.tools.t.sandbox]\nfilesystem.allow = [\"/etc\"]",
+                "conversation.tools.t.sandbox.filesystem.allow[0]",
+                "absolute",
+            ),
+            (
+                "[conversation.tools.t]\nsource = \"local\"\ncommand = \"x\"\n[conversation.tools.t.parameters.p]\ntype = \"str\"",
+                "conversation.tools.t.parameters.p.type",
+                "unknown type",
+            ),
+            ("[conversation.tools.t\n", ".", "not valid TOML"),
+        ];
+        for (text, key, needle) in cases {
+            let e = Config::from_toml(text, ".jp/config.toml").unwrap_err();
+            assert_eq!(e.file, ".jp/config.toml");
+            assert_eq!(e.key, key, "{text}: {e}");
+            assert!(e.message.contains(needle), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn d11_example_parses() {
+        let text = r#"
+            [conversation.tools.smart_editor]
+            source = "local"
+            command = "./tools/smart_editor"
+            runtime = "vfs"
+            stateful = ["spawn", "fetch", "abort"]
+            [conversation.tools.smart_editor.sandbox]
+            filesystem.allow = ["."]
+            filesystem.writable = true
+        "#;
+        let c = Config::from_toml(text, "c.toml").unwrap();
+        let t = &c.conversation.tools["smart_editor"];
+        assert_eq!(t.runtime, Some(ToolRuntimeKind::Vfs));
+        assert_eq!(t.stateful.as_ref().unwrap().actions().len(), 3);
+        let p = t.policy(AccessPolicy::vfs_default()).unwrap();
+        assert!(p.check_fs_str(crate::policy::Capability::Create, "src/new.rs").is_allow());
+    }
+}
