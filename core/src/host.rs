@@ -209,8 +209,9 @@ pub struct ProcessRequest {
     pub args: Vec<String>,
     /// The complete environment (clean: base variables plus the allowed ones).
     pub env: Vec<(String, String)>,
-    /// Working directory: the materialised project root.
-    pub cwd: String,
+    /// Working directory: the materialised project root, when the project backend has one. A
+    /// runner that needs a real directory refuses to run without it.
+    pub cwd: Option<String>,
     /// Largest stdout/stderr kept, each.
     pub max_output: usize,
 }
@@ -481,10 +482,12 @@ impl DispatcherBuilder {
         self
     }
 
-    /// The host environment the tool's policy may draw on (`${VAR}` in headers, forwarded
-    /// variables). Values of non-base variables become secrets that are scrubbed.
+    /// The host environment. Only the base variables (PATH, HOME, USER, LANG, LC_*) and those
+    /// the policy names are kept; the values of the latter are the secrets that get scrubbed, so
+    /// passing the whole process environment is safe.
     pub fn env(mut self, env: BTreeMap<String, String>) -> Self {
-        self.inner.env = env;
+        let names: std::collections::BTreeSet<&str> = self.inner.policy.resolvable_env().collect();
+        self.inner.env = env.into_iter().filter(|(k, _)| is_base_env(k) || names.contains(k.as_str())).collect();
         self
     }
 
@@ -559,14 +562,14 @@ impl Dispatcher {
         policy: Arc<AccessPolicy>,
         files: Arc<dyn ProjectFiles>,
     ) -> DispatcherBuilder {
-        let unavailable = Arc::new(Unavailable::new("this host was started without this capability"));
+
         DispatcherBuilder {
             inner: Dispatcher {
                 tool: tool.into(),
                 policy,
                 files,
-                http: unavailable.clone(),
-                process: unavailable,
+                http: Arc::new(Unavailable::new("http.get and http.post are not available: this host has no HTTP client")),
+                process: Arc::new(Unavailable::new("process.run is not available: this host cannot run processes")),
                 inquirer: Arc::new(DenyInquirer),
                 env: BTreeMap::new(),
                 scrubber: Scrubber::default(),
@@ -858,9 +861,7 @@ impl Dispatcher {
                     .join(" ");
                 self.enforce(method, &line, self.policy.check_process(&p.program, &p.args, &p.envs), id, events)
                     .await?;
-                let cwd = self.files.materialize().await.map_err(|e| {
-                    HostError::Unavailable(format!("process.run needs the project as a real directory, and this project backend cannot provide one ({e})"))
-                })?;
+                let cwd = self.files.materialize().await.ok().map(|m| m.root);
                 let mut env: Vec<(String, String)> =
                     self.env.iter().filter(|(k, _)| is_base_env(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
                 for name in &p.envs {
@@ -878,7 +879,7 @@ impl Dispatcher {
                         program: p.program.clone(),
                         args: p.args.clone(),
                         env,
-                        cwd: cwd.root,
+                        cwd,
                         max_output: self.max_content,
                     })
                     .await?;

@@ -481,6 +481,12 @@ impl AccessPolicy {
         }
     }
 
+    /// Host variables this policy may hand to a tool: `network.envs` (header substitution) and
+    /// the variables commands or env rules may receive. Their values are the secrets to scrub.
+    pub fn resolvable_env(&self) -> impl Iterator<Item = &str> {
+        self.net_envs.iter().chain(self.env_allowed.iter()).map(String::as_str)
+    }
+
     /// The sensitive path patterns in force (built-in first).
     pub fn sensitive_patterns(&self) -> &[String] {
         &self.sensitive_patterns

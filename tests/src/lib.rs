@@ -1,0 +1,401 @@
+//! Conformance vectors: data files that hold every platform to the same answers.
+//!
+//! `vectors/policy/*.json` give a policy, an operation and a target, and the decision.
+//! `vectors/protocol/*.json` give a file set, a policy and backends, then requests (or raw lines)
+//! and the exact response each must get, plus the files afterwards. The files are embedded at
+//! build time, so the native run (`cargo test -p jp-tests`) and the wasm32 run
+//! (`wasm-bindgen-test` under Node) execute byte-for-byte the same cases, and both check that
+//! they ran [`VECTOR_COUNT`] of them.
+//!
+//! A case may give a loose `expect` instead of an exact `response` while it is written; the
+//! native `bless` run (`JP_BLESS=1`) replaces it with the exact response once the loose
+//! expectation holds. The committed files only hold exact responses.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use jp_core::files::InMemoryProjectFiles;
+use jp_core::host::{
+    DispatchEvents, Dispatcher, HttpResponse, InquiryAnswer, ProcessOutput, StaticHttpClient, StaticInquirer,
+    StaticProcessRunner, StaticRoute, TraceEvent,
+};
+use jp_core::policy::{AccessConfig, AccessPolicy, Capability, Decision, SandboxConfig, WorkspacePath};
+use jp_core::protocol::{Frame, Header, LineDecoder};
+use serde_json::{Map, Value, json};
+
+/// Every vector file: (path under `vectors/`, contents).
+pub const FILES: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/vector_files.rs"));
+
+/// The number of cases in all vector files, counted at build time.
+pub const VECTOR_COUNT: usize = include!(concat!(env!("OUT_DIR"), "/vector_count.rs"));
+
+/// The outcome of a run.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Cases run per area (`policy/filesystem`, `protocol/fs.read`, …).
+    pub areas: BTreeMap<String, usize>,
+    /// Cases run in total.
+    pub ran: usize,
+    /// One line per failed case.
+    pub failures: Vec<String>,
+    /// Cases whose exact response was filled in (bless mode only): file → new document.
+    pub blessed: BTreeMap<String, Value>,
+}
+
+impl Report {
+    /// A table of cases per area.
+    pub fn table(&self) -> String {
+        let mut out = String::new();
+        for (area, n) in &self.areas {
+            out.push_str(&format!("{area:<32} {n:>4}\n"));
+        }
+        out.push_str(&format!("{:<32} {:>4}\n", "total", self.ran));
+        out
+    }
+}
+
+/// Run every vector. With `bless`, loose `expect` cases that hold get their exact `response`
+/// written into [`Report::blessed`].
+pub async fn run_all(bless: bool) -> Report {
+    let mut report = Report::default();
+    for (file, text) in FILES {
+        let mut doc: Value = match serde_json::from_str(text) {
+            Ok(v) => v,
+            Err(e) => {
+                report.failures.push(format!("{file}: invalid JSON: {e}"));
+                continue;
+            }
+        };
+        let area = format!("{}/{}", file.split('/').next().unwrap_or(""), doc["area"].as_str().unwrap_or(file));
+        let mut changed = false;
+        let groups = doc["groups"].as_array_mut().map(std::mem::take).unwrap_or_default();
+        let mut new_groups = Vec::new();
+        for mut group in groups {
+            let name = group["name"].as_str().unwrap_or("?").to_owned();
+            let result = if file.starts_with("policy/") {
+                run_policy_group(&group).map(|_| None)
+            } else {
+                run_protocol_group(&mut group, bless).await
+            };
+            let n = group["cases"].as_array().map_or(0, Vec::len);
+            *report.areas.entry(area.clone()).or_default() += n;
+            report.ran += n;
+            match result {
+                Ok(Some(())) => changed = true,
+                Ok(None) => {}
+                Err(errors) => report.failures.extend(errors.into_iter().map(|e| format!("{file} [{name}] {e}"))),
+            }
+            new_groups.push(group);
+        }
+        doc["groups"] = Value::Array(new_groups);
+        if changed {
+            report.blessed.insert((*file).to_owned(), doc);
+        }
+    }
+    report
+}
+
+fn build_policy(spec: &Value, home: &Value) -> Result<AccessPolicy, String> {
+    let mut policy = match spec.get("default").and_then(Value::as_str) {
+        Some("stdio") => AccessPolicy::stdio_default(),
+        Some("allow_all") => AccessPolicy::allow_all(),
+        Some(other) => return Err(format!("unknown default policy {other:?}")),
+        None => {
+            let sandbox: Option<SandboxConfig> = match spec.get("sandbox") {
+                Some(v) => Some(serde_json::from_value(v.clone()).map_err(|e| format!("sandbox: {e}"))?),
+                None => None,
+            };
+            let access: Option<AccessConfig> = match spec.get("access") {
+                Some(v) => Some(serde_json::from_value(v.clone()).map_err(|e| format!("access: {e}"))?),
+                None => None,
+            };
+            AccessPolicy::from_config(sandbox.as_ref(), access.as_ref()).map_err(|e| format!("compile error: {e}"))?
+        }
+    };
+    if let (Some(ws), Some(h)) = (home["workspace"].as_str(), home["home"].as_str()) {
+        policy.set_home(ws, h);
+    }
+    Ok(policy)
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect()).unwrap_or_default()
+}
+
+fn run_policy_group(group: &Value) -> Result<(), Vec<String>> {
+    let mut errors = Vec::new();
+    let policy_spec = group.get("policy").cloned().unwrap_or(json!({}));
+    let policy = match build_policy(&policy_spec, group.get("home").unwrap_or(&Value::Null)) {
+        Ok(p) => p,
+        Err(e) => return Err(vec![e]),
+    };
+    for (i, case) in group["cases"].as_array().into_iter().flatten().enumerate() {
+        let op = case["op"].as_str().unwrap_or("");
+        let target = case["target"].as_str().unwrap_or("");
+        let label = format!("case {i} ({op} {target:?})");
+        if op == "compile" {
+            let want_key = case["key"].as_str().unwrap_or("");
+            let want = case["contains"].as_str().unwrap_or("");
+            match build_policy(&case["policy"], &Value::Null) {
+                Ok(_) => errors.push(format!("{label}: expected a compile error at {want_key}, got a policy")),
+                Err(e) if !e.contains(want_key) || !e.contains(want) => {
+                    errors.push(format!("{label}: compile error {e:?} lacks key {want_key:?} or {want:?}"))
+                }
+                Err(_) => {}
+            }
+            continue;
+        }
+        if op == "normalize" {
+            let got = match WorkspacePath::parse(target) {
+                Ok(p) => json!({ "path": p.as_str() }),
+                Err(e) => json!({ "error": e.to_string() }),
+            };
+            let ok = match (&case["expect"], &got) {
+                (Value::String(want), _) => got["path"] == *want,
+                (Value::Object(want), _) => {
+                    want.get("error").and_then(Value::as_str).is_some_and(|w| got["error"].as_str().is_some_and(|g| g.contains(w)))
+                }
+                _ => false,
+            };
+            if !ok {
+                errors.push(format!("{label}: expected {}, got {got}", case["expect"]));
+            }
+            continue;
+        }
+        let decision = match op {
+            "http" => policy.check_http(target),
+            "header_env" => policy.check_header_env(target),
+            "env" => policy.check_env(target),
+            "process" => policy.check_process(
+                case["program"].as_str().unwrap_or(""),
+                &strings(&case["args"]),
+                &strings(&case["envs"]),
+            ),
+            cap => match Capability::from_name(cap) {
+                Some(cap) => policy.check_fs_str(cap, target),
+                None => {
+                    errors.push(format!("{label}: unknown op"));
+                    continue;
+                }
+            },
+        };
+        check_decision(&label, &decision, case, &mut errors);
+    }
+    if errors.is_empty() { Ok(()) } else { Err(errors) }
+}
+
+fn check_decision(label: &str, decision: &Decision, case: &Value, errors: &mut Vec<String>) {
+    let want = case["expect"].as_str().unwrap_or("?");
+    if decision.kind() != want {
+        errors.push(format!("{label}: expected {want}, got {} ({})", decision.kind(), decision.reason()));
+    }
+    if let Some(needle) = case["reason"].as_str() {
+        if !decision.reason().contains(needle) {
+            errors.push(format!("{label}: reason {:?} lacks {needle:?}", decision.reason()));
+        }
+    }
+}
+
+#[derive(Default)]
+struct Recorder(Mutex<Vec<TraceEvent>>);
+
+impl DispatchEvents for Recorder {
+    fn decided(&self, event: &TraceEvent) {
+        if let Ok(mut v) = self.0.lock() {
+            v.push(event.clone());
+        }
+    }
+}
+
+fn file_bytes(v: &Value) -> Result<Vec<u8>, String> {
+    match v {
+        Value::String(s) => Ok(s.as_bytes().to_vec()),
+        Value::Object(o) => {
+            let b64 = o.get("base64").and_then(Value::as_str).ok_or("file object needs \"base64\"")?;
+            jp_core::protocol::decode_content(b64, Some(jp_core::protocol::Encoding::Base64))
+        }
+        _ => Err("file content must be a string or {\"base64\":…}".into()),
+    }
+}
+
+fn build_dispatcher(group: &Value) -> Result<(Dispatcher, Arc<InMemoryProjectFiles>), String> {
+    let mut files = Vec::new();
+    let mut dirs = Vec::new();
+    for (path, content) in group["files"].as_object().into_iter().flatten() {
+        if content.is_null() {
+            dirs.push(path.clone());
+        } else {
+            files.push((path.clone(), file_bytes(content)?));
+        }
+    }
+    let project = Arc::new(InMemoryProjectFiles::with_files(files).map_err(|e| e.to_string())?);
+    for d in dirs {
+        let p = WorkspacePath::parse(&d).map_err(|e| e.to_string())?;
+        project.create_dir(&p).map_err(|e| e.to_string())?;
+    }
+    let policy = build_policy(group.get("policy").unwrap_or(&json!({})), group.get("home").unwrap_or(&Value::Null))?;
+    let mut routes = BTreeMap::new();
+    for (url, spec) in group["http"].as_object().into_iter().flatten() {
+        let route = if spec == "echo" {
+            StaticRoute::Echo
+        } else {
+            let headers = spec["headers"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|h| Header { name: h["name"].as_str().unwrap_or("").into(), value: h["value"].as_str().unwrap_or("").into() })
+                .collect();
+            StaticRoute::Respond(HttpResponse {
+                status: spec["status"].as_u64().unwrap_or(200) as u16,
+                headers,
+                body: file_bytes(spec.get("body").unwrap_or(&json!("")))?,
+            })
+        };
+        routes.insert(url.clone(), route);
+    }
+    let mut programs = BTreeMap::new();
+    for (program, spec) in group["processes"].as_object().into_iter().flatten() {
+        programs.insert(
+            program.clone(),
+            ProcessOutput {
+                stdout: spec["stdout"].as_str().unwrap_or("").as_bytes().to_vec(),
+                stderr: spec["stderr"].as_str().unwrap_or("").as_bytes().to_vec(),
+                exit_code: spec["exit_code"].as_i64().map(|c| c as i32),
+            },
+        );
+    }
+    let env: BTreeMap<String, String> = group["env"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_owned()))
+        .collect();
+    let mut builder = Dispatcher::builder("vector_tool", Arc::new(policy), project.clone())
+        .http(Arc::new(StaticHttpClient::new(routes)))
+        .env(env);
+    if group.get("processes").is_some() {
+        builder = builder.process(Arc::new(StaticProcessRunner::new(programs)));
+    }
+    match group["inquiry"].as_str() {
+        Some("allow") => builder = builder.inquirer(Arc::new(StaticInquirer(InquiryAnswer::Allow))),
+        Some("allow_all") => builder = builder.inquirer(Arc::new(StaticInquirer(InquiryAnswer::AllowAll))),
+        Some("deny") => builder = builder.inquirer(Arc::new(StaticInquirer(InquiryAnswer::Deny("the user said no".into())))),
+        _ => {}
+    }
+    if let Some(n) = group["max_content"].as_u64() {
+        builder = builder.max_content(n as usize);
+    }
+    if let Some(n) = group["max_line"].as_u64() {
+        builder = builder.max_line(n as usize);
+    }
+    Ok((builder.build(), project))
+}
+
+/// Loose expectation used while writing a case: `{"code": -32001, "contains": "…"}` for an
+/// error, `{"result_contains": {…}}` for a result whose given fields must match.
+fn loose_holds(expect: &Value, responses: &[Value]) -> Result<(), String> {
+    let Some(resp) = responses.first() else { return Err("no response".into()) };
+    if let Some(code) = expect.get("code") {
+        if resp["error"]["code"] != *code {
+            return Err(format!("expected code {code}, got {resp}"));
+        }
+        if let Some(needle) = expect["contains"].as_str() {
+            if !resp["error"]["message"].as_str().unwrap_or("").contains(needle) {
+                return Err(format!("message lacks {needle:?}: {resp}"));
+            }
+        }
+        return Ok(());
+    }
+    if let Some(fields) = expect["result_contains"].as_object() {
+        for (k, v) in fields {
+            if resp["result"][k] != *v {
+                return Err(format!("result.{k}: expected {v}, got {resp}"));
+            }
+        }
+        return Ok(());
+    }
+    Err(format!("unknown expectation {expect}"))
+}
+
+async fn run_protocol_group(group: &mut Value, bless: bool) -> Result<Option<()>, Vec<String>> {
+    let (dispatcher, project) = build_dispatcher(group).map_err(|e| vec![format!("setup: {e}")])?;
+    let max_line = group["max_line"].as_u64().map_or(jp_core::protocol::DEFAULT_MAX_LINE, |n| n as usize);
+    let mut errors = Vec::new();
+    let mut blessed = false;
+    let cases = group["cases"].as_array_mut().map(std::mem::take).unwrap_or_default();
+    let mut new_cases = Vec::new();
+    for (i, mut case) in cases.into_iter().enumerate() {
+        let label = format!("case {i} ({})", case["name"].as_str().unwrap_or(""));
+        let raw: Vec<u8> = match (&case["request"], &case["raw"]) {
+            (Value::Object(_), _) => {
+                let mut line = serde_json::to_vec(&case["request"]).unwrap_or_default();
+                line.push(b'\n');
+                line
+            }
+            (_, Value::String(s)) => s.as_bytes().to_vec(),
+            _ => {
+                errors.push(format!("{label}: needs \"request\" or \"raw\""));
+                new_cases.push(case);
+                continue;
+            }
+        };
+        let recorder = Recorder::default();
+        let mut decoder = LineDecoder::new(max_line);
+        let mut frames: Vec<Frame> = decoder.push(&raw);
+        frames.extend(decoder.finish());
+        let mut responses = Vec::new();
+        for frame in &frames {
+            if let Some(line) = dispatcher.handle_frame(frame, &recorder).await {
+                match serde_json::from_slice::<Value>(&line) {
+                    Ok(v) => responses.push(v),
+                    Err(e) => errors.push(format!("{label}: response is not JSON: {e}")),
+                }
+            }
+        }
+        let got = Value::Array(responses.clone());
+        if let Some(expect) = case.get("expect").cloned() {
+            match loose_holds(&expect, &responses) {
+                Ok(()) if bless => {
+                    let obj = case.as_object_mut().expect("case is an object");
+                    obj.remove("expect");
+                    let mut ordered = Map::new();
+                    for (k, v) in std::mem::take(obj) {
+                        ordered.insert(k, v);
+                    }
+                    ordered.insert(
+                        "responses".into(),
+                        got.clone(),
+                    );
+                    *obj = ordered;
+                    blessed = true;
+                }
+                Ok(()) => errors.push(format!("{label}: has a loose expectation; run with JP_BLESS=1 to make it exact")),
+                Err(e) => errors.push(format!("{label}: {e}")),
+            }
+        } else if case["responses"] != got {
+            errors.push(format!("{label}: expected {}, got {got}", case["responses"]));
+        }
+        if let Some(kinds) = case.get("decisions") {
+            let seen: Vec<Value> =
+                recorder.0.lock().map(|v| v.iter().map(|e| json!(e.decision)).collect()).unwrap_or_default();
+            if *kinds != Value::Array(seen.clone()) {
+                errors.push(format!("{label}: decisions {kinds}, got {seen:?}"));
+            }
+        }
+        let snapshot = project.snapshot();
+        for (path, want) in case["files_after"].as_object().into_iter().flatten() {
+            let have = snapshot.get(path);
+            let ok = match (want, have) {
+                (Value::Null, None) => true,
+                (Value::Null, Some(_)) | (_, None) => false,
+                (want, Some(have)) => file_bytes(want).is_ok_and(|w| &w == have),
+            };
+            if !ok {
+                errors.push(format!("{label}: file {path}: expected {want}, have {:?}", have.map(|h| String::from_utf8_lossy(h).into_owned())));
+            }
+        }
+        new_cases.push(case);
+    }
+    group["cases"] = Value::Array(new_cases);
+    if errors.is_empty() { Ok(blessed.then_some(())) } else { Err(errors) }
+}
