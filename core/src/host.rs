@@ -562,13 +562,14 @@ impl Dispatcher {
         policy: Arc<AccessPolicy>,
         files: Arc<dyn ProjectFiles>,
     ) -> DispatcherBuilder {
-
         DispatcherBuilder {
             inner: Dispatcher {
                 tool: tool.into(),
                 policy,
                 files,
-                http: Arc::new(Unavailable::new("http.get and http.post are not available: this host has no HTTP client")),
+                http: Arc::new(Unavailable::new(
+                    "http.get and http.post are not available: this host has no HTTP client",
+                )),
                 process: Arc::new(Unavailable::new("process.run is not available: this host cannot run processes")),
                 inquirer: Arc::new(DenyInquirer),
                 env: BTreeMap::new(),

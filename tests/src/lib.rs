@@ -21,7 +21,7 @@ use jp_core::host::{
 };
 use jp_core::policy::{AccessConfig, AccessPolicy, Capability, Decision, SandboxConfig, WorkspacePath};
 use jp_core::protocol::{Frame, Header, LineDecoder};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 /// Every vector file: (path under `vectors/`, contents).
 pub const FILES: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/vector_files.rs"));
@@ -152,9 +152,10 @@ fn run_policy_group(group: &Value) -> Result<(), Vec<String>> {
             };
             let ok = match (&case["expect"], &got) {
                 (Value::String(want), _) => got["path"] == *want,
-                (Value::Object(want), _) => {
-                    want.get("error").and_then(Value::as_str).is_some_and(|w| got["error"].as_str().is_some_and(|g| g.contains(w)))
-                }
+                (Value::Object(want), _) => want
+                    .get("error")
+                    .and_then(Value::as_str)
+                    .is_some_and(|w| got["error"].as_str().is_some_and(|g| g.contains(w))),
                 _ => false,
             };
             if !ok {
@@ -189,10 +190,10 @@ fn check_decision(label: &str, decision: &Decision, case: &Value, errors: &mut V
     if decision.kind() != want {
         errors.push(format!("{label}: expected {want}, got {} ({})", decision.kind(), decision.reason()));
     }
-    if let Some(needle) = case["reason"].as_str() {
-        if !decision.reason().contains(needle) {
-            errors.push(format!("{label}: reason {:?} lacks {needle:?}", decision.reason()));
-        }
+    if let Some(needle) = case["reason"].as_str()
+        && !decision.reason().contains(needle)
+    {
+        errors.push(format!("{label}: reason {:?} lacks {needle:?}", decision.reason()));
     }
 }
 
@@ -243,7 +244,10 @@ fn build_dispatcher(group: &Value) -> Result<(Dispatcher, Arc<InMemoryProjectFil
                 .as_array()
                 .into_iter()
                 .flatten()
-                .map(|h| Header { name: h["name"].as_str().unwrap_or("").into(), value: h["value"].as_str().unwrap_or("").into() })
+                .map(|h| Header {
+                    name: h["name"].as_str().unwrap_or("").into(),
+                    value: h["value"].as_str().unwrap_or("").into(),
+                })
                 .collect();
             StaticRoute::Respond(HttpResponse {
                 status: spec["status"].as_u64().unwrap_or(200) as u16,
@@ -279,7 +283,9 @@ fn build_dispatcher(group: &Value) -> Result<(Dispatcher, Arc<InMemoryProjectFil
     match group["inquiry"].as_str() {
         Some("allow") => builder = builder.inquirer(Arc::new(StaticInquirer(InquiryAnswer::Allow))),
         Some("allow_all") => builder = builder.inquirer(Arc::new(StaticInquirer(InquiryAnswer::AllowAll))),
-        Some("deny") => builder = builder.inquirer(Arc::new(StaticInquirer(InquiryAnswer::Deny("the user said no".into())))),
+        Some("deny") => {
+            builder = builder.inquirer(Arc::new(StaticInquirer(InquiryAnswer::Deny("the user said no".into()))))
+        }
         _ => {}
     }
     if let Some(n) = group["max_content"].as_u64() {
@@ -299,10 +305,10 @@ fn loose_holds(expect: &Value, responses: &[Value]) -> Result<(), String> {
         if resp["error"]["code"] != *code {
             return Err(format!("expected code {code}, got {resp}"));
         }
-        if let Some(needle) = expect["contains"].as_str() {
-            if !resp["error"]["message"].as_str().unwrap_or("").contains(needle) {
-                return Err(format!("message lacks {needle:?}: {resp}"));
-            }
+        if let Some(needle) = expect["contains"].as_str()
+            && !resp["error"]["message"].as_str().unwrap_or("").contains(needle)
+        {
+            return Err(format!("message lacks {needle:?}: {resp}"));
         }
         return Ok(());
     }
@@ -358,18 +364,12 @@ async fn run_protocol_group(group: &mut Value, bless: bool) -> Result<Option<()>
                 Ok(()) if bless => {
                     let obj = case.as_object_mut().expect("case is an object");
                     obj.remove("expect");
-                    let mut ordered = Map::new();
-                    for (k, v) in std::mem::take(obj) {
-                        ordered.insert(k, v);
-                    }
-                    ordered.insert(
-                        "responses".into(),
-                        got.clone(),
-                    );
-                    *obj = ordered;
+                    obj.insert("responses".into(), got.clone());
                     blessed = true;
                 }
-                Ok(()) => errors.push(format!("{label}: has a loose expectation; run with JP_BLESS=1 to make it exact")),
+                Ok(()) => {
+                    errors.push(format!("{label}: has a loose expectation; run with JP_BLESS=1 to make it exact"))
+                }
                 Err(e) => errors.push(format!("{label}: {e}")),
             }
         } else if case["responses"] != got {
@@ -391,7 +391,10 @@ async fn run_protocol_group(group: &mut Value, bless: bool) -> Result<Option<()>
                 (want, Some(have)) => file_bytes(want).is_ok_and(|w| &w == have),
             };
             if !ok {
-                errors.push(format!("{label}: file {path}: expected {want}, have {:?}", have.map(|h| String::from_utf8_lossy(h).into_owned())));
+                errors.push(format!(
+                    "{label}: file {path}: expected {want}, have {:?}",
+                    have.map(|h| String::from_utf8_lossy(h).into_owned())
+                ));
             }
         }
         new_cases.push(case);
