@@ -274,6 +274,8 @@ pub enum StaticRoute {
     Respond(HttpResponse),
     /// Answer 200 with `{"method","url","headers","body"}` of the request.
     Echo,
+    /// Fail as a client would (timeout, cancellation, connection error).
+    Fail(BackendError),
 }
 
 impl StaticHttpClient {
@@ -307,6 +309,7 @@ impl HttpClient for StaticHttpClient {
                     });
                     Ok(HttpResponse { status: 200, headers: Vec::new(), body: body.to_string().into_bytes() })
                 }
+                Some(StaticRoute::Fail(e)) => Err(e.clone()),
                 None => Err(BackendError::Failed(format!("connection refused: {}", request.url))),
             }
         })
@@ -316,13 +319,13 @@ impl HttpClient for StaticHttpClient {
 /// A process runner answering from a fixed table keyed by program name — for tests and vectors.
 #[derive(Debug, Default)]
 pub struct StaticProcessRunner {
-    programs: BTreeMap<String, ProcessOutput>,
+    programs: BTreeMap<String, Result<ProcessOutput, BackendError>>,
     log: Mutex<Vec<ProcessRequest>>,
 }
 
 impl StaticProcessRunner {
-    /// A runner with these canned outputs.
-    pub fn new(programs: BTreeMap<String, ProcessOutput>) -> Self {
+    /// A runner with these canned outputs (or failures), by program name.
+    pub fn new(programs: BTreeMap<String, Result<ProcessOutput, BackendError>>) -> Self {
         Self { programs, log: Mutex::default() }
     }
 
@@ -338,10 +341,9 @@ impl ProcessRunner for StaticProcessRunner {
             if let Ok(mut log) = self.log.lock() {
                 log.push(request.clone());
             }
-            self.programs
-                .get(&request.program)
-                .cloned()
-                .ok_or_else(|| BackendError::NotFound(format!("program '{}' not found on PATH", request.program)))
+            self.programs.get(&request.program).cloned().unwrap_or_else(|| {
+                Err(BackendError::NotFound(format!("program '{}' not found on PATH", request.program)))
+            })
         })
     }
 }

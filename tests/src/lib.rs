@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex};
 
 use jp_core::files::InMemoryProjectFiles;
 use jp_core::host::{
-    DispatchEvents, Dispatcher, HttpResponse, InquiryAnswer, ProcessOutput, StaticHttpClient, StaticInquirer,
-    StaticProcessRunner, StaticRoute, TraceEvent,
+    BackendError, DispatchEvents, Dispatcher, HttpResponse, InquiryAnswer, ProcessOutput, StaticHttpClient,
+    StaticInquirer, StaticProcessRunner, StaticRoute, TraceEvent,
 };
 use jp_core::policy::{AccessConfig, AccessPolicy, Capability, Decision, SandboxConfig, WorkspacePath};
 use jp_core::protocol::{Frame, Header, LineDecoder};
@@ -219,6 +219,20 @@ fn file_bytes(v: &Value) -> Result<Vec<u8>, String> {
     }
 }
 
+/// A backend failure as written in a vector: `{"error": "timeout", "message": "…"}`.
+fn backend_error(kind: &Value, message: &Value) -> Result<BackendError, String> {
+    let m = message.as_str().unwrap_or("").to_owned();
+    Ok(match kind.as_str() {
+        Some("timeout") => BackendError::Timeout(m),
+        Some("cancelled") => BackendError::Cancelled(m),
+        Some("not_found") => BackendError::NotFound(m),
+        Some("too_large") => BackendError::TooLarge(m),
+        Some("failed") => BackendError::Failed(m),
+        Some("unavailable") => BackendError::Unavailable(m),
+        other => return Err(format!("unknown backend error {other:?}")),
+    })
+}
+
 fn build_dispatcher(group: &Value) -> Result<(Dispatcher, Arc<InMemoryProjectFiles>), String> {
     let mut files = Vec::new();
     let mut dirs = Vec::new();
@@ -239,6 +253,8 @@ fn build_dispatcher(group: &Value) -> Result<(Dispatcher, Arc<InMemoryProjectFil
     for (url, spec) in group["http"].as_object().into_iter().flatten() {
         let route = if spec == "echo" {
             StaticRoute::Echo
+        } else if let Some(kind) = spec.get("error") {
+            StaticRoute::Fail(backend_error(kind, &spec["message"])?)
         } else {
             let headers = spec["headers"]
                 .as_array()
@@ -259,14 +275,15 @@ fn build_dispatcher(group: &Value) -> Result<(Dispatcher, Arc<InMemoryProjectFil
     }
     let mut programs = BTreeMap::new();
     for (program, spec) in group["processes"].as_object().into_iter().flatten() {
-        programs.insert(
-            program.clone(),
-            ProcessOutput {
+        let outcome = match spec.get("error") {
+            Some(kind) => Err(backend_error(kind, &spec["message"])?),
+            None => Ok(ProcessOutput {
                 stdout: spec["stdout"].as_str().unwrap_or("").as_bytes().to_vec(),
                 stderr: spec["stderr"].as_str().unwrap_or("").as_bytes().to_vec(),
                 exit_code: spec["exit_code"].as_i64().map(|c| c as i32),
-            },
-        );
+            }),
+        };
+        programs.insert(program.clone(), outcome);
     }
     let env: BTreeMap<String, String> = group["env"]
         .as_object()
