@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use jp_core::files::InMemoryProjectFiles;
+use jp_core::files::{InMemoryProjectFiles, ProjectFiles};
 use jp_core::host::{
     BackendError, DispatchEvents, Dispatcher, HttpResponse, InquiryAnswer, ProcessOutput, StaticHttpClient,
     StaticInquirer, StaticProcessRunner, StaticRoute, TraceEvent,
@@ -54,9 +54,43 @@ impl Report {
     }
 }
 
-/// Run every vector. With `bless`, loose `expect` cases that hold get their exact `response`
-/// written into [`Report::blessed`].
+/// A project backend the protocol vectors run against, with a way to read back its files.
+pub trait Backend {
+    /// A project holding `files` (path → bytes) and the empty directories `dirs`.
+    fn create(&self, files: Vec<(String, Vec<u8>)>, dirs: Vec<String>) -> Result<Project, String>;
+}
+
+/// A project made by a [`Backend`].
+pub struct Project {
+    /// The files, as the dispatcher sees them.
+    pub files: Arc<dyn ProjectFiles>,
+    /// Every file and its content, read back from the backend.
+    pub snapshot: Box<dyn Fn() -> BTreeMap<String, Vec<u8>>>,
+}
+
+/// The in-memory backend of jp-core.
+pub struct InMemory;
+
+impl Backend for InMemory {
+    fn create(&self, files: Vec<(String, Vec<u8>)>, dirs: Vec<String>) -> Result<Project, String> {
+        let project = Arc::new(InMemoryProjectFiles::with_files(files).map_err(|e| e.to_string())?);
+        for d in dirs {
+            let p = WorkspacePath::parse(&d).map_err(|e| e.to_string())?;
+            project.create_dir(&p).map_err(|e| e.to_string())?;
+        }
+        let snap = project.clone();
+        Ok(Project { files: project, snapshot: Box::new(move || snap.snapshot()) })
+    }
+}
+
+/// Run every vector against the in-memory backend. With `bless`, loose `expect` cases that hold
+/// get their exact `response` written into [`Report::blessed`].
 pub async fn run_all(bless: bool) -> Report {
+    run_all_with(bless, &InMemory).await
+}
+
+/// Run every vector, the protocol ones against `backend`.
+pub async fn run_all_with(bless: bool, backend: &dyn Backend) -> Report {
     let mut report = Report::default();
     for (file, text) in FILES {
         let mut doc: Value = match serde_json::from_str(text) {
@@ -75,7 +109,7 @@ pub async fn run_all(bless: bool) -> Report {
             let result = if file.starts_with("policy/") {
                 run_policy_group(&group).map(|_| None)
             } else {
-                run_protocol_group(&mut group, bless).await
+                run_protocol_group(&mut group, bless, backend).await
             };
             let n = group["cases"].as_array().map_or(0, Vec::len);
             *report.areas.entry(area.clone()).or_default() += n;
@@ -233,7 +267,7 @@ fn backend_error(kind: &Value, message: &Value) -> Result<BackendError, String> 
     })
 }
 
-fn build_dispatcher(group: &Value) -> Result<(Dispatcher, Arc<InMemoryProjectFiles>), String> {
+fn build_dispatcher(group: &Value, backend: &dyn Backend) -> Result<(Dispatcher, Project), String> {
     let mut files = Vec::new();
     let mut dirs = Vec::new();
     for (path, content) in group["files"].as_object().into_iter().flatten() {
@@ -243,11 +277,7 @@ fn build_dispatcher(group: &Value) -> Result<(Dispatcher, Arc<InMemoryProjectFil
             files.push((path.clone(), file_bytes(content)?));
         }
     }
-    let project = Arc::new(InMemoryProjectFiles::with_files(files).map_err(|e| e.to_string())?);
-    for d in dirs {
-        let p = WorkspacePath::parse(&d).map_err(|e| e.to_string())?;
-        project.create_dir(&p).map_err(|e| e.to_string())?;
-    }
+    let project = backend.create(files, dirs)?;
     let policy = build_policy(group.get("policy").unwrap_or(&json!({})), group.get("home").unwrap_or(&Value::Null))?;
     let mut routes = BTreeMap::new();
     for (url, spec) in group["http"].as_object().into_iter().flatten() {
@@ -291,7 +321,7 @@ fn build_dispatcher(group: &Value) -> Result<(Dispatcher, Arc<InMemoryProjectFil
         .flatten()
         .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_owned()))
         .collect();
-    let mut builder = Dispatcher::builder("vector_tool", Arc::new(policy), project.clone())
+    let mut builder = Dispatcher::builder("vector_tool", Arc::new(policy), project.files.clone())
         .http(Arc::new(StaticHttpClient::new(routes)))
         .env(env);
     if group.get("processes").is_some() {
@@ -340,8 +370,8 @@ fn loose_holds(expect: &Value, responses: &[Value]) -> Result<(), String> {
     Err(format!("unknown expectation {expect}"))
 }
 
-async fn run_protocol_group(group: &mut Value, bless: bool) -> Result<Option<()>, Vec<String>> {
-    let (dispatcher, project) = build_dispatcher(group).map_err(|e| vec![format!("setup: {e}")])?;
+async fn run_protocol_group(group: &mut Value, bless: bool, backend: &dyn Backend) -> Result<Option<()>, Vec<String>> {
+    let (dispatcher, project) = build_dispatcher(group, backend).map_err(|e| vec![format!("setup: {e}")])?;
     let max_line = group["max_line"].as_u64().map_or(jp_core::protocol::DEFAULT_MAX_LINE, |n| n as usize);
     let mut errors = Vec::new();
     let mut blessed = false;
@@ -399,7 +429,7 @@ async fn run_protocol_group(group: &mut Value, bless: bool) -> Result<Option<()>
                 errors.push(format!("{label}: decisions {kinds}, got {seen:?}"));
             }
         }
-        let snapshot = project.snapshot();
+        let snapshot = (project.snapshot)();
         for (path, want) in case["files_after"].as_object().into_iter().flatten() {
             let have = snapshot.get(path);
             let ok = match (want, have) {

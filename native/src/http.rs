@@ -1,0 +1,81 @@
+//! [`ReqwestHttpClient`]: the native [`HttpClient`] on reqwest with rustls.
+//!
+//! It never follows redirects: the core dispatcher follows them and checks each hop against the
+//! policy. Bodies are read as a stream and refused beyond the request's size cap.
+
+use std::time::Duration;
+
+use jp_core::BoxFuture;
+use jp_core::host::{BackendError, HttpClient, HttpMethod, HttpRequest, HttpResponse};
+use jp_core::protocol::Header;
+
+/// Default time for one HTTP exchange.
+pub const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// HTTP over reqwest (rustls, no redirects, bounded bodies).
+#[derive(Debug, Clone)]
+pub struct ReqwestHttpClient {
+    client: reqwest::Client,
+    timeout: Duration,
+}
+
+impl ReqwestHttpClient {
+    /// A client with the given per-exchange timeout.
+    pub fn new(timeout: Duration) -> Result<Self, BackendError> {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(timeout)
+            .user_agent(concat!("jp-host/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| BackendError::Failed(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Self { client, timeout })
+    }
+}
+
+impl HttpClient for ReqwestHttpClient {
+    fn send(&self, request: HttpRequest) -> BoxFuture<'_, Result<HttpResponse, BackendError>> {
+        Box::pin(async move {
+            let mut builder = match request.method {
+                HttpMethod::Get => self.client.get(&request.url),
+                HttpMethod::Post => self.client.post(&request.url).body(request.body.clone()),
+            };
+            for h in &request.headers {
+                builder = builder.header(&h.name, &h.value);
+            }
+            let describe = |e: reqwest::Error| {
+                if e.is_timeout() {
+                    BackendError::Timeout(format!(
+                        "no response from {} within {} s",
+                        request.url,
+                        self.timeout.as_secs()
+                    ))
+                } else if e.is_builder() {
+                    BackendError::Failed(format!("invalid request to {}: {e}", request.url))
+                } else {
+                    BackendError::Failed(format!("request to {} failed: {e}", request.url))
+                }
+            };
+            let mut response = builder.send().await.map_err(describe)?;
+            let status = response.status().as_u16();
+            let headers = response
+                .headers()
+                .iter()
+                .map(|(k, v)| Header {
+                    name: k.as_str().to_owned(),
+                    value: String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                })
+                .collect();
+            let mut body = Vec::new();
+            while let Some(chunk) = response.chunk().await.map_err(describe)? {
+                if body.len() + chunk.len() > request.max_body {
+                    return Err(BackendError::TooLarge(format!(
+                        "the response body of {} is over the {}-byte limit",
+                        request.url, request.max_body
+                    )));
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(HttpResponse { status, headers, body })
+        })
+    }
+}

@@ -1,0 +1,17 @@
+//! The native jp-host.
+//!
+//! `jp-core` decides; this crate provides what it needs on a real machine:
+//!
+//! - [`files::FsProjectFiles`] — the project directory, reached only through a capability handle.
+//! - [`http::ReqwestHttpClient`] and [`process::TokioProcessRunner`] — the host services behind
+//!   `http.*` and `process.run`.
+//! - [`sandbox`] — the OS sandbox (Landlock, seccomp, rlimits) applied in a tool's child process
+//!   between `fork` and `exec`, never in the host; it fails closed.
+//! - [`vfs::VfsRuntime`] — the D11 runtime: a sandboxed subprocess whose every request is served
+//!   by the core dispatcher.
+
+pub mod files;
+pub mod http;
+pub mod process;
+pub mod sandbox;
+pub mod vfs;

@@ -1,0 +1,156 @@
+//! [`TokioProcessRunner`]: the native [`ProcessRunner`] behind `process.run`, and the process-group
+//! helpers every runtime uses to leave nothing behind.
+//!
+//! A program runs with exactly the environment the dispatcher computed (clean: base variables plus
+//! what the policy forwards), in the materialised project root, in its own process group. Its
+//! output is read concurrently and capped; on timeout, on an over-long output and after it exits,
+//! the whole group is killed, so grandchildren cannot outlive the call or hold its pipes open.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use jp_core::BoxFuture;
+use jp_core::host::{BackendError, ProcessOutput, ProcessRequest, ProcessRunner};
+use rustix::process::{Pid, Signal};
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+/// Default time a `process.run` program may take.
+pub const DEFAULT_PROCESS_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Send `signal` to every process of group `pgid`. Errors (the group is already gone) are ignored.
+pub fn signal_group(pgid: u32, signal: Signal) {
+    if let Some(pid) = i32::try_from(pgid).ok().and_then(Pid::from_raw) {
+        let _ = rustix::process::kill_process_group(pid, signal);
+    }
+}
+
+/// Whether any process of group `pgid` is still alive.
+pub fn group_alive(pgid: u32) -> bool {
+    i32::try_from(pgid)
+        .ok()
+        .and_then(Pid::from_raw)
+        .is_some_and(|pid| rustix::process::test_kill_process_group(pid).is_ok())
+}
+
+/// Read a stream to its end, keeping at most `max` bytes; `Err(total)` when it had more.
+pub async fn read_capped<R: AsyncRead + Unpin>(mut reader: R, max: usize) -> std::io::Result<Result<Vec<u8>, usize>> {
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut total = 0usize;
+    loop {
+        let n = reader.read(&mut buf).await?;
+        if n == 0 {
+            return Ok(if total > max { Err(total) } else { Ok(out) });
+        }
+        total += n;
+        if total > max {
+            return Ok(Err(total));
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// Find `program` the way a shell would: a path with `/` relative to `cwd`, otherwise on `PATH`.
+pub fn find_program(program: &str, path_var: Option<&str>, cwd: &Path) -> Option<PathBuf> {
+    if program.contains('/') {
+        let p = cwd.join(program);
+        return p.is_file().then_some(p);
+    }
+    which::which_in(program, path_var, cwd).ok()
+}
+
+/// Runs host programs on tokio.
+#[derive(Debug, Clone)]
+pub struct TokioProcessRunner {
+    timeout: Duration,
+}
+
+impl Default for TokioProcessRunner {
+    fn default() -> Self {
+        Self { timeout: DEFAULT_PROCESS_TIMEOUT }
+    }
+}
+
+impl TokioProcessRunner {
+    /// A runner with this timeout per program.
+    pub fn new(timeout: Duration) -> Self {
+        Self { timeout }
+    }
+}
+
+impl ProcessRunner for TokioProcessRunner {
+    fn run(&self, request: ProcessRequest) -> BoxFuture<'_, Result<ProcessOutput, BackendError>> {
+        Box::pin(async move {
+            let cwd = request.cwd.clone().ok_or_else(|| {
+                BackendError::Unavailable(
+                    "process.run needs the project as a real directory, and this project backend has none".into(),
+                )
+            })?;
+            let cwd = PathBuf::from(cwd);
+            let path_var = request.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.as_str());
+            let program = find_program(&request.program, path_var, &cwd)
+                .ok_or_else(|| BackendError::NotFound(format!("program '{}' not found on PATH", request.program)))?;
+            let mut child = tokio::process::Command::new(&program)
+                .args(&request.args)
+                .env_clear()
+                .envs(request.env.iter().map(|(k, v)| (k, v)))
+                .current_dir(&cwd)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .process_group(0)
+                .kill_on_drop(true)
+                .spawn()
+                .map_err(|e| BackendError::Failed(format!("cannot start '{}': {e}", request.program)))?;
+            let pgid = child.id().unwrap_or(0);
+            let stdout = child.stdout.take();
+            let stderr = child.stderr.take();
+            let max = request.max_output;
+            let work = async {
+                let read_out = async {
+                    match stdout {
+                        Some(s) => read_capped(s, max).await,
+                        None => Ok(Ok(Vec::new())),
+                    }
+                };
+                let read_err = async {
+                    match stderr {
+                        Some(s) => read_capped(s, max).await,
+                        None => Ok(Ok(Vec::new())),
+                    }
+                };
+                let wait = async {
+                    let status = child.wait().await;
+                    // Whatever the program left running in its group dies with it.
+                    signal_group(pgid, Signal::KILL);
+                    status
+                };
+                tokio::join!(read_out, read_err, wait)
+            };
+            let (out, err, status) = match tokio::time::timeout(self.timeout, work).await {
+                Ok(r) => r,
+                Err(_) => {
+                    signal_group(pgid, Signal::KILL);
+                    return Err(BackendError::Timeout(format!(
+                        "'{}' did not finish within {} s and was killed",
+                        request.program,
+                        self.timeout.as_secs()
+                    )));
+                }
+            };
+            let io = |e: std::io::Error| BackendError::Failed(format!("'{}': {e}", request.program));
+            let status = status.map_err(io)?;
+            let over = |which: &str, n: usize| {
+                signal_group(pgid, Signal::KILL);
+                BackendError::TooLarge(format!(
+                    "'{}' wrote {n} bytes to {which}, over the {max}-byte limit",
+                    request.program
+                ))
+            };
+            let stdout = out.map_err(io)?.map_err(|n| over("stdout", n))?;
+            let stderr = err.map_err(io)?.map_err(|n| over("stderr", n))?;
+            Ok(ProcessOutput { stdout, stderr, exit_code: status.code() })
+        })
+    }
+}

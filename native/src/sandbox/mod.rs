@@ -1,0 +1,142 @@
+//! The OS sandbox for tool subprocesses: the backstop that makes the protocol the only way out.
+//!
+//! A [`SandboxSpec`] says what a child may touch; [`SandboxSpec::prepare`] builds everything in the
+//! parent (the Landlock ruleset, the seccomp BPF program) and fails closed when the kernel cannot
+//! enforce it; [`PreparedSandbox::install`] arranges for the child to apply it between `fork` and
+//! `exec`. The `jp` process itself is never restricted.
+//!
+//! In the child, in order: parent-death `SIGKILL`, rlimits (address space, open files, processes,
+//! core dumps), Landlock (`no_new_privs`; read/execute only on what the program needs to start;
+//! TCP bind and connect denied; abstract Unix sockets and signals scoped to the sandbox where the
+//! kernel has ABI 6), then seccomp (no sockets — only unnamed Unix socket pairs —, no ptrace, no namespaces,
+//! mounts, keyrings, BPF, io_uring or file-handle tricks). The child runs in its own process group
+//! with an environment that holds only what the policy forwards.
+
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(target_os = "linux")]
+pub use linux::*;
+
+#[cfg(not(target_os = "linux"))]
+mod unsupported;
+#[cfg(not(target_os = "linux"))]
+pub use unsupported::*;
+
+use std::path::PathBuf;
+
+/// Whether tools run under the OS sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SandboxMode {
+    /// Enforce it, or refuse to run the tool (the default).
+    #[default]
+    Enforce,
+    /// The user explicitly opted out: run without it. The protocol policy still applies.
+    Disabled,
+}
+
+/// The flag that opts out of the OS sandbox; error messages name it.
+pub const OPT_OUT_FLAG: &str = "--no-os-sandbox";
+
+/// Why a tool cannot run sandboxed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the OS sandbox cannot be enforced: {0}. The tool was not started. Pass {OPT_OUT_FLAG} to run tools without the OS sandbox (the access policy still applies to every request)"
+)]
+pub struct SandboxError(pub String);
+
+/// Resource limits applied in the child.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// `RLIMIT_AS`, bytes.
+    pub address_space: u64,
+    /// `RLIMIT_NOFILE`.
+    pub open_files: u64,
+    /// `RLIMIT_NPROC` (not enforced for root).
+    pub processes: u64,
+    /// `RLIMIT_FSIZE`, bytes.
+    pub file_size: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self { address_space: 8 << 30, open_files: 1024, processes: 512, file_size: 1 << 30 }
+    }
+}
+
+/// What a sandboxed child may reach.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SandboxSpec {
+    /// Read and execute (programs, interpreters, system libraries).
+    pub read_exec: Vec<PathBuf>,
+    /// Read only (a tool's own data files, configured with `read_paths`).
+    pub read_only: Vec<PathBuf>,
+    /// Read and write (for stdio tools whose policy makes the workspace writable).
+    pub read_write: Vec<PathBuf>,
+    /// Resource limits.
+    pub limits: Limits,
+}
+
+/// System locations a dynamically linked program (and an interpreter) needs to start.
+pub const SYSTEM_READ_EXEC: [&str; 8] =
+    ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc/ld.so.cache", "/etc/ld.so.conf"];
+
+impl SandboxSpec {
+    /// The spec for a tool: the system locations, the program and any script files it names
+    /// (read + execute), and the configured `read_paths` (read only). Nothing else — not the
+    /// project, not home.
+    pub fn for_tool(program: &std::path::Path, script_files: &[PathBuf], read_paths: &[PathBuf]) -> Self {
+        let mut read_exec: Vec<PathBuf> = SYSTEM_READ_EXEC.iter().map(PathBuf::from).filter(|p| p.exists()).collect();
+        read_exec.push(program.to_path_buf());
+        read_exec.extend(script_files.iter().cloned());
+        Self {
+            read_exec,
+            read_only: read_paths.to_vec(),
+            read_write: vec![PathBuf::from("/dev/null")],
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// What this kernel can enforce (`jp sandbox status`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxProbe {
+    /// The Landlock ABI, or `None` when Landlock is not available.
+    pub landlock_abi: Option<i32>,
+    /// Why Landlock is unavailable, when it is.
+    pub landlock_note: Option<String>,
+    /// Whether seccomp filters are available.
+    pub seccomp: bool,
+}
+
+impl SandboxProbe {
+    /// Filesystem restriction (Landlock ABI ≥ 1).
+    pub fn filesystem(&self) -> bool {
+        self.landlock_abi.is_some_and(|v| v >= 1)
+    }
+    /// TCP bind/connect restriction (Landlock ABI ≥ 4).
+    pub fn network(&self) -> bool {
+        self.landlock_abi.is_some_and(|v| v >= 4)
+    }
+    /// Signal and abstract Unix socket scoping (Landlock ABI ≥ 6).
+    pub fn scoping(&self) -> bool {
+        self.landlock_abi.is_some_and(|v| v >= 6)
+    }
+    /// Whether tools can run sandboxed at all.
+    pub fn can_enforce(&self) -> bool {
+        self.filesystem() && self.network() && self.seccomp
+    }
+    /// The first missing requirement, as a sentence for errors.
+    pub fn missing(&self) -> Option<String> {
+        match self.landlock_abi {
+            None => Some(format!(
+                "Landlock is not available on this kernel ({})",
+                self.landlock_note.as_deref().unwrap_or("unknown reason")
+            )),
+            Some(v) if v < 4 => {
+                Some(format!("Landlock ABI 4 (TCP bind/connect restriction) is required, this kernel offers ABI {v}"))
+            }
+            _ if !self.seccomp => Some("seccomp filters are not available on this kernel".into()),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,28 @@
+//! Platforms without an OS sandbox implementation: everything fails closed.
+
+use super::{SandboxError, SandboxProbe, SandboxSpec};
+
+/// Nothing is enforceable here.
+pub fn probe() -> SandboxProbe {
+    SandboxProbe {
+        landlock_abi: None,
+        landlock_note: Some(format!("jp-host has no OS sandbox for {}", std::env::consts::OS)),
+        seccomp: false,
+    }
+}
+
+/// Never constructed on this platform.
+#[derive(Debug)]
+pub struct PreparedSandbox(());
+
+impl SandboxSpec {
+    /// Always fails: there is no OS sandbox on this platform.
+    pub fn prepare(&self) -> Result<PreparedSandbox, SandboxError> {
+        Err(SandboxError(format!("jp-host has no OS sandbox for {}", std::env::consts::OS)))
+    }
+}
+
+impl PreparedSandbox {
+    /// Unreachable: a `PreparedSandbox` cannot be built here.
+    pub fn install(self: std::sync::Arc<Self>, _command: &mut tokio::process::Command) {}
+}
