@@ -177,13 +177,7 @@ mod native {
                 },
             ),
         );
-        #[allow(unsafe_code)]
-        let ptrace =
-            unsafe { libc::ptrace(libc::PTRACE_ATTACH, std::os::unix::process::parent_id() as libc::pid_t, 0, 0) };
-        note(
-            "ptrace_parent",
-            if ptrace == 0 { Ok("attached".into()) } else { Err(std::io::Error::last_os_error().to_string()) },
-        );
+        note("ptrace_a_child", ptrace_child());
         #[allow(unsafe_code)]
         let unshare = unsafe { libc::unshare(libc::CLONE_NEWUSER) };
         note(
@@ -211,6 +205,22 @@ mod native {
             },
         );
         Reply::text(Value::Object(report).to_string())
+    }
+
+    /// Attach to a child of our own (harmless if it works: the child is killed right after).
+    fn ptrace_child() -> Result<String, String> {
+        let mut child =
+            std::process::Command::new("/bin/sleep").arg("30").spawn().map_err(|e| format!("spawn: {e}"))?;
+        #[allow(unsafe_code)]
+        let r = unsafe { libc::ptrace(libc::PTRACE_ATTACH, child.id() as libc::pid_t, 0, 0) };
+        let outcome = if r == 0 {
+            Ok("attached to a child".to_owned())
+        } else {
+            Err(std::io::Error::last_os_error().to_string())
+        };
+        let _ = child.kill();
+        let _ = child.wait();
+        outcome
     }
 
     fn abstract_connect(name: &str) -> Result<String, String> {
@@ -308,6 +318,35 @@ mod native {
                     }
                     Err(e) => result(&format!("could not start a grandchild: {e}")),
                 }
+                ExitCode::SUCCESS
+            }
+            "malformed" => {
+                // A garbage line, then a good request: both get answers, in order.
+                read_init();
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(b"{this is not json\n");
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    json!({"jsonrpc":"2.0","id":7,"method":"fs.exists","params":{"path":"README.md"}})
+                );
+                let _ = out.flush();
+                drop(out);
+                let stdin = std::io::stdin();
+                let lines: Vec<String> = stdin.lock().lines().take(2).map_while(Result::ok).collect();
+                result(&format!("[{}]", lines.join(",")));
+                ExitCode::SUCCESS
+            }
+            "abandon" => {
+                // Asks for something that needs the user, then gives up waiting with `cancel`.
+                read_init();
+                send(json!({"jsonrpc":"2.0","id":1,"method":"fs.read","params":{"path":".env"}}));
+                let stdin = std::io::stdin();
+                let mut lines = stdin.lock().lines();
+                let pending = lines.next().and_then(Result::ok).unwrap_or_default();
+                send(json!({"jsonrpc":"2.0","method":"cancel"}));
+                let response = lines.next().and_then(Result::ok).unwrap_or_default();
+                result(&format!("[{pending},{response}]"));
                 ExitCode::SUCCESS
             }
             "slow-reader" => {
