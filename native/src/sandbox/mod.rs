@@ -140,3 +140,32 @@ impl SandboxProbe {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fails_closed_naming_the_missing_feature_and_the_opt_out() {
+        let old = SandboxProbe { landlock_abi: Some(3), landlock_note: None, seccomp: true };
+        assert!(!old.can_enforce());
+        let why = old.missing().unwrap();
+        assert!(why.contains("ABI 4") && why.contains("ABI 3"), "{why}");
+        let message = SandboxError(why).to_string();
+        assert!(message.contains(OPT_OUT_FLAG) && message.contains("was not started"), "{message}");
+        let none = SandboxProbe { landlock_abi: None, landlock_note: Some("disabled at boot".into()), seccomp: true };
+        assert!(none.missing().unwrap().contains("disabled at boot"));
+        let no_seccomp = SandboxProbe { landlock_abi: Some(7), landlock_note: None, seccomp: false };
+        assert!(no_seccomp.missing().unwrap().contains("seccomp"));
+        let full = SandboxProbe { landlock_abi: Some(7), landlock_note: None, seccomp: true };
+        assert!(full.can_enforce() && full.scoping() && full.missing().is_none());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn this_kernel_is_probed() {
+        let p = probe();
+        println!("sandbox probe: {p:?}");
+        assert_eq!(p.landlock_abi.is_some(), p.landlock_note.is_none());
+    }
+}
