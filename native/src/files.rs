@@ -111,7 +111,7 @@ impl FsProjectFiles {
                     }
                     return WorkspacePath::parse(&text).map_err(FilesError::InvalidPath);
                 }
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => {
                     // A dangling symlink is not "missing": resolving through it would hide where
                     // it points. Refuse links that do not resolve inside the root.
                     if self.dir.symlink_metadata(rel(&existing)).is_ok_and(|m| m.file_type().is_symlink()) {
@@ -384,7 +384,7 @@ impl ProjectFiles for FsProjectFiles {
         let path = path.clone();
         self.run(move |me| match me.dir.metadata(rel(&path)) {
             Ok(_) => Ok(true),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => Ok(false),
             Err(e) => Err(map_err(&path, e)),
         })
     }
