@@ -41,6 +41,13 @@ mod native {
                 parameters: "{}",
                 run: big,
             },
+            ToolSpec {
+                name: "read_loop",
+                summary: "Read a file n times (benchmarks).",
+                description: "",
+                parameters: "{}",
+                run: read_loop,
+            },
             ToolSpec { name: "ask", summary: "Need an answer.", description: "", parameters: "{}", run: ask },
         ]);
         let host = match jp_tool::connect() {
@@ -85,6 +92,19 @@ mod native {
             Ok(back) => Reply::error(format!("read back {} bytes that differ", back.len())),
             Err(e) => Reply::from(e),
         }
+    }
+
+    fn read_loop(host: &dyn Host, call: &Call) -> Reply {
+        let path = call.str_arg("path").unwrap_or("README.md");
+        let n = call.u64_arg("n").unwrap_or(1);
+        let mut total = 0;
+        for _ in 0..n {
+            match host.read(path) {
+                Ok(b) => total += b.len(),
+                Err(e) => return Reply::from(e),
+            }
+        }
+        Reply::text(format!("read {total} bytes"))
     }
 
     fn ask(_: &dyn Host, call: &Call) -> Reply {
