@@ -505,3 +505,32 @@ async fn the_opt_out_really_runs_without_the_os_sandbox() {
     // Without the sandbox a tool can read the project directly: the sandbox is what stops it.
     assert!(report["read_project_file"].as_str().unwrap().starts_with("ALLOWED"), "{report}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn path_spellings_through_a_real_subprocess_never_escape() {
+    let ws = workspace();
+    let long = "a/".repeat(3000);
+    let spellings = [
+        "../../../../etc/passwd",
+        "src/../../etc/passwd",
+        "/etc/passwd",
+        "//etc/passwd",
+        "~/.ssh/id_rsa",
+        "file:///etc/passwd",
+        "..\\..\\etc\\passwd",
+        "src\u{0}/main.rs",
+        long.as_str(),
+    ];
+    let requests: Vec<Value> = spellings.iter().map(|p| json!({"method": "fs.read", "params": {"path": p}})).collect();
+    let literal = json!([{"method": "fs.read", "params": {"path": "%2e%2e/etc/passwd"}}]);
+    let rt = runtime(ws.path());
+    let out = rt.run(call("script", json!({ "requests": requests })), &config(TOOL, ""), None).await.unwrap();
+    let r: Vec<Value> = serde_json::from_str(&text(&out)).unwrap();
+    for (spelling, resp) in spellings.iter().zip(&r) {
+        assert_eq!(resp["error"]["code"], json!(-32001), "{spelling:?}: {resp}");
+    }
+    // Percent-encoding is a literal name inside the workspace, which does not exist.
+    let out = rt.run(call("script", json!({ "requests": literal })), &config(TOOL, ""), None).await.unwrap();
+    let r: Vec<Value> = serde_json::from_str(&text(&out)).unwrap();
+    assert_eq!(r[0]["error"]["code"], json!(-32002), "{}", r[0]);
+}
