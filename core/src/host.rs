@@ -245,6 +245,16 @@ impl Unavailable {
     pub fn new(reason: impl Into<String>) -> Self {
         Self { reason: reason.into() }
     }
+
+    /// The default HTTP client of a host that has none.
+    pub fn no_http() -> Self {
+        Self::new("http.get and http.post are not available: this host has no HTTP client")
+    }
+
+    /// The default process runner of a host that cannot run processes.
+    pub fn no_process() -> Self {
+        Self::new("process.run is not available: this host cannot run processes")
+    }
 }
 
 impl HttpClient for Unavailable {
@@ -569,10 +579,8 @@ impl Dispatcher {
                 tool: tool.into(),
                 policy,
                 files,
-                http: Arc::new(Unavailable::new(
-                    "http.get and http.post are not available: this host has no HTTP client",
-                )),
-                process: Arc::new(Unavailable::new("process.run is not available: this host cannot run processes")),
+                http: Arc::new(Unavailable::no_http()),
+                process: Arc::new(Unavailable::no_process()),
                 inquirer: Arc::new(DenyInquirer),
                 env: BTreeMap::new(),
                 scrubber: Scrubber::default(),

@@ -131,8 +131,8 @@ impl VfsRuntime {
         Self {
             files,
             workspace: workspace.into(),
-            http: Arc::new(Unavailable::new("http.get and http.post are not available: this host has no HTTP client")),
-            process: Arc::new(Unavailable::new("process.run is not available: this host cannot run processes")),
+            http: Arc::new(Unavailable::no_http()),
+            process: Arc::new(Unavailable::no_process()),
             inquirer: Arc::new(DenyInquirer),
             env: BTreeMap::new(),
             sandbox: SandboxMode::Enforce,
