@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
-use grep_regex::RegexMatcherBuilder;
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use jp_core::BoxFuture;
 use jp_core::files::{FilesError, FilesResult, GrepQuery, Materialized, Metadata, ProjectFiles};
@@ -262,79 +262,85 @@ impl FsProjectFiles {
         self.dir.rename(rel(from), &self.dir, rel(to)).map_err(|e| map_err(from, e))
     }
 
+    /// Search one file (opened beneath the root, so a swapped-in symlink cannot lead out).
+    fn grep_file(
+        &self,
+        searcher: &mut Searcher,
+        matcher: &RegexMatcher,
+        path: &WorkspacePath,
+    ) -> Option<GrepFileMatch> {
+        use std::io::Read as _;
+        let mut file = self.dir.open(rel(path)).ok()?;
+        let len = file.metadata().ok()?.len();
+        if len > GREP_MAX_FILE {
+            return None;
+        }
+        let mut bytes = Vec::with_capacity(len as usize);
+        file.read_to_end(&mut bytes).ok()?;
+        // Binary files (a NUL byte anywhere) are skipped, as in the in-memory grep.
+        if bytes.contains(&0) {
+            return None;
+        }
+        let mut sink = Collect { lines: Vec::new() };
+        searcher.search_slice(matcher, &bytes, &mut sink).ok()?;
+        (!sink.lines.is_empty()).then(|| GrepFileMatch { path: path.as_str().to_owned(), lines: sink.lines })
+    }
+
+    /// Walk and search in one parallel pass, as ripgrep does: each walker thread searches the
+    /// files it finds with its own searcher.
     fn grep_sync(&self, query: &GrepQuery) -> FilesResult<Vec<GrepFileMatch>> {
         let roots = if query.paths.is_empty() { vec![WorkspacePath::root()] } else { query.paths.clone() };
-        let mut files: Vec<WorkspacePath> = Vec::new();
+        let matcher = RegexMatcherBuilder::new()
+            .build(query.regex.as_str())
+            .map_err(|e| FilesError::InvalidPattern(e.to_string()))?;
+        let context = query.context as usize;
+        let new_searcher =
+            || SearcherBuilder::new().line_number(true).before_context(context).after_context(context).build();
+        let results = Mutex::new(Vec::new());
         for root in &roots {
             let meta = self.dir.metadata(rel(root)).map_err(|e| map_err(root, e))?;
             if !meta.is_dir() {
                 // An explicitly named file is searched whatever its extension or name.
-                files.push(root.clone());
+                if let Some(m) = self.grep_file(&mut new_searcher(), &matcher, root) {
+                    results
+                        .lock()
+                        .map_err(|_| FilesError::Io {
+                            path: root.display().into(),
+                            message: "grep worker panicked".into(),
+                        })?
+                        .push(m);
+                }
                 continue;
             }
             let walk_root = self.root.join(rel(root));
-            let found = Mutex::new(Vec::new());
             ignore::WalkBuilder::new(&walk_root)
                 .hidden(true)
                 .git_ignore(true)
                 .require_git(false)
                 .follow_links(false)
+                .threads(std::thread::available_parallelism().map_or(2, |n| n.get()).min(8))
                 .build_parallel()
                 .run(|| {
-                    Box::new(|entry| {
+                    let mut searcher = new_searcher();
+                    let (matcher, results) = (&matcher, &results);
+                    Box::new(move |entry| {
                         if let Ok(entry) = entry
                             && entry.file_type().is_some_and(|t| t.is_file())
                             && let Ok(relative) = entry.path().strip_prefix(&self.root)
                             && let Some(p) = relative.to_str().and_then(|s| WorkspacePath::parse(s).ok())
                             && query.extension_ok(&p)
-                            && let Ok(mut v) = found.lock()
+                            && let Some(m) = self.grep_file(&mut searcher, matcher, &p)
+                            && let Ok(mut r) = results.lock()
                         {
-                            v.push(p);
+                            r.push(m);
                         }
                         ignore::WalkState::Continue
                     })
                 });
-            files.extend(found.into_inner().unwrap_or_default());
         }
-        files.sort();
-        files.dedup();
-        let matcher = RegexMatcherBuilder::new()
-            .build(query.regex.as_str())
-            .map_err(|e| FilesError::InvalidPattern(e.to_string()))?;
-        let context = query.context as usize;
-        let results = Mutex::new(Vec::new());
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).min(8);
-        std::thread::scope(|s| {
-            for _ in 0..workers {
-                s.spawn(|| {
-                    let mut searcher =
-                        SearcherBuilder::new().line_number(true).before_context(context).after_context(context).build();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(path) = files.get(i) else { break };
-                        let Ok(meta) = self.dir.metadata(rel(path)) else { continue };
-                        if meta.len() > GREP_MAX_FILE {
-                            continue;
-                        }
-                        let Ok(bytes) = self.dir.read(rel(path)) else { continue };
-                        // Binary files (a NUL byte anywhere) are skipped, as in the in-memory grep.
-                        if bytes.contains(&0) {
-                            continue;
-                        }
-                        let mut sink = Collect { lines: Vec::new() };
-                        if searcher.search_slice(&matcher, &bytes, &mut sink).is_ok()
-                            && !sink.lines.is_empty()
-                            && let Ok(mut r) = results.lock()
-                        {
-                            r.push(GrepFileMatch { path: path.as_str().to_owned(), lines: sink.lines });
-                        }
-                    }
-                });
-            }
-        });
         let mut results = results.into_inner().unwrap_or_default();
         results.sort_by(|a, b| a.path.cmp(&b.path));
+        results.dedup_by(|a, b| a.path == b.path);
         Ok(results)
     }
 }

@@ -9,7 +9,11 @@ fn conformance_vectors() {
     let report = futures_executor::block_on(jp_tests::run_all(bless));
     println!("conformance vectors (native):\n{}", report.table());
     for (file, doc) in &report.blessed {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("vectors").join(file);
+        let path = std::path::PathBuf::from(
+            std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into()),
+        )
+        .join("vectors")
+        .join(file);
         let mut text = serde_json::to_string_pretty(doc).unwrap();
         text.push('\n');
         std::fs::write(&path, text).unwrap();

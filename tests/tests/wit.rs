@@ -7,7 +7,9 @@ use std::path::Path;
 use wit_parser::{Resolve, WorldItem, WorldKey};
 
 fn wit_dir(name: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit").join(name)
+    std::path::PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into()))
+        .join("../wit")
+        .join(name)
 }
 
 fn world_exports(resolve: &Resolve, world: &str) -> Vec<String> {

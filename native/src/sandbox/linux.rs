@@ -2,7 +2,7 @@
 
 use std::io;
 use std::os::unix::process::CommandExt as _;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
@@ -167,7 +167,7 @@ fn landlock_ruleset(spec: &SandboxSpec, abi: i32) -> Result<RulesetCreated, Sand
 /// A sandbox built in the parent, applied in one child.
 pub struct PreparedSandbox {
     ruleset: Mutex<Option<RulesetCreated>>,
-    seccomp: Vec<BpfProgram>,
+    seccomp: Arc<[BpfProgram]>,
     limits: Limits,
 }
 
@@ -180,14 +180,19 @@ impl std::fmt::Debug for PreparedSandbox {
 impl SandboxSpec {
     /// Build the sandbox in the parent. Fails closed, naming what the kernel lacks.
     pub fn prepare(&self) -> Result<PreparedSandbox, SandboxError> {
-        let probe = probe();
+        // What the kernel offers and the seccomp programs do not change while we run: find and
+        // build them once per process. The Landlock ruleset holds file descriptors and is
+        // consumed by the child, so it is built per child.
+        static PROBE: OnceLock<SandboxProbe> = OnceLock::new();
+        static SECCOMP: OnceLock<Result<Arc<[BpfProgram]>, SandboxError>> = OnceLock::new();
+        let probe = PROBE.get_or_init(probe);
         if let Some(missing) = probe.missing() {
             return Err(SandboxError(missing));
         }
         let abi = probe.landlock_abi.unwrap_or(0);
         Ok(PreparedSandbox {
             ruleset: Mutex::new(Some(landlock_ruleset(self, abi)?)),
-            seccomp: seccomp_programs()?,
+            seccomp: SECCOMP.get_or_init(|| seccomp_programs().map(Arc::from)).clone()?,
             limits: self.limits,
         })
     }
@@ -216,7 +221,7 @@ impl PreparedSandbox {
         if status.ruleset == RulesetStatus::NotEnforced || !status.no_new_privs {
             return Err(io::Error::other("Landlock was not enforced"));
         }
-        for program in &self.seccomp {
+        for program in self.seccomp.iter() {
             seccompiler::apply_filter(program).map_err(io::Error::other)?;
         }
         Ok(())
