@@ -2,8 +2,6 @@
 
 #![cfg(not(target_arch = "wasm32"))]
 
-use std::path::Path;
-
 use wit_parser::{Resolve, WorldItem, WorldKey};
 
 fn wit_dir(name: &str) -> std::path::PathBuf {
