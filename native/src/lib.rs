@@ -9,9 +9,16 @@
 //!   between `fork` and `exec`, never in the host; it fails closed.
 //! - [`vfs::VfsRuntime`] — the D11 runtime: a sandboxed subprocess whose every request is served
 //!   by the core dispatcher.
+//! - [`stdio::StdioRuntime`] — legacy local tools (D10's default runtime) under the same OS
+//!   sandbox, granted the workspace as a whole per their policy.
+//! - [`app`] and [`terminal`] — the `jp` command's host: configuration, first-party tools, D06
+//!   schemas, D10 runtime resolution, terminal inquiries and `--trace`.
 
+pub mod app;
 pub mod files;
 pub mod http;
 pub mod process;
 pub mod sandbox;
+pub mod stdio;
+pub mod terminal;
 pub mod vfs;

@@ -154,3 +154,12 @@ impl ProcessRunner for TokioProcessRunner {
         })
     }
 }
+
+/// Kills a tool's process group however a call ends (including a dropped future).
+pub(crate) struct GroupGuard(pub(crate) u32);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        signal_group(self.0, Signal::KILL);
+    }
+}

@@ -33,8 +33,8 @@ use rustix::process::Signal;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{Notify, mpsc};
 
-use crate::process::{find_program, signal_group};
-use crate::sandbox::{SandboxMode, SandboxSpec};
+use crate::process::{GroupGuard, find_program, signal_group};
+use crate::sandbox::{SandboxMode, SandboxSpec, configured_read_paths};
 
 /// Timing and size limits of a VFS call.
 #[derive(Debug, Clone, Copy)]
@@ -182,42 +182,39 @@ impl VfsRuntime {
         self
     }
 
-    fn read_paths(&self, config: &ToolConfig) -> Result<Vec<PathBuf>, RuntimeError> {
-        let ws = std::fs::canonicalize(&self.workspace).unwrap_or_else(|_| self.workspace.clone());
-        let mut out = Vec::new();
-        for p in &config.read_paths {
-            let path = std::fs::canonicalize(self.workspace.join(p))
-                .map_err(|e| RuntimeError::Config(format!("read_paths entry {p:?}: {e}")))?;
-            if ws.starts_with(&path) || path.starts_with(&ws) {
-                return Err(RuntimeError::Config(format!(
-                    "read_paths entry {p:?} is or contains the project directory; a tool reaches project files only through the protocol"
-                )));
-            }
-            out.push(path);
-        }
-        Ok(out)
-    }
-
-    fn policy(&self, config: &ToolConfig) -> Result<AccessPolicy, RuntimeError> {
-        let mut policy = config.policy(AccessPolicy::vfs_default()).map_err(|e| RuntimeError::Config(e.to_string()))?;
+    fn policy(&self, config: &ToolConfig, default: AccessPolicy) -> Result<AccessPolicy, RuntimeError> {
+        let mut policy = config.policy(default).map_err(|e| RuntimeError::Config(e.to_string()))?;
         if let (Some(home), Ok(ws)) = (&self.home, std::fs::canonicalize(&self.workspace)) {
             policy.set_home(&ws.to_string_lossy(), &home.to_string_lossy());
         }
         Ok(policy)
     }
 
-    /// Run the tool once with `init` and serve it until it ends.
+    /// Run the tool once with `init` and serve it until it ends. Without a `sandbox` or `access`
+    /// table the tool gets the D11 default policy (workspace read-only).
     pub async fn run(
         &self,
         call: ToolCall,
         config: &ToolConfig,
         action: Option<&str>,
     ) -> Result<ExecutionOutcome, RuntimeError> {
+        self.run_with_default(call, config, action, AccessPolicy::vfs_default()).await
+    }
+
+    /// [`run`](Self::run) with another policy for a tool without a `sandbox` or `access` table
+    /// (first-party tools that write have a writable default).
+    pub async fn run_with_default(
+        &self,
+        call: ToolCall,
+        config: &ToolConfig,
+        action: Option<&str>,
+        default_policy: AccessPolicy,
+    ) -> Result<ExecutionOutcome, RuntimeError> {
         let name = call.name.clone();
         let command =
             config.command.as_deref().ok_or_else(|| RuntimeError::Config(format!("tool '{name}' has no `command`")))?;
         let cmd = ToolCommand::parse(command, &self.workspace, self.env.get("PATH").map(String::as_str))?;
-        let policy = self.policy(config)?;
+        let policy = self.policy(config, default_policy)?;
         let mut child_cmd = tokio::process::Command::new(&cmd.program);
         child_cmd
             .args(&cmd.args)
@@ -229,7 +226,7 @@ impl VfsRuntime {
             .kill_on_drop(true);
         match self.sandbox {
             SandboxMode::Enforce => {
-                let spec = SandboxSpec::for_tool(&cmd.program, &cmd.script_files, &self.read_paths(config)?);
+                let spec = SandboxSpec::for_tool(&cmd.program, &cmd.script_files, &configured_read_paths(&self.workspace, config)?);
                 let prepared = spec.prepare().map_err(|e| RuntimeError::Sandbox(e.to_string()))?;
                 Arc::new(prepared).install(&mut child_cmd);
             }
@@ -498,15 +495,6 @@ impl VfsRuntime {
             }
         }
         signal_group(pgid, Signal::KILL);
-    }
-}
-
-/// Kills the tool's process group however the call ends (including a dropped future).
-struct GroupGuard(u32);
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        signal_group(self.0, Signal::KILL);
     }
 }
 

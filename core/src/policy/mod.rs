@@ -160,6 +160,16 @@ pub enum Fallback {
     Ask,
 }
 
+/// How much of the workspace an OS sandbox grants a direct-access tool
+/// ([`AccessPolicy::workspace_grant`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkspaceGrant {
+    /// Read files and list directories.
+    pub read: bool,
+    /// Create, change and delete files.
+    pub write: bool,
+}
+
 /// An error in a policy configuration: the key (relative to the tool table) and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{key}: {message}")]
@@ -481,6 +491,48 @@ impl AccessPolicy {
         }
     }
 
+    /// What an OS sandbox must grant a tool that touches the workspace directly (a legacy stdio
+    /// tool): the workspace as a whole, read-only or read-write. Kernel sandboxes grant whole
+    /// directory trees, so a policy with rules below the root, or one that allows network access
+    /// (which a direct-access tool could not be held to per URL), cannot be enforced and is an
+    /// error naming the rule. Sensitive-path inquiries cannot be asked for direct file access.
+    pub fn workspace_grant(&self) -> Result<WorkspaceGrant, String> {
+        if let Some(rule) = self.fs_rules.iter().find(|r| !r.path.is_root()) {
+            return Err(format!(
+                "its filesystem rule for '{}' ({}) is finer than the whole workspace",
+                rule.path.display(),
+                rule.origin
+            ));
+        }
+        if let Some(rule) = self.net_rules.iter().find(|r| r.allow) {
+            return Err(format!("it allows network access ({}), which can only be checked per URL through the protocol", rule.text));
+        }
+        let caps = self.fs_rules.iter().rev().find(|r| r.path.is_root()).map_or(Caps::default(), |r| r.caps);
+        let write = [Capability::Create, Capability::Update, Capability::Delete].into_iter().any(|c| caps.contains(c));
+        Ok(WorkspaceGrant { read: caps.contains(Capability::Read) || write, write })
+    }
+
+    /// A one-line description for listings: `files: . read; network: none; processes: none`.
+    pub fn summary(&self) -> String {
+        let caps = |c: Caps| -> String {
+            let names: Vec<&str> = Capability::ALL.into_iter().filter(|k| c.contains(*k)).map(Capability::name).collect();
+            if names.is_empty() { "none".into() } else { names.join("+") }
+        };
+        let fallback = |f: Fallback| if f == Fallback::Ask { "ask" } else { "deny" };
+        let files: Vec<String> = self.fs_rules.iter().map(|r| format!("{} {}", r.path.display(), caps(r.caps))).collect();
+        let files = if files.is_empty() { String::new() } else { format!("{}, ", files.join(", ")) };
+        let net: Vec<&str> = self.net_rules.iter().filter(|r| r.allow).map(|r| r.text.as_str()).collect();
+        let net = if net.is_empty() { String::new() } else { format!("{}, ", net.join(", ")) };
+        let procs: Vec<&str> = self.commands.keys().map(String::as_str).collect();
+        let procs = if procs.is_empty() { String::new() } else { format!("{}, ", procs.join(", ")) };
+        format!(
+            "files: {files}else {}; network: {net}else {}; processes: {procs}else {}",
+            fallback(self.fs_fallback),
+            fallback(self.net_fallback),
+            fallback(self.commands_fallback)
+        )
+    }
+
     /// Host variables this policy may hand to a tool: `network.envs` (header substitution) and
     /// the variables commands or env rules may receive. Their values are the secrets to scrub.
     pub fn resolvable_env(&self) -> impl Iterator<Item = &str> {
@@ -699,6 +751,28 @@ mod tests {
         assert!(pol.check_fs(Capability::Update, &p("src_gen/x")).is_allow());
         assert!(pol.check_fs(Capability::Create, &p("docs/new.md")).is_allow());
         assert!(pol.check_fs(Capability::Read, &p(".env")).kind() == "ask");
+    }
+
+    #[test]
+    fn workspace_grant_is_whole_workspace_or_an_error() {
+        assert_eq!(AccessPolicy::stdio_default().workspace_grant(), Ok(WorkspaceGrant { read: true, write: true }));
+        assert_eq!(AccessPolicy::vfs_default().workspace_grant(), Ok(WorkspaceGrant { read: true, write: false }));
+        let none = access(r#"filesystem = [{ path = ".", allow = [] }]"#);
+        assert_eq!(none.workspace_grant(), Ok(WorkspaceGrant { read: false, write: false }));
+        let finer = access(r#"filesystem = [{ path = ".", allow = ["read"] }, { path = "src", allow = ["write"] }]"#);
+        assert!(finer.workspace_grant().unwrap_err().contains("'src'"));
+        let net = access(r#"network = { allow = ["https://api.example.com/"] }"#);
+        assert!(net.workspace_grant().unwrap_err().contains("network"));
+    }
+
+    #[test]
+    fn summary_names_rules_and_fallbacks() {
+        assert_eq!(
+            AccessPolicy::vfs_default().summary(),
+            "files: . read, else deny; network: else deny; processes: else deny"
+        );
+        let s = access(r#"filesystem = [{ path = "src", allow = ["write"] }]"#).summary();
+        assert!(s.starts_with("files: src create+update+delete, else"), "{s}");
     }
 
     #[test]

@@ -97,6 +97,29 @@ impl SandboxSpec {
     }
 }
 
+/// A tool's `read_paths` (relative to the workspace), resolved: read-only host paths for the
+/// tool's own files. None may be, or contain, the project directory — a tool reaches project
+/// files only as its policy and runtime allow.
+pub fn configured_read_paths(
+    workspace: &std::path::Path,
+    config: &jp_core::runtime::ToolConfig,
+) -> Result<Vec<PathBuf>, jp_core::runtime::RuntimeError> {
+    use jp_core::runtime::RuntimeError;
+    let ws = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+    let mut out = Vec::new();
+    for p in &config.read_paths {
+        let path = std::fs::canonicalize(workspace.join(p))
+            .map_err(|e| RuntimeError::Config(format!("read_paths entry {p:?}: {e}")))?;
+        if ws.starts_with(&path) || path.starts_with(&ws) {
+            return Err(RuntimeError::Config(format!(
+                "read_paths entry {p:?} is or contains the project directory; a tool reaches project files only through its runtime's policy"
+            )));
+        }
+        out.push(path);
+    }
+    Ok(out)
+}
+
 /// What this kernel can enforce (`jp sandbox status`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SandboxProbe {

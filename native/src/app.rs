@@ -1,0 +1,411 @@
+//! The native host as the `jp` command assembles it: the workspace, the configured and first-party
+//! tools, their definitions (self-described per D06, cached), and one call routed to the runtime
+//! that D10 resolution picks.
+//!
+//! First-party tools (`fs_read_file`, …) need no configuration: they are the `jp` binary itself
+//! re-executed in tool mode ([`TOOL_MODE_ARG`]) as a VFS tool under the OS sandbox. Read tools
+//! default to a read-only workspace, write tools to a writable one; neither gets network or
+//! processes. A `[conversation.tools.<name>]` table with `source = "builtin"` can override their
+//! policy, summary or parameters.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use jp_core::cancel::CancellationToken;
+use jp_core::host::{DenyInquirer, DispatchEvents, Inquirer};
+use jp_core::policy::AccessPolicy;
+use jp_core::runtime::{
+    Config, ExecutionOutcome, RuntimeChoice, RuntimeError, ToolCall, ToolConfig, ToolRuntimeKind, ToolSource,
+    resolve_runtime,
+};
+use jp_core::schema::{SchemaError, SchemaResponse, ToolDefinition, ToolSchema};
+use serde_json::{Map, Value};
+use tokio::sync::Mutex;
+
+use crate::files::FsProjectFiles;
+use crate::http::ReqwestHttpClient;
+use crate::process::TokioProcessRunner;
+use crate::sandbox::SandboxMode;
+use crate::stdio::StdioRuntime;
+use crate::vfs::{VfsOptions, VfsRuntime};
+
+/// The hidden first argument that makes `jp` serve one first-party tool over the VFS protocol.
+pub const TOOL_MODE_ARG: &str = "__tool";
+
+/// Where the configuration is looked for, relative to the workspace.
+pub const CONFIG_PATH: &str = ".jp/config.toml";
+
+/// Why the host could not be set up or a tool could not be found (exit code 2 in the CLI).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AppError {
+    /// The workspace or configuration is unusable.
+    #[error("{0}")]
+    Config(String),
+    /// No such tool.
+    #[error("no tool named '{name}'; available tools: {available}")]
+    UnknownTool {
+        /// The name asked for.
+        name: String,
+        /// The names there are.
+        available: String,
+    },
+}
+
+/// How the host is set up.
+#[derive(Clone)]
+pub struct AppOptions {
+    /// The project directory.
+    pub workspace: PathBuf,
+    /// An explicit configuration file (otherwise `<workspace>/.jp/config.toml` when present).
+    pub config_file: Option<PathBuf>,
+    /// OS sandbox on (default) or explicitly off.
+    pub sandbox: SandboxMode,
+    /// Who answers inquiries.
+    pub inquirer: Arc<dyn Inquirer>,
+    /// Where policy decisions go (`--trace`).
+    pub trace: Option<Arc<dyn DispatchEvents>>,
+    /// Per-call time limit.
+    pub timeout: Duration,
+    /// The program that serves first-party tools (normally the running `jp`).
+    pub self_exe: PathBuf,
+    /// The host environment tools' policies pick from.
+    pub env: BTreeMap<String, String>,
+}
+
+impl AppOptions {
+    /// Defaults for `workspace`: no config override, sandbox on, inquiries denied, 60 s, the
+    /// current executable, the process environment.
+    pub fn new(workspace: impl Into<PathBuf>) -> Self {
+        Self {
+            workspace: workspace.into(),
+            config_file: None,
+            sandbox: SandboxMode::Enforce,
+            inquirer: Arc::new(DenyInquirer),
+            trace: None,
+            timeout: Duration::from_secs(60),
+            self_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("jp")),
+            env: std::env::vars().collect(),
+        }
+    }
+}
+
+/// A tool the host knows.
+#[derive(Debug, Clone)]
+pub struct ToolEntry {
+    /// Name.
+    pub name: String,
+    /// Its configuration (synthesised for first-party tools).
+    pub config: ToolConfig,
+    /// Shipped with `jp`.
+    pub first_party: bool,
+    /// Where it was defined: `built in` or the config file.
+    pub origin: String,
+}
+
+impl ToolEntry {
+    /// The runtime it runs on, for listings (`vfs`, `stdio`, `wasm`, `mcp`).
+    pub fn runtime_label(&self) -> String {
+        if self.first_party {
+            return "vfs".into();
+        }
+        match resolve_runtime(&self.name, &self.config).choice {
+            RuntimeChoice::Local(kind) => kind.name().into(),
+            RuntimeChoice::Builtin => "builtin".into(),
+            RuntimeChoice::Mcp { .. } => "mcp".into(),
+        }
+    }
+
+    /// `local`, `builtin` or `mcp.<server>.<tool>`.
+    pub fn source_label(&self) -> String {
+        match &self.config.source {
+            ToolSource::Local => "local".into(),
+            ToolSource::Builtin => "builtin".into(),
+            ToolSource::Mcp { server, tool } => format!("mcp.{server}.{tool}"),
+        }
+    }
+
+    /// The policy the tool runs under when no table overrides it.
+    pub fn default_policy(&self) -> AccessPolicy {
+        let writes = self.first_party && !jp_fs_tools::READ_ONLY_TOOLS.contains(&self.name.as_str());
+        match resolve_runtime(&self.name, &self.config).choice {
+            RuntimeChoice::Local(ToolRuntimeKind::Stdio) => AccessPolicy::stdio_default(),
+            _ if writes => AccessPolicy::stdio_default(),
+            _ => AccessPolicy::vfs_default(),
+        }
+    }
+
+    /// The tool's compiled policy.
+    pub fn policy(&self) -> Result<AccessPolicy, AppError> {
+        self.config
+            .policy(self.default_policy())
+            .map_err(|e| AppError::Config(format!("{}: [conversation.tools.{}] {e}", self.origin, self.name)))
+    }
+}
+
+/// The host: tools, runtimes, and a per-process schema cache.
+pub struct App {
+    workspace: PathBuf,
+    tools: BTreeMap<String, ToolEntry>,
+    vfs: VfsRuntime,
+    stdio: StdioRuntime,
+    self_exe: PathBuf,
+    timeout: Duration,
+    schemas: Mutex<HashMap<String, Result<String, String>>>,
+}
+
+impl std::fmt::Debug for App {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("App").field("workspace", &self.workspace).field("tools", &self.tools.keys()).finish()
+    }
+}
+
+impl App {
+    /// Open the workspace and read the configuration.
+    pub fn load(options: AppOptions) -> Result<Self, AppError> {
+        let workspace = std::fs::canonicalize(&options.workspace).map_err(|e| {
+            AppError::Config(format!(
+                "workspace {}: {e}; pass an existing directory with --workspace",
+                options.workspace.display()
+            ))
+        })?;
+        if !workspace.is_dir() {
+            return Err(AppError::Config(format!("workspace {} is not a directory", workspace.display())));
+        }
+        let mut tools: BTreeMap<String, ToolEntry> = BTreeMap::new();
+        for spec in jp_fs_tools::TOOLS {
+            let mut config = ToolConfig::local("");
+            config.source = ToolSource::Builtin;
+            config.command = None;
+            tools.insert(
+                spec.name.into(),
+                ToolEntry { name: spec.name.into(), config, first_party: true, origin: "built in".into() },
+            );
+        }
+        let config_path = match &options.config_file {
+            Some(p) => Some(p.clone()),
+            None => Some(workspace.join(CONFIG_PATH)).filter(|p| p.is_file()),
+        };
+        if let Some(path) = config_path {
+            let shown = path.display().to_string();
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| AppError::Config(format!("cannot read config file {shown}: {e}")))?;
+            let config = Config::from_toml(&text, &shown).map_err(|e| AppError::Config(e.to_string()))?;
+            for (name, config) in config.conversation.tools {
+                let first_party = config.source == ToolSource::Builtin && tools.get(&name).is_some_and(|t| t.first_party);
+                if config.source == ToolSource::Builtin && !first_party {
+                    return Err(AppError::Config(format!(
+                        "{shown}: [conversation.tools.{name}] has source = \"builtin\", but jp has no builtin tool named '{name}' (builtin tools: {}); use source = \"local\" with a `command`",
+                        jp_fs_tools::TOOLS.iter().map(|t| t.name).collect::<Vec<_>>().join(", ")
+                    )));
+                }
+                let entry = ToolEntry { name: name.clone(), config, first_party, origin: shown.clone() };
+                entry.policy()?;
+                tools.insert(name, entry);
+            }
+        }
+        let files = Arc::new(
+            FsProjectFiles::open(&workspace)
+                .map_err(|e| AppError::Config(format!("cannot open workspace {}: {e}", workspace.display())))?,
+        );
+        let home = options.env.get("HOME").map(PathBuf::from).and_then(|h| std::fs::canonicalize(h).ok());
+        let http = ReqwestHttpClient::new(options.timeout).map_err(|e| AppError::Config(format!("HTTP client: {e}")))?;
+        let mut vfs = VfsRuntime::new(files, &workspace)
+            .http(Arc::new(http))
+            .process(Arc::new(TokioProcessRunner::new(options.timeout)))
+            .inquirer(options.inquirer.clone())
+            .env(options.env.clone())
+            .home(home)
+            .sandbox(options.sandbox)
+            .options(VfsOptions { request_timeout: options.timeout, ..VfsOptions::default() });
+        if let Some(trace) = &options.trace {
+            vfs = vfs.trace(trace.clone());
+        }
+        let stdio = StdioRuntime::new(&workspace).env(options.env).sandbox(options.sandbox).timeout(options.timeout);
+        Ok(Self {
+            workspace,
+            tools,
+            vfs,
+            stdio,
+            self_exe: options.self_exe,
+            timeout: options.timeout,
+            schemas: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The workspace root.
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    /// Every tool, by name.
+    pub fn tools(&self) -> impl Iterator<Item = &ToolEntry> {
+        self.tools.values()
+    }
+
+    /// One tool.
+    pub fn tool(&self, name: &str) -> Result<&ToolEntry, AppError> {
+        self.tools.get(name).ok_or_else(|| AppError::UnknownTool {
+            name: name.into(),
+            available: self.tools.keys().cloned().collect::<Vec<_>>().join(", "),
+        })
+    }
+
+    /// The configuration a first-party tool runs with: `jp` in tool mode, as a VFS tool.
+    fn run_config(&self, entry: &ToolEntry) -> ToolConfig {
+        let mut config = entry.config.clone();
+        if entry.first_party {
+            let exe = self.self_exe.to_string_lossy();
+            let quoted = shlex::try_quote(&exe).map_or_else(|_| exe.to_string(), |q| q.into_owned());
+            config.source = ToolSource::Local;
+            config.command = Some(format!("{quoted} {TOOL_MODE_ARG}"));
+            config.runtime = Some(ToolRuntimeKind::Vfs);
+        }
+        config
+    }
+
+    /// The tool's definition: its configured `parameters`, or what it says about itself (D06)
+    /// with the configuration's fields merged on top.
+    pub async fn definition(&self, name: &str) -> Result<ToolDefinition, RuntimeError> {
+        let entry = self.tool(name).map_err(|e| RuntimeError::Config(e.to_string()))?;
+        if entry.config.parameters.is_some() && !entry.first_party {
+            return Ok(ToolDefinition::resolve(name, None, &entry.config));
+        }
+        let described = self.describe(entry).await?;
+        Ok(ToolDefinition::resolve(name, Some(described), &entry.config))
+    }
+
+    /// Ask a tool for its schema; one answer per program and process.
+    async fn describe(&self, entry: &ToolEntry) -> Result<ToolSchema, RuntimeError> {
+        let config = self.run_config(entry);
+        let kind = match resolve_runtime(&entry.name, &config).choice {
+            RuntimeChoice::Local(kind) => kind,
+            other => {
+                return Err(RuntimeError::Config(format!(
+                    "tool '{}' ({other:?}) cannot describe itself here; add `parameters` to its configuration",
+                    entry.name
+                )));
+            }
+        };
+        let key = format!("{}:{}", kind.name(), config.command.as_deref().or(config.wasm.as_deref()).unwrap_or(""));
+        let mut cache = self.schemas.lock().await;
+        if !cache.contains_key(&key) {
+            let answer = self.ask_schema(entry, &config, kind).await;
+            cache.insert(key.clone(), answer);
+        }
+        let text = cache.get(&key).cloned().unwrap_or_else(|| Err("no answer".into()));
+        drop(cache);
+        let text = text.map_err(|why| {
+            RuntimeError::Config(
+                SchemaError::Unparseable { tool: entry.name.clone(), why: format!("asking it failed: {why}") }.to_string(),
+            )
+        })?;
+        SchemaResponse::parse_for(&entry.name, &text).map_err(|e| RuntimeError::Config(e.to_string()))
+    }
+
+    async fn ask_schema(&self, entry: &ToolEntry, config: &ToolConfig, kind: ToolRuntimeKind) -> Result<String, String> {
+        let call = ToolCall {
+            name: entry.name.clone(),
+            id: "schema".into(),
+            arguments: Map::new(),
+            answers: Map::new(),
+            cancel: CancellationToken::new(),
+        };
+        let outcome = match kind {
+            ToolRuntimeKind::Stdio => self.stdio.run(call, config, Some("schema")).await,
+            ToolRuntimeKind::Vfs => self.vfs.run_with_default(call, config, Some("schema"), entry.default_policy()).await,
+            ToolRuntimeKind::Wasm => Err(wasm_unavailable(&entry.name)),
+        };
+        match outcome {
+            Ok(ExecutionOutcome::Completed { result: Ok(r), .. }) => Ok(r.to_text()),
+            Ok(ExecutionOutcome::Completed { result: Err(e), .. }) => Err(e.message),
+            Ok(other) => Err(format!("it answered {other:?}")),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Run one call. `arguments` are checked against the definition first (missing required
+    /// parameters are a [`RuntimeError::Config`]). The call is cancelled at the time limit.
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        answers: Map<String, Value>,
+        cancel: CancellationToken,
+    ) -> Result<ExecutionOutcome, RuntimeError> {
+        let entry = self.tool(name).map_err(|e| RuntimeError::Config(e.to_string()))?;
+        let definition = self.definition(name).await?;
+        let missing: Vec<&String> = definition
+            .parameters
+            .iter()
+            .filter(|(k, p)| p.required == Some(true) && !arguments.contains_key(*k))
+            .map(|(k, _)| k)
+            .collect();
+        if !missing.is_empty() {
+            return Err(RuntimeError::Config(format!(
+                "tool '{name}' needs the argument(s) {}; see `jp tool schema {name}`",
+                missing.iter().map(|m| format!("'{m}'")).collect::<Vec<_>>().join(", ")
+            )));
+        }
+        let config = self.run_config(entry);
+        let resolution = resolve_runtime(name, &config);
+        for warning in &resolution.warnings {
+            eprintln!("warning: {warning}");
+        }
+        let call = ToolCall { name: name.into(), id: "call".into(), arguments, answers, cancel: cancel.clone() };
+        let run = async {
+            match resolution.choice {
+                RuntimeChoice::Local(ToolRuntimeKind::Stdio) => self.stdio.run(call, &config, None).await,
+                RuntimeChoice::Local(ToolRuntimeKind::Vfs) => {
+                    self.vfs.run_with_default(call, &config, None, entry.default_policy()).await
+                }
+                RuntimeChoice::Local(ToolRuntimeKind::Wasm) => Err(wasm_unavailable(name)),
+                RuntimeChoice::Builtin => Err(RuntimeError::Config(format!("'{name}' is not a builtin tool"))),
+                RuntimeChoice::Mcp { server, .. } => Err(RuntimeError::UnsupportedRuntime {
+                    tool: name.into(),
+                    runtime: "mcp".into(),
+                    why: format!("jp-host does not connect to MCP servers (server '{server}'); configure a local tool instead"),
+                }),
+            }
+        };
+        tokio::pin!(run);
+        tokio::select! {
+            r = &mut run => r,
+            () = tokio::time::sleep(self.timeout + Duration::from_secs(1)) => {
+                // The runtimes enforce their own limits; this is the backstop for a whole call.
+                cancel.cancel();
+                let _ = run.await;
+                Err(RuntimeError::Timeout { tool: name.into(), seconds: self.timeout.as_secs() })
+            }
+        }
+    }
+
+    /// Turn `key=value` words into arguments, using the tool's parameter types: a `string`
+    /// parameter keeps the text as is, other types are parsed as JSON when they can be.
+    pub async fn parse_pairs(&self, name: &str, pairs: &[String]) -> Result<Map<String, Value>, RuntimeError> {
+        let definition = self.definition(name).await?;
+        let mut out = Map::new();
+        for pair in pairs {
+            let (key, value) = pair.split_once('=').ok_or_else(|| {
+                RuntimeError::Config(format!("argument {pair:?} is not key=value; write e.g. path=src/main.rs"))
+            })?;
+            let is_string = definition.parameters.get(key).and_then(|p| p.kind.as_deref()) == Some("string");
+            let value = if is_string {
+                Value::String(value.into())
+            } else {
+                serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.into()))
+            };
+            out.insert(key.into(), value);
+        }
+        Ok(out)
+    }
+}
+
+fn wasm_unavailable(name: &str) -> RuntimeError {
+    RuntimeError::UnsupportedRuntime {
+        tool: name.into(),
+        runtime: "wasm".into(),
+        why: "this build of jp has no WebAssembly runtime yet; run the tool as `runtime = \"vfs\"` or `\"stdio\"`".into(),
+    }
+}

@@ -1,0 +1,349 @@
+//! `jp`: run sandboxed tools from the command line.
+//!
+//! Exit codes: 0 when the tool succeeded, 1 when it failed (its own error, a denial it could not
+//! recover from, a crash, a timeout), 2 for usage and configuration errors.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use jp_core::cancel::CancellationToken;
+use jp_core::host::{DenyInquirer, Inquirer};
+use jp_core::runtime::{ExecutionOutcome, RuntimeError};
+use jp_core::state::AnswerType;
+use jp_native::app::{App, AppError, AppOptions, TOOL_MODE_ARG};
+use jp_native::sandbox::{OPT_OUT_FLAG, SandboxMode, probe};
+use jp_native::terminal::{StderrTrace, TerminalInquirer};
+use serde_json::{Map, Value, json};
+
+#[derive(Debug, Parser)]
+#[command(name = "jp", version, about = "Run tools for LLM agents in a sandbox: every file, network and process request is checked against one access policy.")]
+struct Cli {
+    /// The project directory tools work in (default: the current directory).
+    #[arg(long, global = true, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// Configuration file (default: <workspace>/.jp/config.toml when it exists).
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Run tools without the OS sandbox (Landlock + seccomp). The access policy still applies to
+    /// every protocol request, but nothing stops a tool from bypassing the protocol.
+    #[arg(long = "no-os-sandbox", global = true)]
+    no_os_sandbox: bool,
+    /// Machine-readable JSON output.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// List, describe and call tools.
+    #[command(subcommand)]
+    Tool(ToolCommand),
+    /// The OS sandbox.
+    #[command(subcommand)]
+    Sandbox(SandboxCommand),
+    /// Serve a first-party tool over the VFS protocol (how jp runs its own tools).
+    #[command(name = TOOL_MODE_ARG, hide = true)]
+    ToolMode,
+}
+
+#[derive(Debug, Subcommand)]
+enum ToolCommand {
+    /// Every tool: name, runtime, source, summary and policy.
+    List,
+    /// The JSON schema of a tool's arguments.
+    Schema {
+        /// Tool name.
+        name: String,
+    },
+    /// Run one call of a tool and print its result.
+    Call(CallArgs),
+}
+
+#[derive(Debug, Args)]
+struct CallArgs {
+    /// Tool name.
+    name: String,
+    /// Arguments as `key=value` (a string parameter takes the text as is; others parse as JSON).
+    #[arg(value_name = "KEY=VALUE")]
+    pairs: Vec<String>,
+    /// Arguments as one JSON object (combined with KEY=VALUE pairs, which win).
+    #[arg(long, value_name = "JSON")]
+    args: Option<String>,
+    /// Answer a question the tool asks, by its id (repeatable).
+    #[arg(long = "answer", value_name = "ID=VALUE")]
+    answers: Vec<String>,
+    /// Never ask on the terminal: requests that need a decision are denied.
+    #[arg(long)]
+    no_interaction: bool,
+    /// Print every host request of the tool with its policy decision to stderr.
+    #[arg(long)]
+    trace: bool,
+    /// Time limit of the call, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 60)]
+    timeout: u64,
+}
+
+#[derive(Debug, Subcommand)]
+enum SandboxCommand {
+    /// What this kernel enforces.
+    Status,
+}
+
+fn main() -> ExitCode {
+    // Tool mode first, before anything else touches stdin/stdout.
+    if std::env::args_os().nth(1).is_some_and(|a| a == TOOL_MODE_ARG) {
+        return jp_tool::serve(jp_fs_tools::TOOLS);
+    }
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    runtime.block_on(run(cli))
+}
+
+/// A failure and its exit code.
+struct Failure {
+    code: u8,
+    message: String,
+}
+
+impl From<AppError> for Failure {
+    fn from(e: AppError) -> Self {
+        Self { code: 2, message: e.to_string() }
+    }
+}
+
+impl From<RuntimeError> for Failure {
+    fn from(e: RuntimeError) -> Self {
+        let code = match e {
+            RuntimeError::Config(_) | RuntimeError::UnsupportedRuntime { .. } => 2,
+            _ => 1,
+        };
+        Self { code, message: e.to_string() }
+    }
+}
+
+async fn run(cli: Cli) -> ExitCode {
+    let json = cli.json;
+    match dispatch(cli).await {
+        Ok(code) => code,
+        Err(f) => {
+            if json {
+                println!("{}", json!({"ok": false, "error": f.message}));
+            } else {
+                eprintln!("error: {}", f.message);
+            }
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+fn options(cli: &Cli) -> AppOptions {
+    let mut o = AppOptions::new(cli.workspace.clone().unwrap_or_else(|| PathBuf::from(".")));
+    o.config_file = cli.config.clone();
+    if cli.no_os_sandbox {
+        o.sandbox = SandboxMode::Disabled;
+    }
+    o
+}
+
+async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
+    match &cli.command {
+        Command::ToolMode => Ok(jp_tool::serve(jp_fs_tools::TOOLS)),
+        Command::Sandbox(SandboxCommand::Status) => Ok(sandbox_status(cli.json)),
+        Command::Tool(ToolCommand::List) => {
+            let app = App::load(options(&cli))?;
+            list(&app, cli.json).await
+        }
+        Command::Tool(ToolCommand::Schema { name }) => {
+            let app = App::load(options(&cli))?;
+            let def = app.definition(name).await?;
+            let schema = json!({
+                "name": def.name,
+                "summary": def.summary,
+                "description": def.description,
+                "parameters": def.to_json_schema(),
+            });
+            println!("{}", serde_json::to_string_pretty(&schema).unwrap_or_default());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Tool(ToolCommand::Call(args)) => {
+            let interactive = !args.no_interaction && TerminalInquirer::available();
+            let mut o = options(&cli);
+            o.inquirer = if interactive {
+                Arc::new(TerminalInquirer::default()) as Arc<dyn Inquirer>
+            } else {
+                Arc::new(DenyInquirer)
+            };
+            if args.trace {
+                o.trace = Some(Arc::new(StderrTrace::default()));
+            }
+            o.timeout = Duration::from_secs(args.timeout.max(1));
+            let app = App::load(o)?;
+            call(&app, args, interactive, cli.json).await
+        }
+    }
+}
+
+fn sandbox_status(json: bool) -> ExitCode {
+    let p = probe();
+    if json {
+        println!(
+            "{}",
+            json!({
+                "landlock_abi": p.landlock_abi,
+                "landlock_note": p.landlock_note,
+                "filesystem": p.filesystem(),
+                "network": p.network(),
+                "scoping": p.scoping(),
+                "seccomp": p.seccomp,
+                "can_enforce": p.can_enforce(),
+                "missing": p.missing(),
+            })
+        );
+    } else {
+        let yes = |b: bool| if b { "enforced" } else { "NOT available" };
+        match p.landlock_abi {
+            Some(v) => println!("Landlock ABI:            {v}"),
+            None => println!("Landlock:                not available ({})", p.landlock_note.as_deref().unwrap_or("?")),
+        }
+        println!("filesystem restriction:  {}", yes(p.filesystem()));
+        println!("TCP bind/connect:        {}", yes(p.network()));
+        println!("signal/socket scoping:   {}", yes(p.scoping()));
+        println!("seccomp filters:         {}", yes(p.seccomp));
+        match p.missing() {
+            None => println!("tools run under the OS sandbox"),
+            Some(why) => println!("tools will NOT run: {why} (pass {OPT_OUT_FLAG} to run them without the OS sandbox)"),
+        }
+    }
+    if p.can_enforce() { ExitCode::SUCCESS } else { ExitCode::from(1) }
+}
+
+async fn list(app: &App, json: bool) -> Result<ExitCode, Failure> {
+    let mut rows = Vec::new();
+    for entry in app.tools() {
+        let summary = match app.definition(&entry.name).await {
+            Ok(d) => d.summary.unwrap_or_default(),
+            Err(e) => format!("(cannot describe itself: {e})"),
+        };
+        let policy = entry.policy().map(|p| p.summary()).unwrap_or_else(|e| e.to_string());
+        rows.push(json!({
+            "name": entry.name,
+            "runtime": entry.runtime_label(),
+            "source": entry.source_label(),
+            "summary": summary,
+            "policy": policy,
+            "defined_in": entry.origin,
+        }));
+    }
+    if json {
+        println!("{}", Value::Array(rows));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let width = rows.iter().map(|r| r["name"].as_str().map_or(0, str::len)).max().unwrap_or(4).max(4);
+    println!("{:width$}  {:7}  {:8}  SUMMARY", "NAME", "RUNTIME", "SOURCE");
+    for r in &rows {
+        let s = |k: &str| r[k].as_str().unwrap_or_default().to_owned();
+        println!("{:width$}  {:7}  {:8}  {}", s("name"), s("runtime"), s("source"), s("summary"));
+        println!("{:width$}  policy: {}", "", s("policy"));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn parse_json_object(text: &str, what: &str) -> Result<Map<String, Value>, Failure> {
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(other) => Err(Failure { code: 2, message: format!("{what} must be a JSON object, got {other}") }),
+        Err(e) => Err(Failure {
+            code: 2,
+            message: format!("{what} is not valid JSON ({e}); write e.g. --args '{{\"path\":\"src/main.rs\"}}'"),
+        }),
+    }
+}
+
+async fn call(app: &App, args: &CallArgs, interactive: bool, json: bool) -> Result<ExitCode, Failure> {
+    let mut arguments = match &args.args {
+        Some(text) => parse_json_object(text, "--args")?,
+        None => Map::new(),
+    };
+    arguments.extend(app.parse_pairs(&args.name, &args.pairs).await?);
+    let mut answers = Map::new();
+    for a in &args.answers {
+        let (id, value) = a.split_once('=').ok_or_else(|| Failure {
+            code: 2,
+            message: format!("--answer {a:?} is not ID=VALUE; write e.g. --answer confirm=true"),
+        })?;
+        answers.insert(id.into(), serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.into())));
+    }
+    let cancel = CancellationToken::new();
+    let on_ctrl_c = cancel.clone();
+    let ctrl_c = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_ctrl_c.cancel();
+        }
+    });
+    let result = loop {
+        let outcome = app.call(&args.name, arguments.clone(), answers.clone(), cancel.clone()).await;
+        match outcome {
+            Ok(ExecutionOutcome::NeedsInput { question, .. }) if interactive && !answers.contains_key(&question.id) => {
+                let hint = match &question.answer_type {
+                    AnswerType::Boolean => " [y/n]".to_owned(),
+                    AnswerType::Text => String::new(),
+                    AnswerType::Select { options } => format!(" [{}]", options.join("/")),
+                };
+                eprint!("{}{hint} ", question.text);
+                let _ = std::io::stderr().flush();
+                let mut line = String::new();
+                let _ = std::io::stdin().read_line(&mut line);
+                let line = line.trim().to_owned();
+                let value = match question.answer_type {
+                    AnswerType::Boolean => Value::Bool(matches!(line.as_str(), "y" | "Y" | "yes" | "true")),
+                    _ => Value::String(line),
+                };
+                answers.insert(question.id.clone(), value);
+            }
+            other => break other,
+        }
+    };
+    ctrl_c.abort();
+    match result? {
+        ExecutionOutcome::Completed { result: Ok(r), .. } => {
+            if json {
+                println!("{}", json!({"ok": true, "result": r, "text": r.to_text()}));
+            } else {
+                let text = r.to_text();
+                print!("{text}");
+                if !text.ends_with('\n') {
+                    println!();
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ExecutionOutcome::Completed { result: Err(e), .. } => {
+            if json {
+                println!("{}", json!({"ok": false, "error": e.message, "transient": e.transient}));
+            } else {
+                eprintln!("error: tool '{}' failed: {}", args.name, e.message);
+            }
+            Ok(ExitCode::from(1))
+        }
+        ExecutionOutcome::NeedsInput { question, .. } => Err(Failure {
+            code: 1,
+            message: format!(
+                "tool '{}' asks: {} — answer with --answer {}=VALUE (no terminal to ask on)",
+                args.name, question.text, question.id
+            ),
+        }),
+        ExecutionOutcome::Cancelled { .. } => Err(Failure { code: 1, message: format!("tool '{}' was cancelled", args.name) }),
+    }
+}

@@ -1,0 +1,259 @@
+//! [`StdioRuntime`]: legacy local tools (RFD D10's default runtime) under the OS sandbox.
+//!
+//! The tool gets a JSON context on stdin —
+//! `{"tool":{"name","arguments","answers","options"},"action":"run"|"schema","root":"/abs/workspace"}`
+//! — runs with the workspace as its working directory, and answers on stdout with an `Outcome` /
+//! `ToolState` JSON, a `{"content":[…]}` object (RFD 058), or plain text. Unlike a VFS tool it
+//! touches the workspace directly, so the OS sandbox grants it the workspace as a whole per its
+//! policy (RFD 075 default: read-write), a private temporary directory (`HOME` and `TMPDIR`), the
+//! system directories and its own program — and no network. A policy the kernel cannot hold a
+//! direct-access tool to (rules below the workspace root, allowed URLs) fails closed.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use jp_core::BoxFuture;
+use jp_core::policy::{AccessPolicy, is_base_env};
+use jp_core::runtime::{ExecutionOutcome, RuntimeError, ToolCall, ToolConfig, ToolRuntime};
+use jp_core::state::{ToolError, ToolResult, ToolState};
+use rustix::process::Signal;
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::process::{GroupGuard, read_capped, signal_group};
+use crate::sandbox::{SandboxMode, SandboxSpec, configured_read_paths};
+use crate::vfs::ToolCommand;
+
+/// Runs `runtime = "stdio"` tools (the default for local tools).
+#[derive(Debug, Clone)]
+pub struct StdioRuntime {
+    workspace: PathBuf,
+    env: BTreeMap<String, String>,
+    sandbox: SandboxMode,
+    timeout: Duration,
+    cancel_grace: Duration,
+    max_output: usize,
+    max_stderr: usize,
+}
+
+impl StdioRuntime {
+    /// A runtime whose tools work in `workspace`.
+    pub fn new(workspace: impl Into<PathBuf>) -> Self {
+        Self {
+            workspace: workspace.into(),
+            env: BTreeMap::new(),
+            sandbox: SandboxMode::Enforce,
+            timeout: Duration::from_secs(60),
+            cancel_grace: Duration::from_secs(5),
+            max_output: jp_core::protocol::DEFAULT_MAX_CONTENT,
+            max_stderr: 64 * 1024,
+        }
+    }
+    /// The host environment (filtered by each tool's policy).
+    pub fn env(mut self, env: BTreeMap<String, String>) -> Self {
+        self.env = env;
+        self
+    }
+    /// Enforce the OS sandbox (default) or run without it.
+    pub fn sandbox(mut self, mode: SandboxMode) -> Self {
+        self.sandbox = mode;
+        self
+    }
+    /// How long one call may take (default 60 s).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Run the tool once. `action` is `None` for a call, `Some("schema")` to ask it to describe
+    /// itself (D06; the raw stdout is the result).
+    pub async fn run(
+        &self,
+        call: ToolCall,
+        config: &ToolConfig,
+        action: Option<&str>,
+    ) -> Result<ExecutionOutcome, RuntimeError> {
+        let name = call.name.clone();
+        let command =
+            config.command.as_deref().ok_or_else(|| RuntimeError::Config(format!("tool '{name}' has no `command`")))?;
+        let cmd = ToolCommand::parse(command, &self.workspace, self.env.get("PATH").map(String::as_str))?;
+        let policy = config.policy(AccessPolicy::stdio_default()).map_err(|e| RuntimeError::Config(e.to_string()))?;
+        let workspace = std::fs::canonicalize(&self.workspace).map_err(|e| RuntimeError::Spawn {
+            tool: name.clone(),
+            message: format!("workspace {}: {e}", self.workspace.display()),
+        })?;
+        let scratch = tempfile::Builder::new().prefix("jp-stdio-").tempdir().map_err(|e| RuntimeError::Spawn {
+            tool: name.clone(),
+            message: format!("cannot create the tool's temporary directory: {e}"),
+        })?;
+
+        let mut env: BTreeMap<String, String> = self
+            .env
+            .iter()
+            .filter(|(k, _)| is_base_env(k) || policy.check_env(k).is_allow())
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let scratch_dir = scratch.path().to_string_lossy().into_owned();
+        env.insert("HOME".into(), scratch_dir.clone());
+        env.insert("TMPDIR".into(), scratch_dir);
+
+        let mut child_cmd = tokio::process::Command::new(&cmd.program);
+        child_cmd
+            .args(&cmd.args)
+            .env_clear()
+            .envs(&env)
+            .current_dir(&workspace)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        match self.sandbox {
+            SandboxMode::Enforce => {
+                let grant = policy.workspace_grant().map_err(|why| {
+                    RuntimeError::Sandbox(format!(
+                        "stdio tool '{name}' was not started: the OS sandbox grants a direct-access tool the whole workspace or nothing, and its policy cannot be held that way: {why}. Give the tool `runtime = \"vfs\"` (every request is then checked against the rules) or make its policy cover the whole workspace"
+                    ))
+                })?;
+                let mut spec = SandboxSpec::for_tool(
+                    &cmd.program,
+                    &cmd.script_files,
+                    &configured_read_paths(&self.workspace, config)?,
+                );
+                spec.read_write.push(scratch.path().to_path_buf());
+                if grant.write {
+                    spec.read_write.push(workspace.clone());
+                } else if grant.read {
+                    spec.read_only.push(workspace.clone());
+                }
+                let prepared = spec.prepare().map_err(|e| RuntimeError::Sandbox(e.to_string()))?;
+                Arc::new(prepared).install(&mut child_cmd);
+            }
+            SandboxMode::Disabled => {
+                child_cmd.process_group(0);
+            }
+        }
+        let mut child = child_cmd.spawn().map_err(|e| RuntimeError::Spawn {
+            tool: name.clone(),
+            message: format!("{}: {e}", cmd.program.display()),
+        })?;
+        let pgid = child.id().unwrap_or(0);
+        let _guard = GroupGuard(pgid);
+        let (mut stdin, stdout, mut stderr) = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
+            (Some(i), Some(o), Some(e)) => (i, o, e),
+            _ => return Err(RuntimeError::Spawn { tool: name, message: "pipes were not created".into() }),
+        };
+
+        let context = json!({
+            "tool": {
+                "name": name,
+                "arguments": call.arguments,
+                "answers": call.answers,
+                "options": config.options,
+            },
+            "action": action.unwrap_or("run"),
+            "root": workspace.to_string_lossy(),
+        });
+        let input = format!("{context}\n").into_bytes();
+        let writer = tokio::spawn(async move {
+            // A tool that does not read its context just gets a closed pipe.
+            let _ = stdin.write_all(&input).await;
+        });
+        let max_output = self.max_output;
+        let out_task = tokio::spawn(read_capped(stdout, max_output));
+        let max_stderr = self.max_stderr;
+        let err_task = tokio::spawn(async move {
+            let mut tail = Vec::new();
+            let mut buf = vec![0u8; 8192];
+            while let Ok(n) = stderr.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                tail.extend_from_slice(&buf[..n]);
+                if tail.len() > max_stderr {
+                    tail.drain(..tail.len() - max_stderr);
+                }
+            }
+            String::from_utf8_lossy(&tail).trim().to_owned()
+        });
+
+        let status = tokio::select! {
+            s = child.wait() => s.ok(),
+            () = call.cancel.cancelled() => {
+                signal_group(pgid, Signal::TERM);
+                if tokio::time::timeout(self.cancel_grace, child.wait()).await.is_err() {
+                    signal_group(pgid, Signal::KILL);
+                }
+                writer.abort();
+                return Ok(ExecutionOutcome::Cancelled { id: call.id });
+            }
+            () = tokio::time::sleep(self.timeout) => {
+                signal_group(pgid, Signal::KILL);
+                writer.abort();
+                return Err(RuntimeError::Timeout { tool: name, seconds: self.timeout.as_secs() });
+            }
+        };
+        // Whatever the tool left running dies with it, so its pipes close.
+        signal_group(pgid, Signal::KILL);
+        writer.abort();
+        let stdout = match tokio::time::timeout(Duration::from_secs(5), out_task).await {
+            Ok(Ok(Ok(Ok(bytes)))) => bytes,
+            Ok(Ok(Ok(Err(total)))) => {
+                return Ok(failed(
+                    &call.id,
+                    format!("tool '{name}' wrote {total} bytes or more to stdout, over the {max_output}-byte limit"),
+                ));
+            }
+            _ => Vec::new(),
+        };
+        let stderr = tokio::time::timeout(Duration::from_secs(2), err_task).await.ok().and_then(Result::ok);
+        let stderr = stderr.unwrap_or_default();
+        let stdout = String::from_utf8_lossy(&stdout).into_owned();
+        let code = status.and_then(|s| s.code());
+        if code != Some(0) {
+            let how = code.map_or_else(|| "was killed by a signal".to_owned(), |c| format!("exited with status {c}"));
+            let mut message = format!("tool '{name}' {how}");
+            for (label, text) in [("stdout", stdout.trim()), ("stderr", stderr.as_str())] {
+                if !text.is_empty() {
+                    message.push_str(&format!("; {label}:\n{text}"));
+                }
+            }
+            return Ok(failed(&call.id, message));
+        }
+        if action.is_some() {
+            return Ok(ExecutionOutcome::Completed { id: call.id, result: Ok(ToolResult::text(stdout)) });
+        }
+        Ok(match ToolResult::parse_stdout(&stdout) {
+            ToolState::Stopped { result } => {
+                ExecutionOutcome::Completed { id: call.id, result: result.map(ToolResult::text) }
+            }
+            ToolState::Waiting { question, .. } => ExecutionOutcome::NeedsInput { id: call.id, question },
+            ToolState::Running { content } => {
+                ExecutionOutcome::Completed { id: call.id, result: Ok(ToolResult::text(content.unwrap_or_default())) }
+            }
+        })
+    }
+}
+
+fn failed(id: &str, message: String) -> ExecutionOutcome {
+    ExecutionOutcome::Completed {
+        id: id.to_owned(),
+        result: Err(ToolError { message, trace: Vec::new(), transient: false }),
+    }
+}
+
+impl ToolRuntime for StdioRuntime {
+    fn kind(&self) -> &'static str {
+        "stdio"
+    }
+
+    fn execute<'a>(
+        &'a self,
+        call: ToolCall,
+        config: &'a ToolConfig,
+    ) -> BoxFuture<'a, Result<ExecutionOutcome, RuntimeError>> {
+        Box::pin(self.run(call, config, None))
+    }
+}
