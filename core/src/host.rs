@@ -663,6 +663,7 @@ impl Dispatcher {
         events: &dyn DispatchEvents,
     ) -> Result<(), HostError> {
         let kind = decision.kind();
+        let rule = decision.reason().to_owned();
         let result = match decision {
             Decision::Allow(_) => Ok(()),
             Decision::Deny(reason) => Err(HostError::AccessDenied(reason)),
@@ -690,8 +691,9 @@ impl Dispatcher {
                 }
             }
         };
+        // The rule that decided (for an allow or an answered inquiry), or why it was refused.
         let reason = match &result {
-            Ok(()) => String::new(),
+            Ok(()) => rule,
             Err(e) => e.to_string(),
         };
         events.decided(&TraceEvent {

@@ -193,7 +193,8 @@ impl App {
                 .map_err(|e| AppError::Config(format!("cannot read config file {shown}: {e}")))?;
             let config = Config::from_toml(&text, &shown).map_err(|e| AppError::Config(e.to_string()))?;
             for (name, config) in config.conversation.tools {
-                let first_party = config.source == ToolSource::Builtin && tools.get(&name).is_some_and(|t| t.first_party);
+                let first_party =
+                    config.source == ToolSource::Builtin && tools.get(&name).is_some_and(|t| t.first_party);
                 if config.source == ToolSource::Builtin && !first_party {
                     return Err(AppError::Config(format!(
                         "{shown}: [conversation.tools.{name}] has source = \"builtin\", but jp has no builtin tool named '{name}' (builtin tools: {}); use source = \"local\" with a `command`",
@@ -210,7 +211,8 @@ impl App {
                 .map_err(|e| AppError::Config(format!("cannot open workspace {}: {e}", workspace.display())))?,
         );
         let home = options.env.get("HOME").map(PathBuf::from).and_then(|h| std::fs::canonicalize(h).ok());
-        let http = ReqwestHttpClient::new(options.timeout).map_err(|e| AppError::Config(format!("HTTP client: {e}")))?;
+        let http =
+            ReqwestHttpClient::new(options.timeout).map_err(|e| AppError::Config(format!("HTTP client: {e}")))?;
         let mut vfs = VfsRuntime::new(files, &workspace)
             .http(Arc::new(http))
             .process(Arc::new(TokioProcessRunner::new(options.timeout)))
@@ -298,13 +300,19 @@ impl App {
         drop(cache);
         let text = text.map_err(|why| {
             RuntimeError::Config(
-                SchemaError::Unparseable { tool: entry.name.clone(), why: format!("asking it failed: {why}") }.to_string(),
+                SchemaError::Unparseable { tool: entry.name.clone(), why: format!("asking it failed: {why}") }
+                    .to_string(),
             )
         })?;
         SchemaResponse::parse_for(&entry.name, &text).map_err(|e| RuntimeError::Config(e.to_string()))
     }
 
-    async fn ask_schema(&self, entry: &ToolEntry, config: &ToolConfig, kind: ToolRuntimeKind) -> Result<String, String> {
+    async fn ask_schema(
+        &self,
+        entry: &ToolEntry,
+        config: &ToolConfig,
+        kind: ToolRuntimeKind,
+    ) -> Result<String, String> {
         let call = ToolCall {
             name: entry.name.clone(),
             id: "schema".into(),
@@ -314,7 +322,9 @@ impl App {
         };
         let outcome = match kind {
             ToolRuntimeKind::Stdio => self.stdio.run(call, config, Some("schema")).await,
-            ToolRuntimeKind::Vfs => self.vfs.run_with_default(call, config, Some("schema"), entry.default_policy()).await,
+            ToolRuntimeKind::Vfs => {
+                self.vfs.run_with_default(call, config, Some("schema"), entry.default_policy()).await
+            }
             ToolRuntimeKind::Wasm => Err(wasm_unavailable(&entry.name)),
         };
         match outcome {
@@ -365,7 +375,9 @@ impl App {
                 RuntimeChoice::Mcp { server, .. } => Err(RuntimeError::UnsupportedRuntime {
                     tool: name.into(),
                     runtime: "mcp".into(),
-                    why: format!("jp-host does not connect to MCP servers (server '{server}'); configure a local tool instead"),
+                    why: format!(
+                        "jp-host does not connect to MCP servers (server '{server}'); configure a local tool instead"
+                    ),
                 }),
             }
         };
@@ -406,6 +418,7 @@ fn wasm_unavailable(name: &str) -> RuntimeError {
     RuntimeError::UnsupportedRuntime {
         tool: name.into(),
         runtime: "wasm".into(),
-        why: "this build of jp has no WebAssembly runtime yet; run the tool as `runtime = \"vfs\"` or `\"stdio\"`".into(),
+        why: "this build of jp has no WebAssembly runtime yet; run the tool as `runtime = \"vfs\"` or `\"stdio\"`"
+            .into(),
     }
 }

@@ -20,7 +20,11 @@ use jp_native::terminal::{StderrTrace, TerminalInquirer};
 use serde_json::{Map, Value, json};
 
 #[derive(Debug, Parser)]
-#[command(name = "jp", version, about = "Run tools for LLM agents in a sandbox: every file, network and process request is checked against one access policy.")]
+#[command(
+    name = "jp",
+    version,
+    about = "Run tools for LLM agents in a sandbox: every file, network and process request is checked against one access policy."
+)]
 struct Cli {
     /// The project directory tools work in (default: the current directory).
     #[arg(long, global = true, value_name = "DIR")]
@@ -344,6 +348,8 @@ async fn call(app: &App, args: &CallArgs, interactive: bool, json: bool) -> Resu
                 args.name, question.text, question.id
             ),
         }),
-        ExecutionOutcome::Cancelled { .. } => Err(Failure { code: 1, message: format!("tool '{}' was cancelled", args.name) }),
+        ExecutionOutcome::Cancelled { .. } => {
+            Err(Failure { code: 1, message: format!("tool '{}' was cancelled", args.name) })
+        }
     }
 }

@@ -91,13 +91,21 @@ impl ToolCommand {
             ))
         })?;
         let program = std::fs::canonicalize(&program).unwrap_or(program);
-        let script_files = rest
-            .iter()
-            .map(|a| base.join(a))
-            .filter(|p| p.is_file())
-            .map(|p| std::fs::canonicalize(&p).unwrap_or(p))
-            .collect();
-        Ok(Self { program, args: rest.to_vec(), script_files })
+        // Arguments naming existing files (`python3 tools/x.py`) become absolute: the tool does
+        // not start in the workspace, and the sandbox must let it read them.
+        let mut args = Vec::with_capacity(rest.len());
+        let mut script_files = Vec::new();
+        for arg in rest {
+            let path = base.join(arg);
+            if !arg.starts_with('-') && path.is_file() {
+                let path = std::fs::canonicalize(&path).unwrap_or(path);
+                args.push(path.to_string_lossy().into_owned());
+                script_files.push(path);
+            } else {
+                args.push(arg.clone());
+            }
+        }
+        Ok(Self { program, args, script_files })
     }
 }
 
@@ -226,7 +234,11 @@ impl VfsRuntime {
             .kill_on_drop(true);
         match self.sandbox {
             SandboxMode::Enforce => {
-                let spec = SandboxSpec::for_tool(&cmd.program, &cmd.script_files, &configured_read_paths(&self.workspace, config)?);
+                let spec = SandboxSpec::for_tool(
+                    &cmd.program,
+                    &cmd.script_files,
+                    &configured_read_paths(&self.workspace, config)?,
+                );
                 let prepared = spec.prepare().map_err(|e| RuntimeError::Sandbox(e.to_string()))?;
                 Arc::new(prepared).install(&mut child_cmd);
             }

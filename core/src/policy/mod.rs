@@ -505,7 +505,10 @@ impl AccessPolicy {
             ));
         }
         if let Some(rule) = self.net_rules.iter().find(|r| r.allow) {
-            return Err(format!("it allows network access ({}), which can only be checked per URL through the protocol", rule.text));
+            return Err(format!(
+                "it allows network access ({}), which can only be checked per URL through the protocol",
+                rule.text
+            ));
         }
         let caps = self.fs_rules.iter().rev().find(|r| r.path.is_root()).map_or(Caps::default(), |r| r.caps);
         let write = [Capability::Create, Capability::Update, Capability::Delete].into_iter().any(|c| caps.contains(c));
@@ -515,11 +518,13 @@ impl AccessPolicy {
     /// A one-line description for listings: `files: . read; network: none; processes: none`.
     pub fn summary(&self) -> String {
         let caps = |c: Caps| -> String {
-            let names: Vec<&str> = Capability::ALL.into_iter().filter(|k| c.contains(*k)).map(Capability::name).collect();
+            let names: Vec<&str> =
+                Capability::ALL.into_iter().filter(|k| c.contains(*k)).map(Capability::name).collect();
             if names.is_empty() { "none".into() } else { names.join("+") }
         };
         let fallback = |f: Fallback| if f == Fallback::Ask { "ask" } else { "deny" };
-        let files: Vec<String> = self.fs_rules.iter().map(|r| format!("{} {}", r.path.display(), caps(r.caps))).collect();
+        let files: Vec<String> =
+            self.fs_rules.iter().map(|r| format!("{} {}", r.path.display(), caps(r.caps))).collect();
         let files = if files.is_empty() { String::new() } else { format!("{}, ", files.join(", ")) };
         let net: Vec<&str> = self.net_rules.iter().filter(|r| r.allow).map(|r| r.text.as_str()).collect();
         let net = if net.is_empty() { String::new() } else { format!("{}, ", net.join(", ")) };

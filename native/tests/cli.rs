@@ -1,0 +1,504 @@
+//! The `jp` command end to end: the real binary, run from temp workspaces, with tools under the
+//! real OS sandbox.
+
+#![cfg(target_os = "linux")]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const JP: &str = env!("CARGO_BIN_EXE_jp");
+
+fn workspace() -> tempfile::TempDir {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(ws.path().join("src")).unwrap();
+    std::fs::write(ws.path().join("src/main.rs"), "fn main() {\n    println!(\"hi\");\n}\n").unwrap();
+    std::fs::write(ws.path().join("README.md"), "# demo\n").unwrap();
+    std::fs::write(ws.path().join(".env"), "TOKEN=hunter2\n").unwrap();
+    ws
+}
+
+fn jp(ws: &Path, args: &[&str]) -> Output {
+    Command::new(JP).arg("--workspace").arg(ws).args(args).stdin(std::process::Stdio::null()).output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+fn write_config(ws: &Path, text: &str) {
+    std::fs::create_dir_all(ws.join(".jp")).unwrap();
+    std::fs::write(ws.join(".jp/config.toml"), text).unwrap();
+}
+
+const FIRST_PARTY: [&str; 7] = [
+    "fs_create_file",
+    "fs_delete_file",
+    "fs_grep_files",
+    "fs_list_files",
+    "fs_modify_file",
+    "fs_move_file",
+    "fs_read_file",
+];
+
+#[test]
+fn list_shows_every_first_party_tool_with_runtime_source_summary_and_policy() {
+    let ws = workspace();
+    let o = jp(ws.path(), &["tool", "list", "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let rows: Vec<Value> = serde_json::from_str(&stdout(&o)).unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(names, FIRST_PARTY);
+    for r in &rows {
+        assert_eq!(r["runtime"], "vfs");
+        assert_eq!(r["source"], "builtin");
+        assert!(!r["summary"].as_str().unwrap().is_empty(), "{r}");
+    }
+    let read = rows.iter().find(|r| r["name"] == "fs_read_file").unwrap();
+    assert!(read["policy"].as_str().unwrap().starts_with("files: . read,"), "{read}");
+    let create = rows.iter().find(|r| r["name"] == "fs_create_file").unwrap();
+    assert!(create["policy"].as_str().unwrap().contains(". read+create+update+delete"), "{create}");
+
+    let text = jp(ws.path(), &["tool", "list"]);
+    assert_eq!(code(&text), 0);
+    assert!(stdout(&text).lines().next().unwrap().starts_with("NAME"));
+    assert!(stdout(&text).contains("fs_grep_files"));
+}
+
+#[test]
+fn schema_of_every_first_party_tool() {
+    let ws = workspace();
+    for name in FIRST_PARTY {
+        let o = jp(ws.path(), &["tool", "schema", name]);
+        assert_eq!(code(&o), 0, "{name}: {}", stderr(&o));
+        let schema: Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(schema["name"], name);
+        assert_eq!(schema["parameters"]["type"], "object");
+        assert!(schema["parameters"]["properties"].as_object().is_some_and(|p| !p.is_empty()), "{schema}");
+    }
+    let o = jp(ws.path(), &["tool", "schema", "fs_read_file"]);
+    let schema: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(schema["parameters"]["required"], serde_json::json!(["path"]));
+    let o = jp(ws.path(), &["tool", "schema", "nope"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("no tool named 'nope'") && stderr(&o).contains("fs_read_file"), "{}", stderr(&o));
+}
+
+#[test]
+fn call_every_first_party_tool() {
+    let ws = workspace();
+    let w = ws.path();
+    let o = jp(w, &["tool", "call", "fs_read_file", "path=src/main.rs"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("println!(\"hi\")"));
+
+    let o = jp(w, &["tool", "call", "fs_list_files", "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["ok"], true);
+    assert!(v["text"].as_str().unwrap().contains("src/main.rs"), "{v}");
+
+    let o = jp(w, &["tool", "call", "fs_grep_files", "--args", r#"{"pattern":"fn main"}"#]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("src/main.rs"), "{}", stdout(&o));
+
+    let o = jp(w, &["tool", "call", "fs_create_file", "path=notes/todo.txt", "content=buy milk"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(w.join("notes/todo.txt")).unwrap(), "buy milk");
+
+    let o =
+        jp(w, &["tool", "call", "fs_modify_file", "path=notes/todo.txt", r#"patterns=[{"old":"milk","new":"bread"}]"#]);
+    assert_eq!(code(&o), 0, "{} {}", stdout(&o), stderr(&o));
+    assert_eq!(std::fs::read_to_string(w.join("notes/todo.txt")).unwrap(), "buy bread");
+
+    let o = jp(w, &["tool", "call", "fs_move_file", "source=notes/todo.txt", "destination=notes/done.txt"]);
+    assert_eq!(code(&o), 0, "{} {}", stdout(&o), stderr(&o));
+    assert!(!w.join("notes/todo.txt").exists());
+    assert!(w.join("notes/done.txt").exists());
+
+    let o = jp(w, &["tool", "call", "fs_delete_file", "path=notes/done.txt"]);
+    assert_eq!(code(&o), 0, "{} {}", stdout(&o), stderr(&o));
+    assert!(!w.join("notes/done.txt").exists());
+
+    // Tool errors exit 1; missing arguments are usage errors (2).
+    let o = jp(w, &["tool", "call", "fs_read_file", "path=missing.txt"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("missing.txt"), "{}", stderr(&o));
+    let o = jp(w, &["tool", "call", "fs_read_file"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("'path'"), "{}", stderr(&o));
+    let o = jp(w, &["tool", "call", "fs_read_file", "--args", "[1]"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("JSON object"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_read_only_policy_denies_a_write_and_trace_shows_the_decisions() {
+    let ws = workspace();
+    write_config(
+        ws.path(),
+        r#"
+[conversation.tools.fs_create_file]
+source = "builtin"
+summary = "Create a file (read-only here)."
+[conversation.tools.fs_create_file.sandbox]
+filesystem.allow = ["."]
+filesystem.writable = false
+"#,
+    );
+    let o = jp(ws.path(), &["tool", "call", "fs_create_file", "path=new.txt", "content=x", "--trace"]);
+    assert_eq!(code(&o), 1, "{} {}", stdout(&o), stderr(&o));
+    assert!(!ws.path().join("new.txt").exists());
+    let err = stderr(&o);
+    assert!(err.contains("trace: fs.write new.txt → deny"), "{err}");
+    assert!(err.contains("error: tool 'fs_create_file' failed"), "{err}");
+
+    let o = jp(ws.path(), &["tool", "call", "fs_read_file", "path=README.md", "--trace"]);
+    assert_eq!(code(&o), 0);
+    assert!(
+        stderr(&o).contains(
+            "trace: fs.read README.md → allow (read 'README.md' allowed by the default policy (workspace read-only))"
+        ),
+        "{}",
+        stderr(&o)
+    );
+
+    // The override shows in the listing too.
+    let o = jp(ws.path(), &["tool", "list", "--json"]);
+    let rows: Vec<Value> = serde_json::from_str(&stdout(&o)).unwrap();
+    let create = rows.iter().find(|r| r["name"] == "fs_create_file").unwrap();
+    assert_eq!(create["summary"], "Create a file (read-only here).");
+    assert!(create["defined_in"].as_str().unwrap().ends_with(".jp/config.toml"));
+}
+
+#[test]
+fn an_inquiry_without_a_terminal_is_denied_with_a_clear_message() {
+    let ws = workspace();
+    // `.env` is a sensitive path: reading it needs the user's decision.
+    for extra in [&["--no-interaction"][..], &[][..]] {
+        let mut args = vec!["tool", "call", "fs_read_file", "path=.env"];
+        args.extend_from_slice(extra);
+        let o = jp(ws.path(), &args);
+        assert_eq!(code(&o), 1, "{}", stderr(&o));
+        let err = stderr(&o);
+        assert!(err.contains("non-interactive"), "{err}");
+        assert!(!stdout(&o).contains("hunter2"));
+    }
+}
+
+#[test]
+fn config_errors_name_the_file_the_key_and_the_fix() {
+    let ws = workspace();
+    write_config(ws.path(), "[conversation.tools.x]\nsource = \"local\"\ncommand = \"x\"\nruntme = \"vfs\"\n");
+    let o = jp(ws.path(), &["tool", "list"]);
+    assert_eq!(code(&o), 2);
+    let err = stderr(&o);
+    assert!(err.contains("config.toml") && err.contains("runtme"), "{err}");
+
+    write_config(ws.path(), "[conversation.tools.x\n");
+    let o = jp(ws.path(), &["tool", "list"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("config.toml"), "{}", stderr(&o));
+
+    write_config(ws.path(), "[conversation.tools.x]\nsource = \"builtin\"\n");
+    let o = jp(ws.path(), &["tool", "list"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("no builtin tool named 'x'"), "{}", stderr(&o));
+
+    let o = Command::new(JP).args(["--config", "/nonexistent/jp.toml", "tool", "list"]).output().unwrap();
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("/nonexistent/jp.toml"), "{}", stderr(&o));
+
+    let o = jp(ws.path(), &["tool", "frobnicate"]);
+    assert_eq!(code(&o), 2, "clap usage errors exit 2");
+}
+
+#[test]
+fn runtime_resolution_errors() {
+    let ws = workspace();
+    write_config(
+        ws.path(),
+        r#"
+[conversation.tools.plugin]
+source = "local"
+command = "tools/plugin.wasm"
+parameters.x = { type = "string" }
+
+[conversation.tools.explicit]
+source = "local"
+command = "tools/plugin"
+runtime = "wasm"
+parameters.x = { type = "string" }
+
+[conversation.tools.remote]
+source = "mcp.github.list_issues"
+parameters.x = { type = "string" }
+"#,
+    );
+    let o = jp(ws.path(), &["tool", "list", "--json"]);
+    let rows: Vec<Value> = serde_json::from_str(&stdout(&o)).unwrap();
+    let runtime = |n: &str| rows.iter().find(|r| r["name"] == n).unwrap()["runtime"].clone();
+    assert_eq!(runtime("plugin"), "wasm");
+    assert_eq!(runtime("explicit"), "wasm");
+    assert_eq!(runtime("remote"), "mcp");
+    for name in ["plugin", "explicit"] {
+        let o = jp(ws.path(), &["tool", "call", name, "x=1"]);
+        assert_eq!(code(&o), 2, "{}", stderr(&o));
+        assert!(stderr(&o).contains("runtime 'wasm'"), "{}", stderr(&o));
+    }
+    let o = jp(ws.path(), &["tool", "call", "remote", "x=1"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("MCP"), "{}", stderr(&o));
+}
+
+const STDIO_TOOL: &str = r#"#!/bin/sh
+# A legacy stdio tool: reads its context, writes a file in the workspace, tries to reach outside.
+ctx=$(cat)
+case "$ctx" in
+  *'"action":"schema"'*)
+    echo '{"tools":[{"name":"stamp","summary":"Stamp a file.","parameters":{"file":{"type":"string","summary":"Where."}}}]}'
+    exit 0;;
+esac
+file=$(printf '%s' "$ctx" | sed -n 's/.*"file":"\([^"]*\)".*/\1/p')
+echo stamped > "$file"
+if cat /etc/hostname >/dev/null 2>&1; then outside=readable; else outside=denied; fi
+echo "{\"type\":\"success\",\"content\":\"wrote $file; /etc/hostname $outside; cwd $(pwd)\"}"
+"#;
+
+#[test]
+fn a_stdio_tool_from_config_runs_in_the_workspace_under_the_sandbox_and_describes_itself() {
+    let ws = workspace();
+    std::fs::create_dir_all(ws.path().join("tools")).unwrap();
+    let script = ws.path().join("tools/stamp.sh");
+    std::fs::write(&script, STDIO_TOOL).unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    write_config(
+        ws.path(),
+        r#"
+[conversation.tools.stamp]
+source = "local"
+command = "tools/stamp.sh"
+description = "Writes 'stamped' into a file."
+"#,
+    );
+    // Self-described (no `parameters`), with the config's description merged on top.
+    let o = jp(ws.path(), &["tool", "schema", "stamp"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let schema: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(schema["summary"], "Stamp a file.");
+    assert_eq!(schema["description"], "Writes 'stamped' into a file.");
+    assert_eq!(schema["parameters"]["required"], serde_json::json!(["file"]));
+
+    let o = jp(ws.path(), &["tool", "call", "stamp", "file=out.txt"]);
+    assert_eq!(code(&o), 0, "{} {}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("wrote out.txt"), "{out}");
+    assert!(out.contains("/etc/hostname denied"), "the sandbox must hide the rest of the system: {out}");
+    let real_ws = std::fs::canonicalize(ws.path()).unwrap();
+    assert!(out.contains(&format!("cwd {}", real_ws.display())), "{out}");
+    assert_eq!(std::fs::read_to_string(ws.path().join("out.txt")).unwrap(), "stamped\n");
+}
+
+#[test]
+fn a_stdio_tool_with_a_policy_the_kernel_cannot_hold_fails_closed() {
+    let ws = workspace();
+    std::fs::write(ws.path().join("t.sh"), "#!/bin/sh\necho hi\n").unwrap();
+    std::fs::set_permissions(ws.path().join("t.sh"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    write_config(
+        ws.path(),
+        r#"
+[conversation.tools.t]
+source = "local"
+command = "./t.sh"
+parameters = {}
+[conversation.tools.t.access]
+filesystem = [{ path = ".", allow = ["read"] }, { path = "src", allow = ["write"] }]
+"#,
+    );
+    let o = jp(ws.path(), &["tool", "call", "t"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("was not started") && err.contains("'src'") && err.contains("runtime = \"vfs\""), "{err}");
+    // With the opt-out it runs (the policy is then advisory for a direct-access tool).
+    let o = jp(ws.path(), &["--no-os-sandbox", "tool", "call", "t"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout(&o), "hi\n");
+}
+
+#[test]
+fn a_tool_that_cannot_describe_itself_gets_a_clear_error() {
+    let ws = workspace();
+    std::fs::write(ws.path().join("mute.sh"), "#!/bin/sh\necho 'not json'\n").unwrap();
+    std::fs::set_permissions(ws.path().join("mute.sh"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    write_config(ws.path(), "[conversation.tools.mute]\nsource = \"local\"\ncommand = \"./mute.sh\"\n");
+    let o = jp(ws.path(), &["tool", "schema", "mute"]);
+    assert_eq!(code(&o), 2);
+    let err = stderr(&o);
+    assert!(err.contains("add `parameters`") && err.contains("update the binary"), "{err}");
+}
+
+const PY_VFS_TOOL: &str = r#"import json, sys
+init = json.loads(sys.stdin.readline())
+tool = init["params"]["tool"]
+if tool.get("action") == "schema":
+    schema = {"tools": [{"name": "count_lines", "summary": "Count the lines of a file.",
+                         "parameters": {"path": {"type": "string", "summary": "The file."}}}]}
+    print(json.dumps({"jsonrpc": "2.0", "method": "result", "params": {"content": json.dumps(schema)}}), flush=True)
+    sys.exit(0)
+path = tool["arguments"]["path"]
+print(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "fs.read", "params": {"path": path}}), flush=True)
+resp = json.loads(sys.stdin.readline())
+if "error" in resp:
+    print(json.dumps({"jsonrpc": "2.0", "method": "error", "params": {"message": resp["error"]["message"]}}), flush=True)
+else:
+    n = len(resp["result"]["content"].splitlines())
+    print(json.dumps({"jsonrpc": "2.0", "method": "result", "params": {"content": f"{path}: {n} lines"}}), flush=True)
+"#;
+
+#[test]
+fn a_python_vfs_tool_configured_in_toml() {
+    let ws = workspace();
+    std::fs::create_dir_all(ws.path().join("tools")).unwrap();
+    std::fs::write(ws.path().join("tools/count.py"), PY_VFS_TOOL).unwrap();
+    write_config(
+        ws.path(),
+        r#"
+[conversation.tools.count_lines]
+source = "local"
+command = "/usr/bin/python3 tools/count.py"
+runtime = "vfs"
+"#,
+    );
+    let o = jp(ws.path(), &["tool", "schema", "count_lines"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let schema: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(schema["summary"], "Count the lines of a file.");
+
+    let o = jp(ws.path(), &["tool", "call", "count_lines", "path=src/main.rs", "--trace"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout(&o), "src/main.rs: 3 lines\n");
+    assert!(stderr(&o).contains("trace: fs.read src/main.rs → allow"), "{}", stderr(&o));
+    let o = jp(ws.path(), &["tool", "call", "count_lines", "path=../outside"]);
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("outside"), "{}", stderr(&o));
+}
+
+#[test]
+fn jp_itself_as_a_configured_vfs_tool_with_its_own_policy() {
+    // A VFS tool from config that describes itself: the first-party binary, configured by hand,
+    // with a policy that makes only `notes` writable.
+    let ws = workspace();
+    let command = format!("{JP} __tool");
+    write_config(
+        ws.path(),
+        &format!(
+            r#"
+[conversation.tools.fs_create_file_notes]
+source = "local"
+command = {command:?}
+runtime = "vfs"
+"#
+        ),
+    );
+    // The binary serves fs_create_file, not this name: the schema error says what it lists.
+    let o = jp(ws.path(), &["tool", "schema", "fs_create_file_notes"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("it lists: fs_read_file"), "{}", stderr(&o));
+
+    write_config(
+        ws.path(),
+        &format!(
+            r#"
+[conversation.tools.fs_create_file]
+source = "local"
+command = {command:?}
+runtime = "vfs"
+[conversation.tools.fs_create_file.access]
+filesystem = [{{ path = ".", allow = ["read"] }}, {{ path = "notes", allow = ["read", "write"] }}]
+"#
+        ),
+    );
+    let o = jp(ws.path(), &["tool", "call", "fs_create_file", "path=notes/a.txt", "content=ok"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(ws.path().join("notes/a.txt")).unwrap(), "ok");
+    let o = jp(ws.path(), &["tool", "call", "fs_create_file", "path=src/evil.rs", "content=x"]);
+    assert_eq!(code(&o), 1);
+    assert!(!ws.path().join("src/evil.rs").exists());
+}
+
+#[test]
+fn sandbox_status_reports_the_kernel() {
+    let o = Command::new(JP).args(["sandbox", "status", "--json"]).output().unwrap();
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["can_enforce"].as_bool().unwrap(), code(&o) == 0);
+    if v["can_enforce"] == true {
+        assert!(v["landlock_abi"].as_i64().unwrap() >= 4);
+    }
+    let o = Command::new(JP).args(["sandbox", "status"]).output().unwrap();
+    assert!(stdout(&o).contains("Landlock"));
+}
+
+#[test]
+fn every_command_has_help() {
+    for args in [&["--help"][..], &["tool", "--help"], &["tool", "call", "--help"], &["sandbox", "status", "--help"]] {
+        let o = Command::new(JP).args(args).output().unwrap();
+        assert_eq!(code(&o), 0);
+        assert!(stdout(&o).contains("Usage"), "{args:?}");
+    }
+    let o = Command::new(JP).args(["tool", "call", "--help"]).output().unwrap();
+    for flag in ["--args", "--no-interaction", "--trace", "--timeout", "--workspace", "--json"] {
+        assert!(stdout(&o).contains(flag), "{flag}");
+    }
+}
+
+/// Run `jp` on a real pseudo-terminal (util-linux `script`), typing `input` after a moment.
+fn jp_on_a_terminal(ws: &Path, args: &str, input: &str) -> Output {
+    use std::io::Write as _;
+    let mut child = Command::new("script")
+        .args(["-qec", &format!("{JP} --workspace {} {args}", ws.display()), "/dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("util-linux `script` runs jp on a pseudo-terminal");
+    let mut stdin = child.stdin.take().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // jp may be done before anything is typed (when it does not ask).
+    let _ = stdin.write_all(input.as_bytes());
+    let out = child.wait_with_output().unwrap();
+    drop(stdin);
+    out
+}
+
+#[test]
+fn an_inquiry_on_a_terminal_asks_and_obeys_the_answer() {
+    let ws = workspace();
+    let yes = jp_on_a_terminal(ws.path(), "tool call fs_read_file path=.env", "y\n");
+    let out = stdout(&yes);
+    assert!(
+        out.contains("wants fs.read .env") && out.contains("[y = once, Y = for the rest of this call, n = deny]"),
+        "{out}"
+    );
+    assert!(out.contains("TOKEN=hunter2"), "{out}");
+    assert_eq!(code(&yes), 0);
+
+    let no = jp_on_a_terminal(ws.path(), "tool call fs_read_file path=.env", "n\n");
+    let out = stdout(&no);
+    assert!(out.contains("the user denied it at the prompt") && !out.contains("hunter2"), "{out}");
+    assert_eq!(code(&no), 1);
+
+    // --no-interaction never asks, even on a terminal.
+    let never = jp_on_a_terminal(ws.path(), "tool call fs_read_file path=.env --no-interaction", "y\n");
+    let out = stdout(&never);
+    assert!(!out.contains("allow?") && out.contains("non-interactive"), "{out}");
+    assert_eq!(code(&never), 1);
+}
