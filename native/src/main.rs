@@ -29,7 +29,7 @@ struct Cli {
     /// The project directory tools work in (default: the current directory).
     #[arg(long, global = true, value_name = "DIR")]
     workspace: Option<PathBuf>,
-    /// Configuration file (default: <workspace>/.jp/config.toml when it exists).
+    /// Configuration file (default: .jp/config.toml in the workspace, when it exists).
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Run tools without the OS sandbox (Landlock + seccomp). The access policy still applies to
