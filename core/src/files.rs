@@ -124,6 +124,13 @@ pub trait ProjectFiles: MaybeSend + MaybeSync {
     fn rename<'a>(&'a self, from: &'a WorkspacePath, to: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<()>>;
     /// Search file contents; results sorted by path.
     fn grep<'a>(&'a self, query: &'a GrepQuery) -> BoxFuture<'a, FilesResult<Vec<GrepFileMatch>>>;
+    /// Create a directory and its parents (for hosts whose tools can make empty directories,
+    /// e.g. a component's `mkdir`). Default: unsupported.
+    fn create_dir<'a>(&'a self, path: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<()>> {
+        Box::pin(async move {
+            Err(FilesError::Unsupported(format!("this backend cannot create the empty directory '{}'", path.display())))
+        })
+    }
     /// The path policy rules are checked against: with symlinks resolved for backends that have
     /// them. A path that resolves outside the project is an error. Default: the path itself.
     fn resolve<'a>(&'a self, path: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<WorkspacePath>> {

@@ -607,6 +607,25 @@ impl Dispatcher {
         &self.scrubber
     }
 
+    /// The largest file, body or output served.
+    pub fn max_content(&self) -> usize {
+        self.max_content
+    }
+
+    /// Decide one filesystem capability on `path` (and on what it resolves to) exactly as a
+    /// request would be decided — policy, inquiry, trace — without doing the operation. For
+    /// hosts whose file access does not arrive as protocol requests (a component's
+    /// `wasi:filesystem`), so it obeys the same rules.
+    pub async fn authorize(
+        &self,
+        method: &str,
+        cap: Capability,
+        path: &WorkspacePath,
+        events: &dyn DispatchEvents,
+    ) -> Result<(), HostError> {
+        self.authorize_fs(method, cap, path, &Id::String(format!("{method}:{}", path.as_str())), events).await
+    }
+
     /// Serve one NDJSON frame: a request gets a response line; notifications and responses are
     /// not for the dispatcher and get `None`; malformed input gets a -32600 response.
     pub async fn handle_frame(&self, frame: &Frame, events: &dyn DispatchEvents) -> Option<Vec<u8>> {

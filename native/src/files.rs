@@ -414,6 +414,10 @@ impl ProjectFiles for FsProjectFiles {
         let query = query.clone();
         self.run(move |me| me.grep_sync(&query))
     }
+    fn create_dir<'a>(&'a self, path: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<()>> {
+        let path = path.clone();
+        self.run(move |me| me.dir.create_dir_all(rel(&path)).map_err(|e| map_err(&path, e)))
+    }
     fn resolve<'a>(&'a self, path: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<WorkspacePath>> {
         let path = path.clone();
         self.run(move |me| me.resolve_sync(&path))

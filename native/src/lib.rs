@@ -11,6 +11,8 @@
 //!   by the core dispatcher.
 //! - [`stdio::StdioRuntime`] — legacy local tools (D10's default runtime) under the same OS
 //!   sandbox, granted the workspace as a whole per their policy.
+//! - [`wasm::WasmRuntime`] — WASI p2 components under wasmtime; their `wasi:filesystem` and
+//!   `jp:host` imports are served by the core dispatcher.
 //! - [`app`] and [`terminal`] — the `jp` command's host: configuration, first-party tools, D06
 //!   schemas, D10 runtime resolution, terminal inquiries and `--trace`.
 
@@ -22,3 +24,4 @@ pub mod sandbox;
 pub mod stdio;
 pub mod terminal;
 pub mod vfs;
+pub mod wasm;

@@ -30,6 +30,9 @@
 //! }
 //! ```
 
+#[cfg(all(target_arch = "wasm32", target_os = "wasi"))]
+pub mod component;
+
 use std::io::{BufRead, BufReader, Write};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,0 +1,70 @@
+//! Builds the WASI components in `tools/guests` for `wasm32-wasip2` (release) with a nested
+//! cargo in a target directory of their own — so the outer build's lock is never waited on —
+//! embeds the builtin `learn` component, and tells the crate where the others are
+//! (`JP_GUESTS_DIR`, for tests, benchmarks and the web build).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const TARGET: &str = "wasm32-wasip2";
+
+fn main() {
+    let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
+    let root = manifest_dir.parent().expect("native/ is inside the workspace").to_path_buf();
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
+    for watched in ["tools/guests", "tools/sdk/src", "tools/sdk/Cargo.toml", "tools/fs/src", "core/src", "wit"] {
+        println!("cargo:rerun-if-changed={}", root.join(watched).display());
+    }
+    // <target>/[<triple>/]<profile>/build/<pkg>-<hash>/out → <target>[/<triple>]/jp-guests
+    let guests_target = out_dir.ancestors().nth(4).unwrap_or(&out_dir).join("jp-guests");
+    let manifest = root.join("tools/guests/Cargo.toml");
+
+    if let Err(first) = build(&manifest, &guests_target) {
+        // The one thing a fresh machine is likely to lack: install it and try again.
+        if first.contains("target may not be installed") || first.contains("can't find crate for `core`") {
+            let added = Command::new("rustup").args(["target", "add", TARGET]).status();
+            if !added.is_ok_and(|s| s.success()) {
+                panic!("the {TARGET} target is missing and `rustup target add {TARGET}` failed:\n{first}");
+            }
+            if let Err(second) = build(&manifest, &guests_target) {
+                panic!("building the WASI components failed:\n{second}");
+            }
+        } else {
+            panic!("building the WASI components (tools/guests) for {TARGET} failed:\n{first}");
+        }
+    }
+    let built = guests_target.join(TARGET).join("release");
+    std::fs::copy(built.join("jp_tool_learn.wasm"), out_dir.join("jp_tool_learn.wasm"))
+        .expect("the learn component was built");
+    println!("cargo:rustc-env=JP_GUESTS_DIR={}", built.display());
+}
+
+/// Run the nested cargo with a clean environment (nothing of the outer build leaks in: not its
+/// target, flags, wrappers such as clippy-driver, or jobserver).
+fn build(manifest: &Path, target_dir: &Path) -> Result<(), String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.env_clear();
+    for (k, v) in std::env::vars_os() {
+        let k_str = k.to_string_lossy();
+        let keep = matches!(k_str.as_ref(), "PATH" | "HOME" | "RUSTUP_HOME" | "CARGO_HOME" | "RUSTUP_TOOLCHAIN" | "TMPDIR")
+            || k_str.starts_with("CARGO_REGISTRIES_")
+            || k_str.starts_with("CARGO_NET_")
+            || k_str.starts_with("CARGO_HTTP_")
+            || k_str.to_ascii_uppercase().ends_with("_PROXY")
+            || k_str.starts_with("SSL_CERT");
+        if keep {
+            cmd.env(k, v);
+        }
+    }
+    cmd.args(["build", "--release", "--locked", "--target", TARGET, "--manifest-path"])
+        .arg(manifest)
+        .arg("--target-dir")
+        .arg(target_dir);
+    let out = cmd.output().map_err(|e| format!("cannot run cargo: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}

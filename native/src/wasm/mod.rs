@@ -1,0 +1,557 @@
+//! [`WasmRuntime`]: WASI p2 components under wasmtime (seed 002).
+//!
+//! One [`WasmEngine`] per process: component model, async, pooling allocator, epoch
+//! interruption driven by a 10 ms ticker thread, and wasmtime's on-disk cache of compiled
+//! artifacts (so a second `jp` process loads a component in about a millisecond instead of
+//! compiling it). Components are cached in memory by content hash as an `InstancePre`, so each
+//! call gets a fresh instance — no state survives between calls.
+//!
+//! A component has no ambient capabilities: no environment, no sockets, no arguments; clocks and
+//! random are allowed; stdout and stderr are captured with a cap. Its files are `wasi:filesystem`
+//! mounts served by the core dispatcher ([`fs`]), and its `jp:host` imports are dispatcher
+//! requests ([`imports`]) — one policy for VFS subprocesses and components alike. Per call, a
+//! wall-clock deadline, a memory limit and a result-size limit each end the call with a clear
+//! error, and cancellation stops it at the next epoch tick or host call.
+
+pub mod fs;
+mod imports;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use jp_core::BoxFuture;
+use jp_core::cancel::CancellationToken;
+use jp_core::files::ProjectFiles;
+use jp_core::host::{DenyInquirer, DispatchEvents, Dispatcher, HttpClient, Inquirer, NoEvents, ProcessRunner, Unavailable};
+use jp_core::policy::AccessPolicy;
+use jp_core::runtime::{ExecutionOutcome, RuntimeError, ToolCall, ToolConfig, ToolRuntime};
+use jp_core::state::{AnswerType, Question, ToolError, ToolResult};
+use sha2::{Digest, Sha256};
+use wasmtime::component::{Component, ComponentExportIndex, HasSelf, InstancePre, Linker, ResourceTable};
+use wasmtime::{Engine, Store, StoreLimits, StoreLimitsBuilder, UpdateDeadline};
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use self::fs::{GuestFs, GuestFsData, GuestFsView, Mount};
+use self::imports::HostImports;
+use crate::files::FsProjectFiles;
+
+#[allow(missing_docs, unreachable_pub, clippy::all)]
+mod bindings {
+    wasmtime::component::bindgen!({
+        world: "imports",
+        path: "../wit/host",
+        imports: { default: async },
+    });
+}
+
+#[allow(missing_docs, unreachable_pub, clippy::all)]
+mod tool_bindings {
+    wasmtime::component::bindgen!({
+        world: "tool",
+        path: "../wit/tool",
+        exports: { default: async },
+    });
+}
+
+use tool_bindings::jp::tool::types::{Action, Context, Outcome};
+
+/// The builtin `learn` component, compiled from `tools/guests/learn` by the build script.
+pub static LEARN_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/jp_tool_learn.wasm"));
+
+/// Where the build left the guest components (`jp_tool_test.wasm`, `jp_fs_component.wasm`, …),
+/// for tests, benchmarks and the web build.
+pub const GUESTS_DIR: &str = env!("JP_GUESTS_DIR");
+
+/// Per-call limits.
+#[derive(Debug, Clone, Copy)]
+pub struct WasmLimits {
+    /// Wall-clock time of one call.
+    pub deadline: Duration,
+    /// Linear memory of one instance.
+    pub memory: usize,
+    /// Size of the result text.
+    pub output: usize,
+    /// Captured stdout and stderr, each.
+    pub stdio: usize,
+}
+
+impl Default for WasmLimits {
+    fn default() -> Self {
+        Self {
+            deadline: Duration::from_secs(60),
+            memory: 256 << 20,
+            output: jp_core::protocol::DEFAULT_MAX_CONTENT,
+            stdio: 1 << 20,
+        }
+    }
+}
+
+/// Why a call stopped early (set by the epoch callback).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Deadline,
+    Cancelled,
+}
+
+/// The store data of one call.
+pub struct CallState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    fs: GuestFs,
+    host: HostImports,
+    limits: StoreLimits,
+    deadline: Instant,
+    cancel: CancellationToken,
+    stop: Option<Stop>,
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+struct Loaded {
+    pre: InstancePre<CallState>,
+    describe: Option<ComponentExportIndex>,
+}
+
+/// The process-wide engine, linker and component cache.
+pub struct WasmEngine {
+    engine: Engine,
+    linker: Linker<CallState>,
+    components: Mutex<HashMap<[u8; 32], Arc<Loaded>>>,
+}
+
+impl std::fmt::Debug for WasmEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WasmEngine").finish_non_exhaustive()
+    }
+}
+
+/// The on-disk cache of compiled components: `$XDG_CACHE_HOME/jp-host/wasm` or
+/// `~/.cache/jp-host/wasm`.
+pub fn cache_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("jp-host").join("wasm"))
+}
+
+impl WasmEngine {
+    /// The engine of this process (built on first use).
+    pub fn shared() -> Result<Arc<Self>, RuntimeError> {
+        static ENGINE: OnceLock<Result<Arc<WasmEngine>, String>> = OnceLock::new();
+        ENGINE
+            .get_or_init(|| Self::new(cache_dir().as_deref()).map(Arc::new))
+            .clone()
+            .map_err(|e| RuntimeError::Other(format!("cannot start the WebAssembly engine: {e}")))
+    }
+
+    /// A new engine; `cache` is where compiled artifacts are kept (none: compile every time).
+    pub fn new(cache: Option<&Path>) -> Result<Self, String> {
+        let mut config = wasmtime::Config::new();
+        config.wasm_component_model(true);
+        config.epoch_interruption(true);
+        let mut pool = wasmtime::PoolingAllocationConfig::default();
+        pool.total_component_instances(64)
+            .total_core_instances(512)
+            .total_memories(128)
+            .total_tables(256)
+            .total_stacks(64)
+            .max_memory_size(1 << 30);
+        config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool));
+        if let Some(dir) = cache
+            && std::fs::create_dir_all(dir).is_ok()
+        {
+            let mut cc = wasmtime::CacheConfig::new();
+            cc.with_directory(dir);
+            match wasmtime::Cache::new(cc) {
+                Ok(c) => {
+                    config.cache(Some(c));
+                }
+                Err(e) => eprintln!("warning: the compiled-component cache in {} is off: {e}", dir.display()),
+            }
+        }
+        let engine = Engine::new(&config).map_err(|e| e.to_string())?;
+        let mut linker: Linker<CallState> = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| e.to_string())?;
+        // Files come from the dispatcher, not from a raw preopen: replace wasi:filesystem.
+        linker.allow_shadowing(true);
+        wasmtime_wasi::p2::bindings::filesystem::types::add_to_linker::<CallState, GuestFsData>(&mut linker, |s| {
+            GuestFsView { fs: &mut s.fs, table: &mut s.table }
+        })
+        .map_err(|e| e.to_string())?;
+        wasmtime_wasi::p2::bindings::filesystem::preopens::add_to_linker::<CallState, GuestFsData>(
+            &mut linker,
+            |s| GuestFsView { fs: &mut s.fs, table: &mut s.table },
+        )
+        .map_err(|e| e.to_string())?;
+        linker.allow_shadowing(false);
+        bindings::Imports::add_to_linker::<CallState, HasSelf<HostImports>>(&mut linker, |s| &mut s.host)
+            .map_err(|e| e.to_string())?;
+        let ticker = engine.weak();
+        std::thread::Builder::new()
+            .name("jp-wasm-epoch".into())
+            .spawn(move || {
+                while let Some(engine) = ticker.upgrade() {
+                    engine.increment_epoch();
+                    drop(engine);
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            })
+            .map_err(|e| e.to_string())?;
+        Ok(Self { engine, linker, components: Mutex::new(HashMap::new()) })
+    }
+
+    /// Compile (or fetch from the caches) and pre-link a component.
+    fn load(&self, what: &str, bytes: &[u8]) -> Result<Arc<Loaded>, RuntimeError> {
+        let key: [u8; 32] = Sha256::digest(bytes).into();
+        if let Some(l) = self.components.lock().ok().and_then(|c| c.get(&key).cloned()) {
+            return Ok(l);
+        }
+        let component = Component::new(&self.engine, bytes)
+            .map_err(|e| RuntimeError::Other(format!("Failed to compile Wasm component {what}: {e:#}")))?;
+        let describe = component
+            .get_export_index(None, "jp:tool/describe@0.1.0")
+            .and_then(|i| component.get_export_index(Some(&i), "schema"));
+        let pre = self
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| RuntimeError::Other(format!("Failed to instantiate Wasm component {what}: {e:#}")))?;
+        let loaded = Arc::new(Loaded { pre, describe });
+        if let Ok(mut c) = self.components.lock() {
+            c.insert(key, loaded.clone());
+        }
+        Ok(loaded)
+    }
+
+    /// Compile `bytes` now (warming the caches); the time this takes is the cold-load cost.
+    pub fn preload(&self, bytes: &[u8]) -> Result<(), RuntimeError> {
+        self.load("(preload)", bytes).map(|_| ())
+    }
+}
+
+/// Where a component comes from.
+#[derive(Debug, Clone)]
+pub enum ComponentSource {
+    /// Compiled into `jp`.
+    Builtin {
+        /// Tool name.
+        name: &'static str,
+        /// The component.
+        bytes: &'static [u8],
+        /// A directory the guest sees read-only at `/subjects`.
+        subjects: Option<PathBuf>,
+    },
+    /// A file (`wasm = "…"`, a `.wasm` command, or `runtime = "wasm"`).
+    File(PathBuf),
+}
+
+/// Runs components.
+pub struct WasmRuntime {
+    engine: Arc<WasmEngine>,
+    files: Arc<dyn ProjectFiles>,
+    workspace: PathBuf,
+    http: Arc<dyn HttpClient>,
+    process: Arc<dyn ProcessRunner>,
+    inquirer: Arc<dyn Inquirer>,
+    env: BTreeMap<String, String>,
+    trace: Option<Arc<dyn DispatchEvents>>,
+    limits: WasmLimits,
+}
+
+impl std::fmt::Debug for WasmRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WasmRuntime").field("workspace", &self.workspace).finish_non_exhaustive()
+    }
+}
+
+/// The component file a local tool names: `wasm`, else the first word of `command`.
+pub fn component_path(config: &ToolConfig, workspace: &Path) -> Option<PathBuf> {
+    let rel = match (&config.wasm, &config.command) {
+        (Some(w), _) => w.clone(),
+        (None, Some(c)) => shlex::split(c).and_then(|w| w.into_iter().next())?,
+        (None, None) => return None,
+    };
+    Some(workspace.join(rel))
+}
+
+impl WasmRuntime {
+    /// A runtime for the project in `files` (whose real root is `workspace`).
+    pub fn new(engine: Arc<WasmEngine>, files: Arc<dyn ProjectFiles>, workspace: impl Into<PathBuf>) -> Self {
+        Self {
+            engine,
+            files,
+            workspace: workspace.into(),
+            http: Arc::new(Unavailable::no_http()),
+            process: Arc::new(Unavailable::no_process()),
+            inquirer: Arc::new(DenyInquirer),
+            env: BTreeMap::new(),
+            trace: None,
+            limits: WasmLimits::default(),
+        }
+    }
+    /// The HTTP client behind `jp:host/http`.
+    pub fn http(mut self, http: Arc<dyn HttpClient>) -> Self {
+        self.http = http;
+        self
+    }
+    /// The runner behind `jp:host/process`.
+    pub fn process(mut self, process: Arc<dyn ProcessRunner>) -> Self {
+        self.process = process;
+        self
+    }
+    /// Who answers inquiries.
+    pub fn inquirer(mut self, inquirer: Arc<dyn Inquirer>) -> Self {
+        self.inquirer = inquirer;
+        self
+    }
+    /// The host environment (filtered by each tool's policy).
+    pub fn env(mut self, env: BTreeMap<String, String>) -> Self {
+        self.env = env;
+        self
+    }
+    /// Where every policy decision is reported.
+    pub fn trace(mut self, events: Arc<dyn DispatchEvents>) -> Self {
+        self.trace = Some(events);
+        self
+    }
+    /// Per-call limits.
+    pub fn limits(mut self, limits: WasmLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    fn source(&self, call: &ToolCall, config: &ToolConfig) -> Result<ComponentSource, RuntimeError> {
+        let path = component_path(config, &self.workspace).ok_or_else(|| {
+            RuntimeError::Config(format!("tool '{}' has neither `wasm` nor `command`; name its component file", call.name))
+        })?;
+        Ok(ComponentSource::File(path))
+    }
+
+    /// Run one call of a component. Without a `sandbox` or `access` table a local component
+    /// gets seed 002's capabilities: the workspace read-write at `/workspace`, no network, no
+    /// processes.
+    pub async fn run(
+        &self,
+        call: ToolCall,
+        config: &ToolConfig,
+        source: Option<ComponentSource>,
+    ) -> Result<ExecutionOutcome, RuntimeError> {
+        let source = match source {
+            Some(s) => s,
+            None => self.source(&call, config)?,
+        };
+        let policy = config.policy(AccessPolicy::stdio_default()).map_err(|e| RuntimeError::Config(e.to_string()))?;
+        let (loaded, mounts, host_dispatcher) = self.prepare(&call.name, &source, policy)?;
+        let arguments = serde_json::to_string(&call.arguments).unwrap_or_default();
+        let answers = serde_json::to_string(&call.answers).unwrap_or_default();
+        let root = mounts.first().map_or_else(|| "/".to_owned(), |m| m.guest_path.clone());
+        let (mut store, instance) = self.instantiate(&call, &loaded, mounts, host_dispatcher).await?;
+        let tool = tool_bindings::Tool::new(&mut store, &instance)
+            .map_err(|e| RuntimeError::Other(format!("Failed to instantiate Wasm component for '{}': {e:#}", call.name)))?;
+        let ctx = Context { root, action: Action::Run };
+        let run = tool.call_run(&mut store, &ctx, &call.name, &arguments, &answers);
+        let outcome = tokio::select! {
+            r = run => r,
+            () = call.cancel.cancelled() => return Ok(ExecutionOutcome::Cancelled { id: call.id }),
+        };
+        let outcome = match outcome {
+            Ok(o) => o,
+            Err(e) => return self.failed(&call, store.data().stop, e),
+        };
+        if let Err(e) = store.data_mut().fs.commit_all().await {
+            return Ok(completed_err(&call.id, format!("tool '{}' finished but {e}", call.name)));
+        }
+        Ok(match outcome {
+            Outcome::Success(text) if text.len() > self.limits.output => completed_err(
+                &call.id,
+                format!(
+                    "tool '{}' returned {} bytes, over the {}-byte output limit; ask it for less",
+                    call.name,
+                    text.len(),
+                    self.limits.output
+                ),
+            ),
+            Outcome::Success(text) => ExecutionOutcome::Completed { id: call.id, result: Ok(ToolResult::text(text)) },
+            Outcome::Error(e) => ExecutionOutcome::Completed {
+                id: call.id,
+                result: Err(ToolError { message: e.message, trace: e.trace, transient: e.transient }),
+            },
+            Outcome::NeedsInput(q) => ExecutionOutcome::NeedsInput {
+                id: call.id,
+                question: Question {
+                    id: q.id,
+                    text: q.text,
+                    answer_type: AnswerType::from_wit(&q.answer_type).unwrap_or(AnswerType::Text),
+                    default: q.default.and_then(|d| serde_json::from_str(&d).ok()),
+                },
+            },
+        })
+    }
+
+    /// The D06 schema of a component that exports `jp:tool/describe`; `Ok(None)` when it does not.
+    pub async fn describe(&self, name: &str, source: ComponentSource) -> Result<Option<String>, RuntimeError> {
+        let (loaded, mounts, d) = self.prepare(name, &source, AccessPolicy::vfs_default())?;
+        let Some(index) = loaded.describe else { return Ok(None) };
+        let call = ToolCall {
+            name: name.into(),
+            id: "schema".into(),
+            arguments: Default::default(),
+            answers: Default::default(),
+            cancel: CancellationToken::new(),
+        };
+        let (mut store, instance) = self.instantiate(&call, &loaded, mounts, d).await?;
+        let func = instance
+            .get_typed_func::<(), (String,)>(&mut store, &index)
+            .map_err(|e| RuntimeError::Other(format!("the describe export of '{name}' has the wrong type: {e:#}")))?;
+        match func.call_async(&mut store, ()).await {
+            Ok((schema,)) => Ok(Some(schema)),
+            Err(e) => self.failed(&call, store.data().stop, e).and_then(|o| match o {
+                ExecutionOutcome::Completed { result: Err(e), .. } => Err(RuntimeError::Other(e.message)),
+                _ => Err(RuntimeError::Other(format!("describing '{name}' failed"))),
+            }),
+        }
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn prepare(
+        &self,
+        name: &str,
+        source: &ComponentSource,
+        policy: AccessPolicy,
+    ) -> Result<(Arc<Loaded>, Vec<Mount>, Option<Arc<Dispatcher>>), RuntimeError> {
+        let dispatcher = |policy: AccessPolicy, files: Arc<dyn ProjectFiles>| {
+            Arc::new(
+                Dispatcher::builder(name, Arc::new(policy), files)
+                    .http(self.http.clone())
+                    .process(self.process.clone())
+                    .inquirer(self.inquirer.clone())
+                    .env(self.env.clone())
+                    .build(),
+            )
+        };
+        match source {
+            ComponentSource::Builtin { bytes, subjects, .. } => {
+                let loaded = self.engine.load(&format!("builtin '{name}'"), bytes)?;
+                let mut mounts = Vec::new();
+                if let Some(dir) = subjects {
+                    let files = FsProjectFiles::open(dir).map_err(|e| {
+                        RuntimeError::Config(format!("the subjects directory {} cannot be opened: {e}", dir.display()))
+                    })?;
+                    let d = dispatcher(AccessPolicy::vfs_default(), Arc::new(files));
+                    mounts.push(Mount { guest_path: "/subjects".into(), dispatcher: d });
+                }
+                Ok((loaded, mounts, None))
+            }
+            ComponentSource::File(path) => {
+                let bytes = std::fs::read(path).map_err(|e| {
+                    if e.kind() == std::io::ErrorKind::NotFound {
+                        RuntimeError::Config(format!(
+                            "Wasm binary not found: {} (check the tool's `wasm` or `command`, relative to the workspace)",
+                            path.display()
+                        ))
+                    } else {
+                        RuntimeError::Config(format!("cannot read Wasm binary {}: {e}", path.display()))
+                    }
+                })?;
+                let loaded = self.engine.load(&format!("'{}'", path.display()), &bytes)?;
+                let d = dispatcher(policy, self.files.clone());
+                Ok((loaded, vec![Mount { guest_path: "/workspace".into(), dispatcher: d.clone() }], Some(d)))
+            }
+        }
+    }
+
+    async fn instantiate(
+        &self,
+        call: &ToolCall,
+        loaded: &Loaded,
+        mounts: Vec<Mount>,
+        dispatcher: Option<Arc<Dispatcher>>,
+    ) -> Result<(Store<CallState>, wasmtime::component::Instance), RuntimeError> {
+        let events: Arc<dyn DispatchEvents> = match &self.trace {
+            Some(t) => t.clone(),
+            None => Arc::new(NoEvents),
+        };
+        let wasi = WasiCtx::builder()
+            .stdout(MemoryOutputPipe::new(self.limits.stdio))
+            .stderr(MemoryOutputPipe::new(self.limits.stdio))
+            .build();
+        let state = CallState {
+            wasi,
+            table: ResourceTable::new(),
+            fs: GuestFs::new(mounts, events.clone()),
+            host: HostImports::new(dispatcher, events),
+            limits: StoreLimitsBuilder::new().memory_size(self.limits.memory).trap_on_grow_failure(true).build(),
+            deadline: Instant::now() + self.limits.deadline,
+            cancel: call.cancel.clone(),
+            stop: None,
+        };
+        let mut store = Store::new(&self.engine.engine, state);
+        store.limiter(|s| &mut s.limits);
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(|mut ctx| {
+            let s = ctx.data_mut();
+            if s.cancel.is_cancelled() {
+                s.stop = Some(Stop::Cancelled);
+                return Ok(UpdateDeadline::Interrupt);
+            }
+            if Instant::now() >= s.deadline {
+                s.stop = Some(Stop::Deadline);
+                return Ok(UpdateDeadline::Interrupt);
+            }
+            Ok(UpdateDeadline::Yield(1))
+        });
+        let instance = loaded.pre.instantiate_async(&mut store).await.map_err(|e| {
+            RuntimeError::Other(format!("Failed to instantiate Wasm component for '{}': {e:#}", call.name))
+        })?;
+        Ok((store, instance))
+    }
+
+    fn failed(&self, call: &ToolCall, stop: Option<Stop>, e: wasmtime::Error) -> Result<ExecutionOutcome, RuntimeError> {
+        match stop {
+            Some(Stop::Cancelled) => Ok(ExecutionOutcome::Cancelled { id: call.id.clone() }),
+            Some(Stop::Deadline) => {
+                Err(RuntimeError::Timeout { tool: call.name.clone(), seconds: self.limits.deadline.as_secs().max(1) })
+            }
+            None => {
+                let text = format!("{e:#}");
+                let message = if text.contains("memory") && text.contains("grow") {
+                    format!(
+                        "Wasm tool '{}' exceeded its memory limit of {} MiB",
+                        call.name,
+                        self.limits.memory >> 20
+                    )
+                } else {
+                    format!("Wasm tool '{}' trapped: {text}", call.name)
+                };
+                Ok(completed_err(&call.id, message))
+            }
+        }
+    }
+}
+
+fn completed_err(id: &str, message: String) -> ExecutionOutcome {
+    ExecutionOutcome::Completed {
+        id: id.to_owned(),
+        result: Err(ToolError { message, trace: Vec::new(), transient: false }),
+    }
+}
+
+impl ToolRuntime for WasmRuntime {
+    fn kind(&self) -> &'static str {
+        "wasm"
+    }
+
+    fn execute<'a>(
+        &'a self,
+        call: ToolCall,
+        config: &'a ToolConfig,
+    ) -> BoxFuture<'a, Result<ExecutionOutcome, RuntimeError>> {
+        Box::pin(self.run(call, config, None))
+    }
+}
