@@ -47,12 +47,13 @@ fn build(manifest: &Path, target_dir: &Path) -> Result<(), String> {
     cmd.env_clear();
     for (k, v) in std::env::vars_os() {
         let k_str = k.to_string_lossy();
-        let keep = matches!(k_str.as_ref(), "PATH" | "HOME" | "RUSTUP_HOME" | "CARGO_HOME" | "RUSTUP_TOOLCHAIN" | "TMPDIR")
-            || k_str.starts_with("CARGO_REGISTRIES_")
-            || k_str.starts_with("CARGO_NET_")
-            || k_str.starts_with("CARGO_HTTP_")
-            || k_str.to_ascii_uppercase().ends_with("_PROXY")
-            || k_str.starts_with("SSL_CERT");
+        let keep =
+            matches!(k_str.as_ref(), "PATH" | "HOME" | "RUSTUP_HOME" | "CARGO_HOME" | "RUSTUP_TOOLCHAIN" | "TMPDIR")
+                || k_str.starts_with("CARGO_REGISTRIES_")
+                || k_str.starts_with("CARGO_NET_")
+                || k_str.starts_with("CARGO_HTTP_")
+                || k_str.to_ascii_uppercase().ends_with("_PROXY")
+                || k_str.starts_with("SSL_CERT");
         if keep {
             cmd.env(k, v);
         }
@@ -62,9 +63,5 @@ fn build(manifest: &Path, target_dir: &Path) -> Result<(), String> {
         .arg("--target-dir")
         .arg(target_dir);
     let out = cmd.output().map_err(|e| format!("cannot run cargo: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).into_owned())
-    }
+    if out.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&out.stderr).into_owned()) }
 }

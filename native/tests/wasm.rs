@@ -37,6 +37,11 @@ fn config(toml_body: &str) -> ToolConfig {
     Config::from_toml(&text, "test.toml").unwrap().conversation.tools.remove("t").unwrap()
 }
 
+fn builtin() -> ToolConfig {
+    let text = "[conversation.tools.learn]\nsource = \"builtin\"\n";
+    Config::from_toml(text, "test.toml").unwrap().conversation.tools.remove("learn").unwrap()
+}
+
 fn call(name: &str, args: Value) -> ToolCall {
     ToolCall {
         name: name.into(),
@@ -78,4 +83,228 @@ async fn the_seed_test_tool_reads_a_workspace_file() {
         let out = rt.run(call("wasm_test", json!({"path": "src/main.rs"})), &cfg, None).await.unwrap();
         assert_eq!(ok(&out), "fn main() {\n    println!(\"hi\");\n}\n");
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn scoping_prevents_escape() {
+    let ws = workspace();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "outside secret").unwrap();
+    std::os::unix::fs::symlink(outside.path().join("secret.txt"), ws.path().join("link_out")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), ws.path().join("dir_link")).unwrap();
+    let rt = runtime(ws.path());
+    let test_tool = config("wasm = \".jp/tools/jp_tool_test.wasm\"");
+    for path in ["../../etc/passwd", "/etc/passwd", "../outside.txt", "link_out", "dir_link/secret.txt", "src/../../x"]
+    {
+        let out = rt.run(call("wasm_test", json!({"path": path})), &test_tool, None).await.unwrap();
+        let message = tool_err(&out);
+        assert!(message.starts_with("Failed to read file"), "{path}: {message}");
+        assert!(!message.contains("outside secret") && !message.contains("root:"), "{path}: {message}");
+    }
+    // Every way out the faults component knows, reported line by line.
+    let faults = config("wasm = \".jp/tools/jp_tool_faults.wasm\"");
+    let report = ok(&rt.run(call("escape", json!({})), &faults, None).await.unwrap());
+    for line in report.lines() {
+        assert!(!line.contains("READ"), "escaped: {line}\n{report}");
+    }
+    assert!(report.contains("env: 0"), "no environment: {report}");
+    assert!(!report.contains("socket: Ok"), "no sockets: {report}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn std_fs_in_a_guest_obeys_the_same_policy_as_jp_host_filesystem() {
+    let ws = workspace();
+    let rt = runtime(ws.path());
+    let policy = "[conversation.tools.t.access]\nfilesystem = [{ path = \".\", allow = [\"read\", \"write\"] }, { path = \"src\", allow = [\"read\"] }]\n";
+    let faults = config(&format!("wasm = \".jp/tools/jp_tool_faults.wasm\"\n{policy}"));
+    let fs_tools = config(&format!("wasm = \".jp/tools/jp_fs_component.wasm\"\n{policy}"));
+
+    // `.env` is sensitive: without anyone to ask, both ways of reading it are denied.
+    let plain = tool_err(&rt.run(call("read", json!({"path": ".env"})), &faults, None).await.unwrap());
+    assert!(plain.contains("PermissionDenied"), "{plain}");
+    let host = tool_err(&rt.run(call("fs_read_file", json!({"path": ".env"})), &fs_tools, None).await.unwrap());
+    assert!(host.contains("sensitive") && host.contains("non-interactive"), "{host}");
+
+    // `src` is read-only for both.
+    let plain =
+        tool_err(&rt.run(call("write", json!({"path": "src/x.rs", "content": "x"})), &faults, None).await.unwrap());
+    assert!(plain.contains("PermissionDenied"), "{plain}");
+    let host = tool_err(
+        &rt.run(call("fs_create_file", json!({"path": "src/x.rs", "content": "x"})), &fs_tools, None).await.unwrap(),
+    );
+    assert!(host.contains("Access denied"), "{host}");
+    assert!(!ws.path().join("src/x.rs").exists());
+    let plain = tool_err(&rt.run(call("remove", json!({"path": "src/main.rs"})), &faults, None).await.unwrap());
+    assert!(plain.contains("PermissionDenied"), "{plain}");
+    let plain = tool_err(
+        &rt.run(call("rename", json!({"from": "src/main.rs", "to": "main.rs"})), &faults, None).await.unwrap(),
+    );
+    assert!(plain.contains("PermissionDenied"), "{plain}");
+    assert!(ws.path().join("src/main.rs").exists());
+
+    // Elsewhere plain std::fs works, and the file is written whole.
+    assert_eq!(
+        ok(&rt.run(call("write", json!({"path": "notes/a.txt", "content": "hello"})), &faults, None).await.unwrap()),
+        "written"
+    );
+    assert_eq!(std::fs::read_to_string(ws.path().join("notes/a.txt")).unwrap(), "hello");
+    assert_eq!(
+        ok(&rt.run(call("append", json!({"path": "notes/a.txt", "content": " world"})), &faults, None).await.unwrap()),
+        "appended"
+    );
+    assert_eq!(std::fs::read_to_string(ws.path().join("notes/a.txt")).unwrap(), "hello world");
+    assert_eq!(ok(&rt.run(call("read", json!({"path": "notes/a.txt"})), &faults, None).await.unwrap()), "hello world");
+    assert_eq!(ok(&rt.run(call("list", json!({"path": "src"})), &faults, None).await.unwrap()), "main.rs");
+    let listing = ok(&rt.run(call("list", json!({"path": "."})), &faults, None).await.unwrap());
+    assert_eq!(listing, ".env\n.jp/\nREADME.md\nnotes/\nsrc/", "{listing}");
+    assert_eq!(ok(&rt.run(call("mkdir", json!({"path": "a/b"})), &faults, None).await.unwrap()), "created");
+    assert!(ws.path().join("a/b").is_dir());
+    assert_eq!(
+        ok(&rt.run(call("rename", json!({"from": "notes/a.txt", "to": "b.txt"})), &faults, None).await.unwrap()),
+        "renamed"
+    );
+    assert_eq!(ok(&rt.run(call("remove", json!({"path": "b.txt"})), &faults, None).await.unwrap()), "removed");
+    assert!(!ws.path().join("b.txt").exists());
+}
+
+fn subjects() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("ast-grep.md"), "# ast-grep\nSearch code by syntax.\n").unwrap();
+    std::fs::write(d.join("config.toml"), "key = \"value\"\n").unwrap();
+    std::fs::write(d.join(".draft.md"), "not ready").unwrap();
+    std::fs::create_dir_all(d.join("rust")).unwrap();
+    std::fs::write(d.join("rust/errors.md"), "Use thiserror.\n").unwrap();
+    std::fs::create_dir_all(d.join(".private")).unwrap();
+    std::fs::write(d.join(".private/keys.md"), "hidden").unwrap();
+    dir
+}
+
+fn learn(subjects: &Path) -> Option<ComponentSource> {
+    Some(ComponentSource::Builtin { name: "learn", bytes: LEARN_WASM, subjects: Some(subjects.to_path_buf()) })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn learn_lists_reads_and_hides_dot_prefixed_subjects() {
+    let ws = workspace();
+    let kb = subjects();
+    let rt = runtime(ws.path());
+    let cfg = builtin();
+    let topic = json!({"title": "Skills", "description": "Things to know.", "disabled": [], "learned": ["ast-grep"]});
+
+    let list = ok(&rt.run(call("learn", json!({"_topic": topic})), &cfg, learn(kb.path())).await.unwrap());
+    assert!(list.starts_with("# Skills\n\nThings to know."), "{list}");
+    assert!(
+        list.contains("- ast-grep (already learned)") && list.contains("- config") && list.contains("- rust/errors")
+    );
+    assert!(!list.contains("draft") && !list.contains("keys"), "{list}");
+
+    // Markdown passes through; other formats are fenced with their language.
+    let out =
+        ok(&rt.run(call("learn", json!({"subjects": ["ast-grep", "config"]})), &cfg, learn(kb.path())).await.unwrap());
+    assert!(out.contains("## Subject: ast-grep\n\n# ast-grep\nSearch code by syntax.\n"), "{out}");
+    assert!(out.contains("## Subject: config\n\n```toml\nkey = \"value\"\n```"), "{out}");
+    // Globs, and hidden subjects are not found even when asked for by name.
+    let all = ok(&rt.run(call("learn", json!({"subjects": "*"})), &cfg, learn(kb.path())).await.unwrap());
+    assert!(all.contains("ast-grep") && !all.contains("rust/errors") && !all.contains("not ready"), "{all}");
+    let nested = ok(&rt.run(call("learn", json!({"subjects": "rust/*"})), &cfg, learn(kb.path())).await.unwrap());
+    assert!(nested.contains("Use thiserror."), "{nested}");
+    let hidden = tool_err(&rt.run(call("learn", json!({"subjects": ".draft"})), &cfg, learn(kb.path())).await.unwrap());
+    assert!(hidden.contains("no subject matches"), "{hidden}");
+    // Disabled subjects are hidden too.
+    let out =
+        ok(&rt.run(call("learn", json!({"_topic": {"disabled": ["config"]}})), &cfg, learn(kb.path())).await.unwrap());
+    assert!(!out.contains("- config"), "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn builtin_and_local_components_give_the_same_outcome_shape() {
+    let ws = workspace();
+    let kb = subjects();
+    let rt = runtime(ws.path());
+    let from_builtin =
+        rt.run(call("learn", json!({"subjects": "ast-grep"})), &builtin(), learn(kb.path())).await.unwrap();
+    let local = rt
+        .run(call("wasm_test", json!({"path": "README.md"})), &config("wasm = \".jp/tools/jp_tool_test.wasm\""), None)
+        .await
+        .unwrap();
+    for out in [&from_builtin, &local] {
+        assert!(matches!(out, ExecutionOutcome::Completed { id, result: Ok(_) } if id == "c"), "{out:?}");
+    }
+    let bad_builtin = rt.run(call("learn", json!({"subjects": 7})), &builtin(), learn(kb.path())).await.unwrap();
+    let bad_local =
+        rt.run(call("wasm_test", json!({})), &config("wasm = \".jp/tools/jp_tool_test.wasm\""), None).await.unwrap();
+    for out in [&bad_builtin, &bad_local] {
+        assert!(tool_err(out).starts_with("Invalid arguments"), "{out:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn components_describe_themselves() {
+    let ws = workspace();
+    let rt = runtime(ws.path());
+    let schema =
+        rt.describe("fs_read_file", ComponentSource::File(ws.path().join(".jp/tools/jp_fs_component.wasm"))).await;
+    let schema: Value = serde_json::from_str(&schema.unwrap().unwrap()).unwrap();
+    let names: Vec<&str> = schema["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"fs_read_file") && names.contains(&"fs_grep_files"), "{names:?}");
+    let learn_schema =
+        rt.describe("learn", ComponentSource::Builtin { name: "learn", bytes: LEARN_WASM, subjects: None }).await;
+    assert!(learn_schema.unwrap().unwrap().contains("\"name\":\"learn\""));
+    // The seed's test tool exports only `run`.
+    let none = rt.describe("t", ComponentSource::File(ws.path().join(".jp/tools/jp_tool_test.wasm"))).await.unwrap();
+    assert_eq!(none, None);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn load_errors_are_clear() {
+    let ws = workspace();
+    let rt = runtime(ws.path());
+    let missing = rt.run(call("t", json!({})), &config("wasm = \"nope.wasm\""), None).await.unwrap_err();
+    assert!(
+        matches!(&missing, RuntimeError::Config(m) if m.contains("Wasm binary not found") && m.contains("nope.wasm"))
+    );
+    std::fs::write(ws.path().join("junk.wasm"), b"\0asm\x0d\0\x01\0garbage").unwrap();
+    let junk = rt.run(call("t", json!({})), &config("wasm = \"junk.wasm\""), None).await.unwrap_err();
+    assert!(junk.to_string().contains("Failed to compile Wasm component"), "{junk}");
+    let faults = config("wasm = \".jp/tools/jp_tool_faults.wasm\"");
+    let unknown = tool_err(&rt.run(call("nope", json!({})), &faults, None).await.unwrap());
+    assert_eq!(unknown, "no tool named 'nope'");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn limits_end_a_call_cleanly_and_the_next_call_is_unaffected() {
+    let ws = workspace();
+    let limits = WasmLimits { deadline: Duration::from_secs(1), memory: 64 << 20, output: 1 << 20, stdio: 64 << 10 };
+    let rt = runtime(ws.path()).limits(limits);
+    let faults = config("wasm = \".jp/tools/jp_tool_faults.wasm\"");
+
+    let t = Instant::now();
+    let spin = rt.run(call("spin", json!({})), &faults, None).await.unwrap_err();
+    assert!(matches!(spin, RuntimeError::Timeout { .. }), "{spin}");
+    assert!(t.elapsed() < Duration::from_secs(10), "the deadline stopped it");
+    assert_eq!(ok(&rt.run(call("ok", json!({})), &faults, None).await.unwrap()), "ok");
+
+    let bomb = tool_err(&rt.run(call("bomb", json!({})), &faults, None).await.unwrap());
+    assert!(bomb.contains("exceeded its memory limit of 64 MiB"), "{bomb}");
+    assert_eq!(ok(&rt.run(call("ok", json!({})), &faults, None).await.unwrap()), "ok");
+
+    let flood = tool_err(&rt.run(call("flood", json!({"bytes": 4 << 20})), &faults, None).await.unwrap());
+    assert!(flood.contains("over the 1048576-byte output limit"), "{flood}");
+    let print = rt.run(call("print", json!({"lines": 1000})), &faults, None).await.unwrap();
+    assert!(matches!(print, ExecutionOutcome::Completed { .. }), "{print:?}");
+    assert_eq!(ok(&rt.run(call("ok", json!({})), &faults, None).await.unwrap()), "ok");
+
+    let cancel = CancellationToken::new();
+    let mut spin = call("spin", json!({}));
+    spin.cancel = cancel.clone();
+    let stopper = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        cancel.cancel();
+    });
+    let t = Instant::now();
+    let out = runtime(ws.path()).run(spin, &faults, None).await.unwrap();
+    stopper.await.unwrap();
+    assert!(matches!(out, ExecutionOutcome::Cancelled { .. }), "{out:?}");
+    assert!(t.elapsed() < Duration::from_secs(5));
 }

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use jp_core::host::{DispatchEvents, Dispatcher, HostError};
 use jp_core::protocol::{
-    Encoding, FsExistsResult, FsGrepParams, FsGrepResult, FsListDirResult, FsMetadataResult, FsReadResult,
-    HostRequest, HttpResult, Id, ProcessRunResult, decode_content, encode_content,
+    Encoding, FsExistsResult, FsGrepParams, FsGrepResult, FsListDirResult, FsMetadataResult, FsReadResult, HostRequest,
+    HttpResult, Id, ProcessRunResult, decode_content, encode_content,
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};

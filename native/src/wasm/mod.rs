@@ -24,7 +24,9 @@ use std::time::{Duration, Instant};
 use jp_core::BoxFuture;
 use jp_core::cancel::CancellationToken;
 use jp_core::files::ProjectFiles;
-use jp_core::host::{DenyInquirer, DispatchEvents, Dispatcher, HttpClient, Inquirer, NoEvents, ProcessRunner, Unavailable};
+use jp_core::host::{
+    DenyInquirer, DispatchEvents, Dispatcher, HttpClient, Inquirer, NoEvents, ProcessRunner, Unavailable,
+};
 use jp_core::policy::AccessPolicy;
 use jp_core::runtime::{ExecutionOutcome, RuntimeError, ToolCall, ToolConfig, ToolRuntime};
 use jp_core::state::{AnswerType, Question, ToolError, ToolResult};
@@ -106,6 +108,7 @@ pub struct CallState {
     deadline: Instant,
     cancel: CancellationToken,
     stop: Option<Stop>,
+    stderr: MemoryOutputPipe,
 }
 
 impl WasiView for CallState {
@@ -185,10 +188,9 @@ impl WasmEngine {
             GuestFsView { fs: &mut s.fs, table: &mut s.table }
         })
         .map_err(|e| e.to_string())?;
-        wasmtime_wasi::p2::bindings::filesystem::preopens::add_to_linker::<CallState, GuestFsData>(
-            &mut linker,
-            |s| GuestFsView { fs: &mut s.fs, table: &mut s.table },
-        )
+        wasmtime_wasi::p2::bindings::filesystem::preopens::add_to_linker::<CallState, GuestFsData>(&mut linker, |s| {
+            GuestFsView { fs: &mut s.fs, table: &mut s.table }
+        })
         .map_err(|e| e.to_string())?;
         linker.allow_shadowing(false);
         bindings::Imports::add_to_linker::<CallState, HasSelf<HostImports>>(&mut linker, |s| &mut s.host)
@@ -328,7 +330,10 @@ impl WasmRuntime {
 
     fn source(&self, call: &ToolCall, config: &ToolConfig) -> Result<ComponentSource, RuntimeError> {
         let path = component_path(config, &self.workspace).ok_or_else(|| {
-            RuntimeError::Config(format!("tool '{}' has neither `wasm` nor `command`; name its component file", call.name))
+            RuntimeError::Config(format!(
+                "tool '{}' has neither `wasm` nor `command`; name its component file",
+                call.name
+            ))
         })?;
         Ok(ComponentSource::File(path))
     }
@@ -352,8 +357,9 @@ impl WasmRuntime {
         let answers = serde_json::to_string(&call.answers).unwrap_or_default();
         let root = mounts.first().map_or_else(|| "/".to_owned(), |m| m.guest_path.clone());
         let (mut store, instance) = self.instantiate(&call, &loaded, mounts, host_dispatcher).await?;
-        let tool = tool_bindings::Tool::new(&mut store, &instance)
-            .map_err(|e| RuntimeError::Other(format!("Failed to instantiate Wasm component for '{}': {e:#}", call.name)))?;
+        let tool = tool_bindings::Tool::new(&mut store, &instance).map_err(|e| {
+            RuntimeError::Other(format!("Failed to instantiate Wasm component for '{}': {e:#}", call.name))
+        })?;
         let ctx = Context { root, action: Action::Run };
         let run = tool.call_run(&mut store, &ctx, &call.name, &arguments, &answers);
         let outcome = tokio::select! {
@@ -362,7 +368,7 @@ impl WasmRuntime {
         };
         let outcome = match outcome {
             Ok(o) => o,
-            Err(e) => return self.failed(&call, store.data().stop, e),
+            Err(e) => return self.failed(&call, store.data(), e),
         };
         if let Err(e) = store.data_mut().fs.commit_all().await {
             return Ok(completed_err(&call.id, format!("tool '{}' finished but {e}", call.name)));
@@ -411,7 +417,7 @@ impl WasmRuntime {
             .map_err(|e| RuntimeError::Other(format!("the describe export of '{name}' has the wrong type: {e:#}")))?;
         match func.call_async(&mut store, ()).await {
             Ok((schema,)) => Ok(Some(schema)),
-            Err(e) => self.failed(&call, store.data().stop, e).and_then(|o| match o {
+            Err(e) => self.failed(&call, store.data(), e).and_then(|o| match o {
                 ExecutionOutcome::Completed { result: Err(e), .. } => Err(RuntimeError::Other(e.message)),
                 _ => Err(RuntimeError::Other(format!("describing '{name}' failed"))),
             }),
@@ -477,10 +483,8 @@ impl WasmRuntime {
             Some(t) => t.clone(),
             None => Arc::new(NoEvents),
         };
-        let wasi = WasiCtx::builder()
-            .stdout(MemoryOutputPipe::new(self.limits.stdio))
-            .stderr(MemoryOutputPipe::new(self.limits.stdio))
-            .build();
+        let stderr = MemoryOutputPipe::new(self.limits.stdio);
+        let wasi = WasiCtx::builder().stdout(MemoryOutputPipe::new(self.limits.stdio)).stderr(stderr.clone()).build();
         let state = CallState {
             wasi,
             table: ResourceTable::new(),
@@ -490,6 +494,7 @@ impl WasmRuntime {
             deadline: Instant::now() + self.limits.deadline,
             cancel: call.cancel.clone(),
             stop: None,
+            stderr,
         };
         let mut store = Store::new(&self.engine.engine, state);
         store.limiter(|s| &mut s.limits);
@@ -512,8 +517,8 @@ impl WasmRuntime {
         Ok((store, instance))
     }
 
-    fn failed(&self, call: &ToolCall, stop: Option<Stop>, e: wasmtime::Error) -> Result<ExecutionOutcome, RuntimeError> {
-        match stop {
+    fn failed(&self, call: &ToolCall, state: &CallState, e: wasmtime::Error) -> Result<ExecutionOutcome, RuntimeError> {
+        match state.stop {
             Some(Stop::Cancelled) => Ok(ExecutionOutcome::Cancelled { id: call.id.clone() }),
             Some(Stop::Deadline) => {
                 Err(RuntimeError::Timeout { tool: call.name.clone(), seconds: self.limits.deadline.as_secs().max(1) })
@@ -521,13 +526,17 @@ impl WasmRuntime {
             None => {
                 let text = format!("{e:#}");
                 let message = if text.contains("memory") && text.contains("grow") {
-                    format!(
-                        "Wasm tool '{}' exceeded its memory limit of {} MiB",
-                        call.name,
-                        self.limits.memory >> 20
-                    )
+                    format!("Wasm tool '{}' exceeded its memory limit of {} MiB", call.name, self.limits.memory >> 20)
                 } else {
-                    format!("Wasm tool '{}' trapped: {text}", call.name)
+                    // The guest's own words (a Rust panic message) say more than the backtrace.
+                    let stderr = String::from_utf8_lossy(&state.stderr.contents()).trim().to_owned();
+                    let tail: String = stderr.chars().rev().take(2000).collect::<Vec<_>>().into_iter().rev().collect();
+                    let trap = text.lines().last().unwrap_or(&text).to_owned();
+                    if tail.is_empty() {
+                        format!("Wasm tool '{}' trapped: {trap}", call.name)
+                    } else {
+                        format!("Wasm tool '{}' trapped: {trap}; stderr ends with:\n{tail}", call.name)
+                    }
                 };
                 Ok(completed_err(&call.id, message))
             }

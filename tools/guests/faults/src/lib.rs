@@ -69,7 +69,10 @@ impl Guest for Faults {
             }
             "list" => io(std::fs::read_dir(format!("/workspace/{}", arg(&args, "path"))), "list").map(|rd| {
                 let mut names: Vec<String> = rd
-                    .flatten()
+                    .map(|e| match e {
+                        Ok(e) => e,
+                        Err(err) => panic!("read_dir entry: {err}"),
+                    })
                     .map(|e| {
                         let dir = e.file_type().is_ok_and(|t| t.is_dir());
                         format!("{}{}", e.file_name().to_string_lossy(), if dir { "/" } else { "" })
@@ -81,7 +84,10 @@ impl Guest for Faults {
             "remove" => io(std::fs::remove_file(format!("/workspace/{}", arg(&args, "path"))), "remove")
                 .map(|()| "removed".to_owned()),
             "rename" => io(
-                std::fs::rename(format!("/workspace/{}", arg(&args, "from")), format!("/workspace/{}", arg(&args, "to"))),
+                std::fs::rename(
+                    format!("/workspace/{}", arg(&args, "from")),
+                    format!("/workspace/{}", arg(&args, "to")),
+                ),
                 "rename",
             )
             .map(|()| "renamed".to_owned()),

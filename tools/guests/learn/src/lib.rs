@@ -84,8 +84,8 @@ fn language(extension: &str) -> Option<&str> {
 }
 
 fn render(subject: &Subject) -> Result<String, String> {
-    let text = std::fs::read_to_string(&subject.path)
-        .map_err(|e| format!("cannot read subject '{}': {e}", subject.name))?;
+    let text =
+        std::fs::read_to_string(&subject.path).map_err(|e| format!("cannot read subject '{}': {e}", subject.name))?;
     Ok(match language(&subject.extension) {
         None => text,
         Some(lang) => {
