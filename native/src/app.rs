@@ -10,10 +10,11 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use jp_core::cancel::CancellationToken;
+use jp_core::files::ProjectFiles;
 use jp_core::host::{DenyInquirer, DispatchEvents, Inquirer};
 use jp_core::policy::AccessPolicy;
 use jp_core::runtime::{
@@ -30,9 +31,17 @@ use crate::process::TokioProcessRunner;
 use crate::sandbox::SandboxMode;
 use crate::stdio::StdioRuntime;
 use crate::vfs::{VfsOptions, VfsRuntime};
+use crate::wasm::{ComponentSource, LEARN_WASM, WasmEngine, WasmLimits, WasmRuntime, component_path};
 
 /// The hidden first argument that makes `jp` serve one first-party tool over the VFS protocol.
 pub const TOOL_MODE_ARG: &str = "__tool";
+
+/// The builtin `learn` tool (a component compiled into `jp`).
+pub const LEARN: &str = "learn";
+
+/// Where `learn` finds its topics (one directory per topic), relative to the workspace, unless
+/// the tool's `options.kb` says otherwise.
+pub const DEFAULT_KB: &str = ".jp/kb";
 
 /// Where the configuration is looked for, relative to the workspace.
 pub const CONFIG_PATH: &str = ".jp/config.toml";
@@ -108,7 +117,7 @@ impl ToolEntry {
     /// The runtime it runs on, for listings (`vfs`, `stdio`, `wasm`, `mcp`).
     pub fn runtime_label(&self) -> String {
         if self.first_party {
-            return "vfs".into();
+            return if self.name == LEARN { "wasm".into() } else { "vfs".into() };
         }
         match resolve_runtime(&self.name, &self.config).choice {
             RuntimeChoice::Local(kind) => kind.name().into(),
@@ -136,6 +145,14 @@ impl ToolEntry {
         }
     }
 
+    /// One line for listings: what the tool may touch.
+    pub fn policy_summary(&self) -> String {
+        if self.first_party && self.name == LEARN {
+            return "files: the chosen topic's subjects, read-only at /subjects (no workspace); network: none; processes: none".into();
+        }
+        self.policy().map(|p| p.summary()).unwrap_or_else(|e| e.to_string())
+    }
+
     /// The tool's compiled policy.
     pub fn policy(&self) -> Result<AccessPolicy, AppError> {
         self.config
@@ -150,6 +167,8 @@ pub struct App {
     tools: BTreeMap<String, ToolEntry>,
     vfs: VfsRuntime,
     stdio: StdioRuntime,
+    wasm: OnceLock<Result<WasmRuntime, RuntimeError>>,
+    wasm_setup: WasmSetup,
     self_exe: PathBuf,
     timeout: Duration,
     schemas: Mutex<HashMap<String, Result<String, String>>>,
@@ -174,13 +193,13 @@ impl App {
             return Err(AppError::Config(format!("workspace {} is not a directory", workspace.display())));
         }
         let mut tools: BTreeMap<String, ToolEntry> = BTreeMap::new();
-        for spec in jp_fs_tools::TOOLS {
+        for name in jp_fs_tools::TOOLS.iter().map(|t| t.name).chain([LEARN]) {
             let mut config = ToolConfig::local("");
             config.source = ToolSource::Builtin;
             config.command = None;
             tools.insert(
-                spec.name.into(),
-                ToolEntry { name: spec.name.into(), config, first_party: true, origin: "built in".into() },
+                name.into(),
+                ToolEntry { name: name.into(), config, first_party: true, origin: "built in".into() },
             );
         }
         let config_path = match &options.config_file {
@@ -198,7 +217,7 @@ impl App {
                 if config.source == ToolSource::Builtin && !first_party {
                     return Err(AppError::Config(format!(
                         "{shown}: [conversation.tools.{name}] has source = \"builtin\", but jp has no builtin tool named '{name}' (builtin tools: {}); use source = \"local\" with a `command`",
-                        jp_fs_tools::TOOLS.iter().map(|t| t.name).collect::<Vec<_>>().join(", ")
+                        jp_fs_tools::TOOLS.iter().map(|t| t.name).chain([LEARN]).collect::<Vec<_>>().join(", ")
                     )));
                 }
                 let entry = ToolEntry { name: name.clone(), config, first_party, origin: shown.clone() };
@@ -211,10 +230,12 @@ impl App {
                 .map_err(|e| AppError::Config(format!("cannot open workspace {}: {e}", workspace.display())))?,
         );
         let home = options.env.get("HOME").map(PathBuf::from).and_then(|h| std::fs::canonicalize(h).ok());
-        let http =
-            ReqwestHttpClient::new(options.timeout).map_err(|e| AppError::Config(format!("HTTP client: {e}")))?;
+        let http: Arc<dyn jp_core::host::HttpClient> = Arc::new(
+            ReqwestHttpClient::new(options.timeout).map_err(|e| AppError::Config(format!("HTTP client: {e}")))?,
+        );
+        let (files_for_wasm, http_for_wasm) = (files.clone() as Arc<dyn ProjectFiles>, http.clone());
         let mut vfs = VfsRuntime::new(files, &workspace)
-            .http(Arc::new(http))
+            .http(http)
             .process(Arc::new(TokioProcessRunner::new(options.timeout)))
             .inquirer(options.inquirer.clone())
             .env(options.env.clone())
@@ -224,12 +245,22 @@ impl App {
         if let Some(trace) = &options.trace {
             vfs = vfs.trace(trace.clone());
         }
+        let wasm_setup = WasmSetup {
+            files: files_for_wasm,
+            http: http_for_wasm,
+            inquirer: options.inquirer.clone(),
+            env: options.env.clone(),
+            trace: options.trace.clone(),
+            limits: WasmLimits { deadline: options.timeout, ..WasmLimits::default() },
+        };
         let stdio = StdioRuntime::new(&workspace).env(options.env).sandbox(options.sandbox).timeout(options.timeout);
         Ok(Self {
             workspace,
             tools,
             vfs,
             stdio,
+            wasm: OnceLock::new(),
+            wasm_setup,
             self_exe: options.self_exe,
             timeout: options.timeout,
             schemas: Mutex::new(HashMap::new()),
@@ -257,7 +288,7 @@ impl App {
     /// The configuration a first-party tool runs with: `jp` in tool mode, as a VFS tool.
     fn run_config(&self, entry: &ToolEntry) -> ToolConfig {
         let mut config = entry.config.clone();
-        if entry.first_party {
+        if entry.first_party && entry.name != LEARN {
             let exe = self.self_exe.to_string_lossy();
             let quoted = shlex::try_quote(&exe).map_or_else(|_| exe.to_string(), |q| q.into_owned());
             config.source = ToolSource::Local;
@@ -280,6 +311,11 @@ impl App {
 
     /// Ask a tool for its schema; one answer per program and process.
     async fn describe(&self, entry: &ToolEntry) -> Result<ToolSchema, RuntimeError> {
+        if entry.first_party && entry.name == LEARN {
+            let source = ComponentSource::Builtin { name: LEARN, bytes: LEARN_WASM, subjects: None };
+            let text = self.wasm()?.describe(LEARN, source).await?.unwrap_or_default();
+            return SchemaResponse::parse_for(LEARN, &text).map_err(|e| RuntimeError::Config(e.to_string()));
+        }
         let config = self.run_config(entry);
         let kind = match resolve_runtime(&entry.name, &config).choice {
             RuntimeChoice::Local(kind) => kind,
@@ -325,7 +361,14 @@ impl App {
             ToolRuntimeKind::Vfs => {
                 self.vfs.run_with_default(call, config, Some("schema"), entry.default_policy()).await
             }
-            ToolRuntimeKind::Wasm => Err(wasm_unavailable(&entry.name)),
+            ToolRuntimeKind::Wasm => {
+                let path = component_path(config, &self.workspace).ok_or_else(|| "it names no component".to_owned())?;
+                match self.wasm().map_err(|e| e.to_string())?.describe(&entry.name, ComponentSource::File(path)).await {
+                    Ok(Some(schema)) => return Ok(schema),
+                    Ok(None) => return Err("the component does not export jp:tool/describe".into()),
+                    Err(e) => Err(e),
+                }
+            }
         };
         match outcome {
             Ok(ExecutionOutcome::Completed { result: Ok(r), .. }) => Ok(r.to_text()),
@@ -370,7 +413,11 @@ impl App {
                 RuntimeChoice::Local(ToolRuntimeKind::Vfs) => {
                     self.vfs.run_with_default(call, &config, None, entry.default_policy()).await
                 }
-                RuntimeChoice::Local(ToolRuntimeKind::Wasm) => Err(wasm_unavailable(name)),
+                RuntimeChoice::Local(ToolRuntimeKind::Wasm) => self.wasm()?.run(call, &config, None).await,
+                RuntimeChoice::Builtin if name == LEARN => {
+                    let (call, source) = self.learn_call(call, &config)?;
+                    self.wasm()?.run(call, &config, Some(source)).await
+                }
                 RuntimeChoice::Builtin => Err(RuntimeError::Config(format!("'{name}' is not a builtin tool"))),
                 RuntimeChoice::Mcp { server, .. } => Err(RuntimeError::UnsupportedRuntime {
                     tool: name.into(),
@@ -414,11 +461,81 @@ impl App {
     }
 }
 
-fn wasm_unavailable(name: &str) -> RuntimeError {
-    RuntimeError::UnsupportedRuntime {
-        tool: name.into(),
-        runtime: "wasm".into(),
-        why: "this build of jp has no WebAssembly runtime yet; run the tool as `runtime = \"vfs\"` or `\"stdio\"`"
-            .into(),
+/// What the wasm runtime is built from, on first use (the engine costs a few milliseconds).
+struct WasmSetup {
+    files: Arc<dyn ProjectFiles>,
+    http: Arc<dyn jp_core::host::HttpClient>,
+    inquirer: Arc<dyn Inquirer>,
+    env: BTreeMap<String, String>,
+    trace: Option<Arc<dyn DispatchEvents>>,
+    limits: WasmLimits,
+}
+
+impl App {
+    fn wasm(&self) -> Result<&WasmRuntime, RuntimeError> {
+        self.wasm
+            .get_or_init(|| {
+                let s = &self.wasm_setup;
+                let mut rt = WasmRuntime::new(WasmEngine::shared()?, s.files.clone(), &self.workspace)
+                    .http(s.http.clone())
+                    .process(Arc::new(TokioProcessRunner::new(s.limits.deadline)))
+                    .inquirer(s.inquirer.clone())
+                    .env(s.env.clone())
+                    .limits(s.limits);
+                if let Some(t) = &s.trace {
+                    rt = rt.trace(t.clone());
+                }
+                Ok(rt)
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// `learn`: pick the topic (`topic` argument, or the only one there is) under the knowledge
+    /// base, mount it read-only at `/subjects`, and inject its metadata as `_topic` (seed 002).
+    fn learn_call(&self, mut call: ToolCall, config: &ToolConfig) -> Result<(ToolCall, ComponentSource), RuntimeError> {
+        let kb_rel = config.options.get("kb").and_then(Value::as_str).unwrap_or(DEFAULT_KB).to_owned();
+        let kb = self.workspace.join(&kb_rel);
+        let mut topics: Vec<String> = std::fs::read_dir(&kb)
+            .map_err(|_| {
+                RuntimeError::Config(format!(
+                    "learn has no knowledge base: {kb_rel}/ does not exist; create {kb_rel}/<topic>/<subject>.md (or set `options.kb` of the learn tool)"
+                ))
+            })?
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| !n.starts_with('.'))
+            .collect();
+        topics.sort();
+        let topic = match call.arguments.remove("topic") {
+            Some(Value::String(t)) => t,
+            Some(other) => return Err(RuntimeError::Config(format!("learn: `topic` must be a string, got {other}"))),
+            None if topics.len() == 1 => topics[0].clone(),
+            None => {
+                return Err(RuntimeError::Config(format!(
+                    "learn needs a `topic`; topics in {kb_rel}/: {}",
+                    if topics.is_empty() { "none".to_owned() } else { topics.join(", ") }
+                )));
+            }
+        };
+        if !topics.contains(&topic) {
+            return Err(RuntimeError::Config(format!(
+                "learn: no topic '{topic}' in {kb_rel}/; topics: {}",
+                topics.join(", ")
+            )));
+        }
+        let option_list = |key: &str| config.options.get(key).cloned().unwrap_or_else(|| Value::Array(Vec::new()));
+        call.arguments.insert(
+            "_topic".into(),
+            serde_json::json!({
+                "title": topic,
+                "description": config.description,
+                "disabled": option_list("disabled"),
+                "learned": option_list("learned"),
+            }),
+        );
+        let source = ComponentSource::Builtin { name: LEARN, bytes: LEARN_WASM, subjects: Some(kb.join(&topic)) };
+        Ok((call, source))
     }
 }

@@ -240,7 +240,7 @@ async fn list(app: &App, json: bool) -> Result<ExitCode, Failure> {
             Ok(d) => d.summary.unwrap_or_default(),
             Err(e) => format!("(cannot describe itself: {e})"),
         };
-        let policy = entry.policy().map(|p| p.summary()).unwrap_or_else(|e| e.to_string());
+        let policy = entry.policy_summary();
         rows.push(json!({
             "name": entry.name,
             "runtime": entry.runtime_label(),

@@ -57,9 +57,11 @@ fn list_shows_every_first_party_tool_with_runtime_source_summary_and_policy() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let rows: Vec<Value> = serde_json::from_str(&stdout(&o)).unwrap();
     let names: Vec<&str> = rows.iter().map(|r| r["name"].as_str().unwrap()).collect();
-    assert_eq!(names, FIRST_PARTY);
+    let mut expected = FIRST_PARTY.to_vec();
+    expected.push("learn");
+    assert_eq!(names, expected);
     for r in &rows {
-        assert_eq!(r["runtime"], "vfs");
+        assert_eq!(r["runtime"], if r["name"] == "learn" { "wasm" } else { "vfs" });
         assert_eq!(r["source"], "builtin");
         assert!(!r["summary"].as_str().unwrap().is_empty(), "{r}");
     }
@@ -253,7 +255,7 @@ parameters.x = { type = "string" }
     for name in ["plugin", "explicit"] {
         let o = jp(ws.path(), &["tool", "call", name, "x=1"]);
         assert_eq!(code(&o), 2, "{}", stderr(&o));
-        assert!(stderr(&o).contains("runtime 'wasm'"), "{}", stderr(&o));
+        assert!(stderr(&o).contains("Wasm binary not found"), "{}", stderr(&o));
     }
     let o = jp(ws.path(), &["tool", "call", "remote", "x=1"]);
     assert_eq!(code(&o), 2);
@@ -501,4 +503,73 @@ fn an_inquiry_on_a_terminal_asks_and_obeys_the_answer() {
     let out = stdout(&never);
     assert!(!out.contains("allow?") && out.contains("non-interactive"), "{out}");
     assert_eq!(code(&never), 1);
+}
+
+#[test]
+fn learn_is_builtin_and_reads_the_knowledge_base() {
+    let ws = workspace();
+    let o = jp(ws.path(), &["tool", "call", "learn"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains(".jp/kb/<topic>/<subject>.md"), "{}", stderr(&o));
+
+    let kb = ws.path().join(".jp/kb/skills");
+    std::fs::create_dir_all(&kb).unwrap();
+    std::fs::write(kb.join("ast-grep.md"), "# ast-grep\nSearch code by syntax.\n").unwrap();
+    std::fs::write(kb.join(".secret.md"), "hidden").unwrap();
+    let o = jp(ws.path(), &["tool", "call", "learn"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("# skills") && stdout(&o).contains("- ast-grep"), "{}", stdout(&o));
+    assert!(!stdout(&o).contains("secret"));
+    let o = jp(ws.path(), &["tool", "call", "learn", "topic=skills", r#"subjects=["ast-*"]"#]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("Search code by syntax."), "{}", stdout(&o));
+    let o = jp(ws.path(), &["tool", "schema", "learn"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("\"subjects\""), "{}", stdout(&o));
+}
+
+#[test]
+fn a_configured_local_component_runs_and_obeys_its_policy() {
+    let ws = workspace();
+    std::fs::create_dir_all(ws.path().join(".jp/tools")).unwrap();
+    let guests = std::path::Path::new(jp_native::wasm::GUESTS_DIR);
+    std::fs::copy(guests.join("jp_tool_test.wasm"), ws.path().join(".jp/tools/test_tool.wasm")).unwrap();
+    std::fs::copy(guests.join("jp_fs_component.wasm"), ws.path().join(".jp/tools/fs.wasm")).unwrap();
+    write_config(
+        ws.path(),
+        r#"
+[conversation.tools.wasm_test]
+source = "local"
+wasm = ".jp/tools/test_tool.wasm"
+description = "Test tool that reads a file from the workspace"
+[conversation.tools.wasm_test.parameters.path]
+type = "string"
+description = "Relative file path to read"
+required = true
+
+[conversation.tools.fs_grep_files]
+source = "local"
+command = ".jp/tools/fs.wasm"
+[conversation.tools.fs_grep_files.access]
+filesystem = [{ path = ".", allow = ["read"] }, { path = "src", allow = [] }]
+"#,
+    );
+    let o = jp(ws.path(), &["tool", "call", "wasm_test", "path=README.md"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout(&o), "# demo\n");
+    let o = jp(ws.path(), &["tool", "call", "wasm_test", "path=.env", "--trace"]);
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("trace: fs.read .env → ask"), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("hunter2"));
+    // A component that describes itself, with a policy that hides `src`.
+    let o = jp(ws.path(), &["tool", "schema", "fs_grep_files"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("\"pattern\""));
+    let o = jp(ws.path(), &["tool", "call", "fs_grep_files", "pattern=demo|main"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("README.md") && !stdout(&o).contains("src/main.rs"), "{}", stdout(&o));
+    let o = jp(ws.path(), &["tool", "list", "--json"]);
+    let rows: Vec<Value> = serde_json::from_str(&stdout(&o)).unwrap();
+    let grep = rows.iter().find(|r| r["name"] == "fs_grep_files").unwrap();
+    assert_eq!(grep["runtime"], "wasm");
 }
