@@ -9,9 +9,9 @@
 //! A component has no ambient capabilities: no environment, no sockets, no arguments; clocks and
 //! random are allowed; stdout and stderr are captured with a cap. Its files are `wasi:filesystem`
 //! mounts served by the core dispatcher ([`fs`]), and its `jp:host` imports are dispatcher
-//! requests ([`imports`]) — one policy for VFS subprocesses and components alike. Per call, a
-//! wall-clock deadline, a memory limit and a result-size limit each end the call with a clear
-//! error, and cancellation stops it at the next epoch tick or host call.
+//! requests (the private `imports` module) — one policy for VFS subprocesses and components
+//! alike. Per call, a wall-clock deadline, a memory limit and a result-size limit each end the
+//! call with a clear error, and cancellation stops it at the next epoch tick or host call.
 
 pub mod fs;
 mod imports;

@@ -1,0 +1,162 @@
+//! Component benchmarks (`cargo bench -p jp-tests --bench wasm`). Prints medians and ratios
+//! against baselines measured in the same run; asserts nothing about time.
+//!
+//! 1. One call of a trivial component with a fresh instance (`InstancePre` + pooling, through
+//!    `WasmRuntime`: dispatcher, mounts, limits) vs the same trivial tool as a sandboxed VFS
+//!    subprocess (goal ≥ 100× faster).
+//! 2. The same call vs raw wasmtime — `InstancePre::instantiate` + `run` with a bare WASI linker
+//!    and nothing of ours (goal ≤ 1.2×).
+//! 3. First load of a component: compiling it cold vs loading it from the on-disk cache in a new
+//!    engine (what a second `jp` process does).
+
+#[cfg(target_arch = "wasm32")]
+fn main() {}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn main() {
+    bench::main();
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+mod bench {
+    use std::path::Path;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use jp_core::cancel::CancellationToken;
+    use jp_core::runtime::{Config, ToolCall, ToolConfig};
+    use jp_native::files::FsProjectFiles;
+    use jp_native::vfs::VfsRuntime;
+    use jp_native::wasm::{GUESTS_DIR, WasmEngine, WasmRuntime};
+    use serde_json::json;
+    use wasmtime::component::{Component, Linker, ResourceTable};
+    use wasmtime::{Engine, Store};
+    use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+    mod raw {
+        wasmtime::component::bindgen!({
+            world: "tool",
+            path: "../wit/tool",
+            exports: { default: async },
+        });
+    }
+
+    const VFS_TOOL: &str = env!("CARGO_BIN_EXE_jp-test-tools");
+
+    fn median(mut v: Vec<Duration>) -> Duration {
+        v.sort();
+        v[v.len() / 2]
+    }
+
+    fn config(text: &str) -> ToolConfig {
+        let text = format!("[conversation.tools.t]\nsource = \"local\"\n{text}");
+        Config::from_toml(&text, "bench.toml").unwrap().conversation.tools.remove("t").unwrap()
+    }
+
+    fn call(name: &str, args: serde_json::Value) -> ToolCall {
+        ToolCall {
+            name: name.into(),
+            id: "b".into(),
+            arguments: args.as_object().cloned().unwrap(),
+            answers: Default::default(),
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    struct Bare {
+        wasi: WasiCtx,
+        table: ResourceTable,
+    }
+
+    impl WasiView for Bare {
+        fn ctx(&mut self) -> WasiCtxView<'_> {
+            WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+        }
+    }
+
+    pub(crate) fn main() {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::write(ws.path().join("README.md"), "# bench\n").unwrap();
+        let faults = Path::new(GUESTS_DIR).join("jp_tool_faults.wasm");
+        let files = Arc::new(FsProjectFiles::open(ws.path()).unwrap());
+        let engine = WasmEngine::shared().unwrap();
+        let wasm = WasmRuntime::new(engine, files.clone(), ws.path());
+        let cfg = config(&format!("wasm = {:?}", faults.to_str().unwrap()));
+
+        // 1. Our per-call cost (the component is compiled and pre-linked by the first call).
+        rt.block_on(wasm.run(call("ok", json!({})), &cfg, None)).unwrap();
+        let mut ours = Vec::new();
+        rt.block_on(async {
+            for _ in 0..2000 {
+                let t = Instant::now();
+                wasm.run(call("ok", json!({})), &cfg, None).await.unwrap();
+                ours.push(t.elapsed());
+            }
+        });
+        let vfs = VfsRuntime::new(files, ws.path());
+        let vfs_cfg = config(&format!("command = {VFS_TOOL:?}\nruntime = \"vfs\""));
+        let mut sub = Vec::new();
+        for _ in 0..50 {
+            let t = Instant::now();
+            rt.block_on(vfs.run(call("read_loop", json!({"path": "README.md", "n": 0})), &vfs_cfg, None)).unwrap();
+            sub.push(t.elapsed());
+        }
+        let (a, b) = (median(ours), median(sub));
+        println!(
+            "component call, fresh instance: {a:?}; the same trivial tool as a VFS subprocess: {b:?}; {:.0}x faster (goal >= 100x)",
+            b.as_secs_f64() / a.as_secs_f64()
+        );
+
+        // 2. Raw wasmtime: same engine settings that matter (component model, async), a bare
+        //    WASI linker, InstancePre, a fresh store and instance per call.
+        let mut config = wasmtime::Config::new();
+        config.wasm_component_model(true);
+        let raw_engine = Engine::new(&config).unwrap();
+        let mut linker: Linker<Bare> = Linker::new(&raw_engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).unwrap();
+        let component = Component::from_file(&raw_engine, &faults).unwrap();
+        let pre = raw::ToolPre::new(linker.instantiate_pre(&component).unwrap()).unwrap();
+        let mut bare = Vec::new();
+        rt.block_on(async {
+            for _ in 0..2000 {
+                let t = Instant::now();
+                let mut store = Store::new(&raw_engine, Bare { wasi: WasiCtx::builder().build(), table: ResourceTable::new() });
+                let tool = pre.instantiate_async(&mut store).await.unwrap();
+                let ctx = raw::jp::tool::types::Context { root: "/".into(), action: raw::jp::tool::types::Action::Run };
+                tool.call_run(&mut store, &ctx, "ok", "{}", "{}").await.unwrap();
+                bare.push(t.elapsed());
+            }
+        });
+        let c = median(bare);
+        println!(
+            "raw wasmtime instantiate + call of the same component: {c:?}; ours / raw = {:.2}x (goal <= 1.2x)",
+            a.as_secs_f64() / c.as_secs_f64()
+        );
+
+        // 3. First load: cold compile vs the on-disk cache in a new engine.
+        let bytes = std::fs::read(&faults).unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let mut cold = Vec::new();
+        let mut cached = Vec::new();
+        for i in 0..5 {
+            let dir = cache.path().join(i.to_string());
+            let first = WasmEngine::new(Some(&dir)).unwrap();
+            let t = Instant::now();
+            first.preload(&bytes).unwrap();
+            cold.push(t.elapsed());
+            // wasmtime writes the cache entry from a worker thread; give it a moment.
+            std::thread::sleep(Duration::from_millis(300));
+            let second = WasmEngine::new(Some(&dir)).unwrap();
+            let t = Instant::now();
+            second.preload(&bytes).unwrap();
+            cached.push(t.elapsed());
+        }
+        let (d, e) = (median(cold), median(cached));
+        println!(
+            "first load of a {} KiB component: compiled {d:?}, from the on-disk cache {e:?} ({:.0}x faster)",
+            bytes.len() / 1024,
+            d.as_secs_f64() / e.as_secs_f64()
+        );
+    }
+}
