@@ -121,7 +121,8 @@ mod bench {
         rt.block_on(async {
             for _ in 0..2000 {
                 let t = Instant::now();
-                let mut store = Store::new(&raw_engine, Bare { wasi: WasiCtx::builder().build(), table: ResourceTable::new() });
+                let mut store =
+                    Store::new(&raw_engine, Bare { wasi: WasiCtx::builder().build(), table: ResourceTable::new() });
                 let tool = pre.instantiate_async(&mut store).await.unwrap();
                 let ctx = raw::jp::tool::types::Context { root: "/".into(), action: raw::jp::tool::types::Action::Run };
                 tool.call_run(&mut store, &ctx, "ok", "{}", "{}").await.unwrap();
