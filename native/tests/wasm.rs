@@ -86,6 +86,27 @@ async fn the_seed_test_tool_reads_a_workspace_file() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_replaced_component_file_is_reloaded() {
+    // The cache is keyed by path + content: an unchanged file is not re-read, a changed one is.
+    let ws = workspace();
+    let rt = runtime(ws.path());
+    let cfg = config("wasm = \".jp/tools/current.wasm\"");
+    let target = ws.path().join(".jp/tools/current.wasm");
+    std::fs::copy(guest("jp_tool_test"), &target).unwrap();
+    let out = rt.run(call("wasm_test", json!({"path": "README.md"})), &cfg, None).await.unwrap();
+    assert_eq!(ok(&out), "# demo\n");
+    // Rewritten in place (same inode), then replaced by rename (new inode): both are seen.
+    std::fs::copy(guest("jp_tool_faults"), &target).unwrap();
+    let out = rt.run(call("ok", json!({})), &cfg, None).await.unwrap();
+    assert_eq!(ok(&out), "ok");
+    let staged = ws.path().join(".jp/tools/staged.wasm");
+    std::fs::copy(guest("jp_tool_test"), &staged).unwrap();
+    std::fs::rename(&staged, &target).unwrap();
+    let out = rt.run(call("wasm_test", json!({"path": "README.md"})), &cfg, None).await.unwrap();
+    assert_eq!(ok(&out), "# demo\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn scoping_prevents_escape() {
     let ws = workspace();
     let outside = tempfile::tempdir().unwrap();

@@ -298,8 +298,11 @@ fn sensitive_set(patterns: &[String], home: Option<&WorkspacePath>) -> Result<Gl
 
 impl AccessPolicy {
     fn empty() -> Self {
+        // Compiling the globs costs tens of microseconds; the builtin set is the same for every
+        // policy, so it is compiled once per process and cloned (its automata are shared).
+        static BUILTIN: std::sync::OnceLock<GlobSet> = std::sync::OnceLock::new();
         let patterns: Vec<String> = BUILTIN_SENSITIVE.iter().map(|s| s.to_string()).collect();
-        let sensitive = sensitive_set(&patterns, None).unwrap_or_default();
+        let sensitive = BUILTIN.get_or_init(|| sensitive_set(&patterns, None).unwrap_or_default()).clone();
         Self {
             fs_rules: Vec::new(),
             fs_fallback: Fallback::Ask,

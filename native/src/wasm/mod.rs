@@ -122,11 +122,41 @@ struct Loaded {
     describe: Option<ComponentExportIndex>,
 }
 
+/// What identifies a component file's content without reading it: if none of these changed,
+/// the content hash recorded for the path still holds.
+#[derive(Clone, PartialEq, Eq)]
+struct FileStamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl FileStamp {
+    fn of(meta: &std::fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        Self {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len: meta.len(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+}
+
 /// The process-wide engine, linker and component cache.
 pub struct WasmEngine {
     engine: Engine,
     linker: Linker<CallState>,
+    /// Compiled and pre-linked components by SHA-256 of their bytes.
     components: Mutex<HashMap<[u8; 32], Arc<Loaded>>>,
+    /// Component files by path: the stamp and hash of the content last loaded from there, so a
+    /// call of an unchanged file costs one `stat`, not a read and a hash.
+    files: Mutex<HashMap<PathBuf, (FileStamp, [u8; 32])>>,
+    /// Builtin components (static bytes) by address: hashed once per process.
+    builtins: Mutex<HashMap<usize, [u8; 32]>>,
 }
 
 impl std::fmt::Debug for WasmEngine {
@@ -206,13 +236,70 @@ impl WasmEngine {
                 }
             })
             .map_err(|e| e.to_string())?;
-        Ok(Self { engine, linker, components: Mutex::new(HashMap::new()) })
+        Ok(Self {
+            engine,
+            linker,
+            components: Mutex::new(HashMap::new()),
+            files: Mutex::new(HashMap::new()),
+            builtins: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn cached(&self, key: &[u8; 32]) -> Option<Arc<Loaded>> {
+        self.components.lock().ok().and_then(|c| c.get(key).cloned())
+    }
+
+    /// A builtin component: its bytes never change, so they are hashed once.
+    fn load_static(&self, what: &str, bytes: &'static [u8]) -> Result<Arc<Loaded>, RuntimeError> {
+        let addr = bytes.as_ptr() as usize;
+        let known = self.builtins.lock().ok().and_then(|b| b.get(&addr).copied());
+        if let Some(l) = known.and_then(|key| self.cached(&key)) {
+            return Ok(l);
+        }
+        let key: [u8; 32] = Sha256::digest(bytes).into();
+        if let Ok(mut b) = self.builtins.lock() {
+            b.insert(addr, key);
+        }
+        self.load_keyed(what, key, bytes)
+    }
+
+    /// A component file, keyed by path + content hash: re-read and re-hashed only when its
+    /// metadata changed.
+    fn load_file(&self, path: &Path) -> Result<Arc<Loaded>, RuntimeError> {
+        let not_readable = |e: std::io::Error| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                RuntimeError::Config(format!(
+                    "Wasm binary not found: {} (check the tool's `wasm` or `command`, relative to the workspace)",
+                    path.display()
+                ))
+            } else {
+                RuntimeError::Config(format!("cannot read Wasm binary {}: {e}", path.display()))
+            }
+        };
+        let stamp = FileStamp::of(&std::fs::metadata(path).map_err(not_readable)?);
+        let known = self.files.lock().ok().and_then(|f| f.get(path).cloned());
+        if let Some((seen, key)) = known
+            && seen == stamp
+            && let Some(l) = self.cached(&key)
+        {
+            return Ok(l);
+        }
+        let bytes = std::fs::read(path).map_err(not_readable)?;
+        let key: [u8; 32] = Sha256::digest(&bytes).into();
+        let loaded = self.load_keyed(&format!("'{}'", path.display()), key, &bytes)?;
+        if let Ok(mut f) = self.files.lock() {
+            f.insert(path.to_owned(), (stamp, key));
+        }
+        Ok(loaded)
     }
 
     /// Compile (or fetch from the caches) and pre-link a component.
     fn load(&self, what: &str, bytes: &[u8]) -> Result<Arc<Loaded>, RuntimeError> {
-        let key: [u8; 32] = Sha256::digest(bytes).into();
-        if let Some(l) = self.components.lock().ok().and_then(|c| c.get(&key).cloned()) {
+        self.load_keyed(what, Sha256::digest(bytes).into(), bytes)
+    }
+
+    fn load_keyed(&self, what: &str, key: [u8; 32], bytes: &[u8]) -> Result<Arc<Loaded>, RuntimeError> {
+        if let Some(l) = self.cached(&key) {
             return Ok(l);
         }
         let component = Component::new(&self.engine, bytes)
@@ -443,7 +530,7 @@ impl WasmRuntime {
         };
         match source {
             ComponentSource::Builtin { bytes, subjects, .. } => {
-                let loaded = self.engine.load(&format!("builtin '{name}'"), bytes)?;
+                let loaded = self.engine.load_static(&format!("builtin '{name}'"), bytes)?;
                 let mut mounts = Vec::new();
                 if let Some(dir) = subjects {
                     let files = FsProjectFiles::open(dir).map_err(|e| {
@@ -455,17 +542,7 @@ impl WasmRuntime {
                 Ok((loaded, mounts, None))
             }
             ComponentSource::File(path) => {
-                let bytes = std::fs::read(path).map_err(|e| {
-                    if e.kind() == std::io::ErrorKind::NotFound {
-                        RuntimeError::Config(format!(
-                            "Wasm binary not found: {} (check the tool's `wasm` or `command`, relative to the workspace)",
-                            path.display()
-                        ))
-                    } else {
-                        RuntimeError::Config(format!("cannot read Wasm binary {}: {e}", path.display()))
-                    }
-                })?;
-                let loaded = self.engine.load(&format!("'{}'", path.display()), &bytes)?;
+                let loaded = self.engine.load_file(path)?;
                 let d = dispatcher(policy, self.files.clone());
                 Ok((loaded, vec![Mount { guest_path: "/workspace".into(), dispatcher: d.clone() }], Some(d)))
             }
