@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use jp_core::BoxFuture;
 use jp_core::files::{InMemoryProjectFiles, ProjectFiles};
 use jp_core::host::{
     BackendError, DispatchEvents, Dispatcher, HttpResponse, InquiryAnswer, ProcessOutput, StaticHttpClient,
@@ -55,31 +56,43 @@ impl Report {
 }
 
 /// A project backend the protocol vectors run against, with a way to read back its files.
+/// Asynchronous, because some backends (IndexedDB) are.
 pub trait Backend {
     /// A project holding `files` (path → bytes) and the empty directories `dirs`.
-    fn create(&self, files: Vec<(String, Vec<u8>)>, dirs: Vec<String>) -> Result<Project, String>;
+    fn create(&self, files: Vec<(String, Vec<u8>)>, dirs: Vec<String>) -> BoxFuture<'_, Result<Project, String>>;
 }
+
+/// Every file of a project and its content.
+pub type Snapshot = BTreeMap<String, Vec<u8>>;
 
 /// A project made by a [`Backend`].
 pub struct Project {
     /// The files, as the dispatcher sees them.
     pub files: Arc<dyn ProjectFiles>,
     /// Every file and its content, read back from the backend.
-    pub snapshot: Box<dyn Fn() -> BTreeMap<String, Vec<u8>>>,
+    pub snapshot: Box<dyn Fn() -> BoxFuture<'static, Snapshot>>,
 }
 
 /// The in-memory backend of jp-core.
 pub struct InMemory;
 
 impl Backend for InMemory {
-    fn create(&self, files: Vec<(String, Vec<u8>)>, dirs: Vec<String>) -> Result<Project, String> {
-        let project = Arc::new(InMemoryProjectFiles::with_files(files).map_err(|e| e.to_string())?);
-        for d in dirs {
-            let p = WorkspacePath::parse(&d).map_err(|e| e.to_string())?;
-            project.create_dir(&p).map_err(|e| e.to_string())?;
-        }
-        let snap = project.clone();
-        Ok(Project { files: project, snapshot: Box::new(move || snap.snapshot()) })
+    fn create(&self, files: Vec<(String, Vec<u8>)>, dirs: Vec<String>) -> BoxFuture<'_, Result<Project, String>> {
+        Box::pin(async move {
+            let project = Arc::new(InMemoryProjectFiles::with_files(files).map_err(|e| e.to_string())?);
+            for d in dirs {
+                let p = WorkspacePath::parse(&d).map_err(|e| e.to_string())?;
+                project.create_dir(&p).map_err(|e| e.to_string())?;
+            }
+            let snap = project.clone();
+            Ok(Project {
+                files: project,
+                snapshot: Box::new(move || {
+                    let files = snap.snapshot();
+                    Box::pin(async move { files })
+                }),
+            })
+        })
     }
 }
 
@@ -267,7 +280,7 @@ fn backend_error(kind: &Value, message: &Value) -> Result<BackendError, String> 
     })
 }
 
-fn build_dispatcher(group: &Value, backend: &dyn Backend) -> Result<(Dispatcher, Project), String> {
+async fn build_dispatcher(group: &Value, backend: &dyn Backend) -> Result<(Dispatcher, Project), String> {
     let mut files = Vec::new();
     let mut dirs = Vec::new();
     for (path, content) in group["files"].as_object().into_iter().flatten() {
@@ -277,7 +290,7 @@ fn build_dispatcher(group: &Value, backend: &dyn Backend) -> Result<(Dispatcher,
             files.push((path.clone(), file_bytes(content)?));
         }
     }
-    let project = backend.create(files, dirs)?;
+    let project = backend.create(files, dirs).await?;
     let policy = build_policy(group.get("policy").unwrap_or(&json!({})), group.get("home").unwrap_or(&Value::Null))?;
     let mut routes = BTreeMap::new();
     for (url, spec) in group["http"].as_object().into_iter().flatten() {
@@ -371,7 +384,7 @@ fn loose_holds(expect: &Value, responses: &[Value]) -> Result<(), String> {
 }
 
 async fn run_protocol_group(group: &mut Value, bless: bool, backend: &dyn Backend) -> Result<Option<()>, Vec<String>> {
-    let (dispatcher, project) = build_dispatcher(group, backend).map_err(|e| vec![format!("setup: {e}")])?;
+    let (dispatcher, project) = build_dispatcher(group, backend).await.map_err(|e| vec![format!("setup: {e}")])?;
     let max_line = group["max_line"].as_u64().map_or(jp_core::protocol::DEFAULT_MAX_LINE, |n| n as usize);
     let mut errors = Vec::new();
     let mut blessed = false;
@@ -429,7 +442,7 @@ async fn run_protocol_group(group: &mut Value, bless: bool, backend: &dyn Backen
                 errors.push(format!("{label}: decisions {kinds}, got {seen:?}"));
             }
         }
-        let snapshot = (project.snapshot)();
+        let snapshot = (project.snapshot)().await;
         for (path, want) in case["files_after"].as_object().into_iter().flatten() {
             let have = snapshot.get(path);
             let ok = match (want, have) {

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use jp_core::BoxFuture;
 use jp_core::files::ProjectFiles;
 use jp_core::host::{Dispatcher, NoEvents};
 use jp_core::policy::{AccessPolicy, WorkspacePath};
@@ -36,25 +37,28 @@ fn snapshot(root: &Path) -> BTreeMap<String, Vec<u8>> {
 }
 
 impl Backend for TempDirs {
-    fn create(&self, files: Vec<(String, Vec<u8>)>, dirs: Vec<String>) -> Result<Project, String> {
-        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-        for (path, content) in files {
-            let p = dir.path().join(&path);
-            std::fs::create_dir_all(p.parent().unwrap()).map_err(|e| e.to_string())?;
-            std::fs::write(&p, content).map_err(|e| e.to_string())?;
-        }
-        for d in dirs {
-            std::fs::create_dir_all(dir.path().join(d)).map_err(|e| e.to_string())?;
-        }
-        let files = FsProjectFiles::open(dir.path()).map_err(|e| e.to_string())?;
-        let root = files.root().to_path_buf();
-        let dir = Arc::new(dir);
-        Ok(Project {
-            files: Arc::new(files),
-            snapshot: Box::new(move || {
-                let _keep = &dir;
-                snapshot(&root)
-            }),
+    fn create(&self, files: Vec<(String, Vec<u8>)>, dirs: Vec<String>) -> BoxFuture<'_, Result<Project, String>> {
+        Box::pin(async move {
+            let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+            for (path, content) in files {
+                let p = dir.path().join(&path);
+                std::fs::create_dir_all(p.parent().unwrap()).map_err(|e| e.to_string())?;
+                std::fs::write(&p, content).map_err(|e| e.to_string())?;
+            }
+            for d in dirs {
+                std::fs::create_dir_all(dir.path().join(d)).map_err(|e| e.to_string())?;
+            }
+            let files = FsProjectFiles::open(dir.path()).map_err(|e| e.to_string())?;
+            let root = files.root().to_path_buf();
+            let dir = Arc::new(dir);
+            Ok(Project {
+                files: Arc::new(files),
+                snapshot: Box::new(move || {
+                    let _keep = &dir;
+                    let files = snapshot(&root);
+                    Box::pin(async move { files })
+                }),
+            })
         })
     }
 }
