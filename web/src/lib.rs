@@ -2,7 +2,12 @@
 //!
 //! - [`files::IndexedDbProjectFiles`]: the project's files in IndexedDB, one transaction per
 //!   operation.
+//! - [`host::JpHost`]: the JS API (wasm-bindgen): files, the policy, decisions as events, and
+//!   call sessions serving a jco-transpiled component's `jp:host` imports via the core dispatcher.
 
 #![cfg(target_arch = "wasm32")]
 
 pub mod files;
+pub mod host;
+
+pub use host::{CallSession, JpHost};

@@ -1,0 +1,453 @@
+//! [`JpHost`], the JS API: project files (IndexedDB in the page, memory at the edge), one
+//! access policy, and call sessions that serve a component's `jp:host` imports through the
+//! core dispatcher.
+//!
+//! jco-transpiled components call their imports synchronously, while IndexedDB is
+//! asynchronous. A call therefore runs on a snapshot: [`JpHost::begin_call`] copies the project
+//! into memory, the component's requests are decided by the core `Dispatcher` and served from the
+//! copy (every future completes at once, so it is polled to completion without blocking), and
+//! [`CallSession::finish`] writes what changed back in ONE IndexedDB transaction — or nothing,
+//! when the call failed. A tool's files are therefore as they were or fully written.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+
+use jp_core::files::{InMemoryProjectFiles, ProjectFiles};
+use jp_core::host::{DenyInquirer, DispatchEvents, Dispatcher, HostError, TraceEvent, Unavailable};
+use jp_core::policy::{AccessConfig, AccessPolicy, SandboxConfig, WorkspacePath};
+use jp_core::protocol::{
+    EntryKind, FsExistsResult, FsGrepResult, FsListDirResult, FsMetadataResult, FsReadResult, HostRequest, Id,
+    decode_content, encode_content,
+};
+use js_sys::{Array, Object, Reflect, Uint8Array};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use wasm_bindgen::prelude::*;
+
+use crate::files::IndexedDbProjectFiles;
+
+/// Where a host keeps its files.
+#[derive(Clone)]
+enum Store {
+    IndexedDb(Arc<IndexedDbProjectFiles>),
+    Memory(Arc<InMemoryProjectFiles>),
+}
+
+impl Store {
+    fn files(&self) -> Arc<dyn ProjectFiles> {
+        match self {
+            Store::IndexedDb(d) => d.clone(),
+            Store::Memory(m) => m.clone(),
+        }
+    }
+
+    /// Every file (path → bytes) and every directory.
+    async fn contents(&self) -> Result<(BTreeMap<String, Vec<u8>>, Vec<String>), JsError> {
+        match self {
+            Store::IndexedDb(d) => Ok((d.all_files().await.map_err(err)?, d.all_dirs().await.map_err(err)?)),
+            Store::Memory(m) => {
+                let mut dirs = Vec::new();
+                let mut todo = vec![WorkspacePath::root()];
+                while let Some(dir) = todo.pop() {
+                    for entry in m.list_dir(&dir).await.map_err(err)? {
+                        if entry.kind == EntryKind::Dir {
+                            let p = dir.join(&entry.path).map_err(err)?;
+                            dirs.push(p.as_str().to_owned());
+                            todo.push(p);
+                        }
+                    }
+                }
+                Ok((m.snapshot(), dirs))
+            }
+        }
+    }
+
+    /// Apply changes (`None` deletes) all together.
+    async fn apply(&self, changes: &[(WorkspacePath, Option<Vec<u8>>)]) -> Result<(), JsError> {
+        match self {
+            Store::IndexedDb(d) => d.write_all(changes).await.map_err(err),
+            Store::Memory(m) => {
+                // Single-threaded and every operation completes at once: nothing interleaves.
+                for (path, content) in changes {
+                    match content {
+                        Some(bytes) => m.write(path, bytes).await.map_err(err)?,
+                        None => m.delete(path).await.map_err(err)?,
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+fn err(e: impl std::fmt::Display) -> JsError {
+    JsError::new(&e.to_string())
+}
+
+/// The policy text a host is given: TOML or JSON with optional `access` (RFD 076) and
+/// `sandbox` (RFD 016 / D11) tables. Empty: the workspace read-write, no network, no processes.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct PolicyText {
+    access: Option<AccessConfig>,
+    sandbox: Option<SandboxConfig>,
+}
+
+fn parse_policy(text: &str) -> Result<AccessPolicy, JsError> {
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Ok(AccessPolicy::stdio_default());
+    }
+    let parsed: PolicyText = if trimmed.starts_with('{') {
+        serde_json::from_str(trimmed).map_err(|e| err(format!("the policy is not valid JSON: {e}")))?
+    } else {
+        toml::from_str(trimmed).map_err(|e| err(format!("the policy is not valid TOML: {e}")))?
+    };
+    if parsed.access.is_none() && parsed.sandbox.is_none() {
+        return Ok(AccessPolicy::stdio_default());
+    }
+    AccessPolicy::from_config(parsed.sandbox.as_ref(), parsed.access.as_ref())
+        .map_err(|e| err(format!("the policy is invalid: {e}")))
+}
+
+/// Policy decisions reported to a JS callback.
+struct JsEvents {
+    tool: String,
+    callback: Option<js_sys::Function>,
+}
+
+impl DispatchEvents for JsEvents {
+    fn decided(&self, event: &TraceEvent) {
+        if let Some(f) = &self.callback {
+            let o = obj(&[
+                ("tool", JsValue::from_str(&self.tool)),
+                ("method", JsValue::from_str(&event.method)),
+                ("target", JsValue::from_str(&event.target)),
+                ("decision", JsValue::from_str(event.decision)),
+                ("reason", JsValue::from_str(&event.reason)),
+                ("allowed", JsValue::from_bool(event.allowed)),
+            ]);
+            let _ = f.call1(&JsValue::NULL, &o);
+        }
+    }
+}
+
+fn obj(fields: &[(&str, JsValue)]) -> JsValue {
+    let o = Object::new();
+    for (k, v) in fields {
+        let _ = Reflect::set(&o, &JsValue::from_str(k), v);
+    }
+    o.into()
+}
+
+/// Poll a future that cannot wait (the dispatcher over an in-memory snapshot) to completion.
+fn now<F: Future>(f: F) -> Option<F::Output> {
+    let mut f = pin!(f);
+    match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(v) => Some(v),
+        Poll::Pending => None,
+    }
+}
+
+fn content_bytes(value: &JsValue) -> Result<Vec<u8>, JsError> {
+    if let Some(text) = value.as_string() {
+        return Ok(text.into_bytes());
+    }
+    match value.dyn_ref::<Uint8Array>() {
+        Some(bytes) => Ok(bytes.to_vec()),
+        None => Err(err("file content must be a string or a Uint8Array")),
+    }
+}
+
+/// A jp-host in a page or an edge function.
+#[wasm_bindgen]
+pub struct JpHost {
+    store: Store,
+    policy: Rc<RefCell<Arc<AccessPolicy>>>,
+    events: Rc<RefCell<Option<js_sys::Function>>>,
+}
+
+#[wasm_bindgen]
+impl JpHost {
+    /// A host whose files live in the IndexedDB database `db`, or in memory when `db` is
+    /// `null`/`undefined` (edge functions, Node). `policy`: see `setPolicy`.
+    pub async fn create(db: Option<String>, policy: String) -> Result<JpHost, JsError> {
+        let policy = parse_policy(&policy)?;
+        let store = match db {
+            Some(name) => Store::IndexedDb(Arc::new(IndexedDbProjectFiles::open(&name).await.map_err(err)?)),
+            None => Store::Memory(Arc::new(InMemoryProjectFiles::new())),
+        };
+        Ok(JpHost { store, policy: Rc::new(RefCell::new(Arc::new(policy))), events: Rc::default() })
+    }
+
+    /// Replace the policy: TOML or JSON with `access` and/or `sandbox` tables (the shapes of
+    /// `.jp/config.toml`); empty text is the default (workspace read-write, nothing else).
+    #[wasm_bindgen(js_name = setPolicy)]
+    pub fn set_policy(&self, policy: &str) -> Result<(), JsError> {
+        *self.policy.borrow_mut() = Arc::new(parse_policy(policy)?);
+        Ok(())
+    }
+
+    /// One line per kind: what the policy allows.
+    #[wasm_bindgen(js_name = policySummary)]
+    pub fn policy_summary(&self) -> String {
+        self.policy.borrow().summary()
+    }
+
+    /// Report every policy decision to `callback({tool, method, target, decision, reason, allowed})`.
+    #[wasm_bindgen(js_name = onEvent)]
+    pub fn on_event(&self, callback: Option<js_sys::Function>) {
+        *self.events.borrow_mut() = callback;
+    }
+
+    /// Write a file (text or bytes), creating its parents. The host's own file operations are
+    /// not a tool's: they are not subject to the policy.
+    #[wasm_bindgen(js_name = writeFile)]
+    pub async fn write_file(&self, path: String, content: JsValue) -> Result<(), JsError> {
+        let p = WorkspacePath::parse(&path).map_err(err)?;
+        let bytes = content_bytes(&content)?;
+        self.store.files().write(&p, &bytes).await.map_err(err)
+    }
+
+    /// Read a file as text (invalid UTF-8 replaced).
+    #[wasm_bindgen(js_name = readFile)]
+    pub async fn read_file(&self, path: String) -> Result<String, JsError> {
+        let p = WorkspacePath::parse(&path).map_err(err)?;
+        let bytes = self.store.files().read(&p).await.map_err(err)?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// Read a file's bytes.
+    #[wasm_bindgen(js_name = readFileBytes)]
+    pub async fn read_file_bytes(&self, path: String) -> Result<Uint8Array, JsError> {
+        let p = WorkspacePath::parse(&path).map_err(err)?;
+        let bytes = self.store.files().read(&p).await.map_err(err)?;
+        Ok(Uint8Array::from(bytes.as_slice()))
+    }
+
+    /// Delete a file.
+    #[wasm_bindgen(js_name = deleteFile)]
+    pub async fn delete_file(&self, path: String) -> Result<(), JsError> {
+        let p = WorkspacePath::parse(&path).map_err(err)?;
+        self.store.files().delete(&p).await.map_err(err)
+    }
+
+    /// Every file path, sorted.
+    #[wasm_bindgen(js_name = listFiles)]
+    pub async fn list_files(&self) -> Result<Vec<String>, JsError> {
+        Ok(self.store.contents().await?.0.into_keys().collect())
+    }
+
+    /// Start one call of `tool`: its requests are served from a snapshot of the project until
+    /// `finish` writes the changes back.
+    #[wasm_bindgen(js_name = beginCall)]
+    pub async fn begin_call(&self, tool: String) -> Result<CallSession, JsError> {
+        let (files, dirs) = self.store.contents().await?;
+        let snapshot = Arc::new(InMemoryProjectFiles::with_files(files.clone()).map_err(err)?);
+        for d in &dirs {
+            snapshot.create_dir(&WorkspacePath::parse(d).map_err(err)?).map_err(err)?;
+        }
+        let policy = self.policy.borrow().clone();
+        // A component cannot wait for an answer (its imports are synchronous): inquiries are
+        // denied at once with the reason, as under `--no-interaction`.
+        let dispatcher = Dispatcher::builder(tool.clone(), policy, snapshot.clone())
+            .inquirer(Arc::new(DenyInquirer))
+            .http(Arc::new(Unavailable::new(
+                "http.get and http.post are not available to a component in the browser (its imports are synchronous; fetch is not)",
+            )))
+            .process(Arc::new(Unavailable::new("process.run is not available in the browser: there are no processes")))
+            .build();
+        let events = JsEvents { tool, callback: self.events.borrow().clone() };
+        Ok(CallSession { dispatcher, events, snapshot, original: files, store: self.store.clone(), next_id: 0 })
+    }
+}
+
+/// One tool call's view of the project; serves the `jp:host/filesystem` imports.
+#[wasm_bindgen]
+pub struct CallSession {
+    dispatcher: Dispatcher,
+    events: JsEvents,
+    snapshot: Arc<InMemoryProjectFiles>,
+    original: BTreeMap<String, Vec<u8>>,
+    store: Store,
+    next_id: i64,
+}
+
+/// A WIT `err(host-error)` for jco: thrown as `{ payload: { code, message } }`.
+fn host_error(code: i32, message: &str) -> JsValue {
+    obj(&[("payload", obj(&[("code", JsValue::from(code)), ("message", JsValue::from_str(message))]))])
+}
+
+fn kind(k: EntryKind) -> JsValue {
+    JsValue::from_str(match k {
+        EntryKind::File => "file",
+        EntryKind::Dir => "dir",
+    })
+}
+
+impl CallSession {
+    fn call<T: serde::de::DeserializeOwned>(&mut self, method: &str, params: Value) -> Result<T, JsValue> {
+        let fail = |e: HostError| {
+            let rpc = e.to_rpc();
+            host_error(rpc.code, &rpc.message)
+        };
+        self.next_id += 1;
+        let req = HostRequest::parse(method, params).map_err(|e| fail(HostError::from_rpc(&e)))?;
+        let id = Id::Number(self.next_id);
+        let value = now(self.dispatcher.handle(&req, &id, &self.events))
+            .ok_or_else(|| host_error(-32603, &format!("{method} cannot complete synchronously in the browser")))?
+            .map_err(fail)?;
+        serde_json::from_value(value).map_err(|e| host_error(-32603, &e.to_string()))
+    }
+}
+
+#[wasm_bindgen]
+impl CallSession {
+    /// `jp:host/filesystem.read`.
+    pub fn read(&mut self, path: String) -> Result<Uint8Array, JsValue> {
+        let r: FsReadResult = self.call("fs.read", json!({ "path": path }))?;
+        let bytes = decode_content(&r.content, r.encoding).map_err(|e| host_error(-32603, &e))?;
+        Ok(Uint8Array::from(bytes.as_slice()))
+    }
+
+    /// `jp:host/filesystem.write`.
+    pub fn write(&mut self, path: String, content: Vec<u8>) -> Result<(), JsValue> {
+        let (text, encoding) = encode_content(content);
+        let mut params = json!({ "path": path, "content": text });
+        if let Some(e) = encoding {
+            params["encoding"] = json!(e);
+        }
+        self.call::<Value>("fs.write", params).map(|_| ())
+    }
+
+    /// `jp:host/filesystem.exists`.
+    pub fn exists(&mut self, path: String) -> Result<bool, JsValue> {
+        self.call::<FsExistsResult>("fs.exists", json!({ "path": path })).map(|r| r.exists)
+    }
+
+    /// `jp:host/filesystem.list-dir`.
+    #[wasm_bindgen(js_name = listDir)]
+    pub fn list_dir(&mut self, path: String) -> Result<Array, JsValue> {
+        let r: FsListDirResult = self.call("fs.list_dir", json!({ "path": path }))?;
+        Ok(r.entries
+            .into_iter()
+            .map(|e| obj(&[("path", JsValue::from_str(&e.path)), ("kind", kind(e.kind))]))
+            .collect())
+    }
+
+    /// `jp:host/filesystem.metadata`.
+    pub fn metadata(&mut self, path: String) -> Result<JsValue, JsValue> {
+        let r: FsMetadataResult = self.call("fs.metadata", json!({ "path": path }))?;
+        Ok(obj(&[("kind", kind(r.kind)), ("size", js_sys::BigInt::from(r.size).into())]))
+    }
+
+    /// `jp:host/filesystem.delete`.
+    pub fn delete(&mut self, path: String) -> Result<(), JsValue> {
+        self.call::<Value>("fs.delete", json!({ "path": path })).map(|_| ())
+    }
+
+    /// `jp:host/filesystem.rename`.
+    pub fn rename(&mut self, from: String, to: String) -> Result<(), JsValue> {
+        self.call::<Value>("fs.rename", json!({ "from": from, "to": to })).map(|_| ())
+    }
+
+    /// `jp:host/filesystem.grep`; `options` is the WIT record `{ paths, extensions, context }`.
+    pub fn grep(&mut self, pattern: String, options: JsValue) -> Result<Array, JsValue> {
+        let list = |key: &str| -> Vec<String> {
+            Reflect::get(&options, &JsValue::from_str(key))
+                .ok()
+                .map(|v| Array::from(&v).iter().filter_map(|s| s.as_string()).collect())
+                .unwrap_or_default()
+        };
+        let context =
+            Reflect::get(&options, &JsValue::from_str("context")).ok().and_then(|v| v.as_f64()).unwrap_or(0.0);
+        let mut params = json!({ "pattern": pattern, "context": context as u32 });
+        let (paths, extensions) = (list("paths"), list("extensions"));
+        if !paths.is_empty() {
+            params["paths"] = json!(paths);
+        }
+        if !extensions.is_empty() {
+            params["extensions"] = json!(extensions);
+        }
+        let r: FsGrepResult = self.call("fs.grep", params)?;
+        Ok(r.matches
+            .into_iter()
+            .map(|m| {
+                let lines: Array = m
+                    .lines
+                    .into_iter()
+                    .map(|l| {
+                        obj(&[
+                            ("lineNumber", js_sys::BigInt::from(l.line_number).into()),
+                            ("content", JsValue::from_str(&l.content)),
+                            ("isMatch", JsValue::from_bool(l.is_match)),
+                        ])
+                    })
+                    .collect();
+                obj(&[("path", JsValue::from_str(&m.path)), ("lines", lines.into())])
+            })
+            .collect())
+    }
+
+    /// `jp:host/http.get` and `.post` (`method` is `http.get` or `http.post`): decided by the
+    /// policy like any request; a component's synchronous call cannot wait for `fetch`, so an
+    /// allowed one answers that HTTP is not available to components in the browser.
+    pub fn http(
+        &mut self,
+        method: String,
+        url: String,
+        headers: JsValue,
+        body: Option<Vec<u8>>,
+    ) -> Result<JsValue, JsValue> {
+        let headers: Vec<Value> = Array::from(&headers)
+            .iter()
+            .map(|h| {
+                let field = |k: &str| {
+                    Reflect::get(&h, &JsValue::from_str(k)).ok().and_then(|v| v.as_string()).unwrap_or_default()
+                };
+                json!({ "name": field("name"), "value": field("value") })
+            })
+            .collect();
+        let mut params = json!({ "url": url, "headers": headers });
+        if let Some(b) = body {
+            params["body"] = json!(String::from_utf8_lossy(&b));
+        }
+        let v = self.call::<Value>(&method, params)?;
+        js_sys::JSON::parse(&v.to_string())
+    }
+
+    /// `jp:host/process.run`: decided by the policy; an allowed one answers that processes do
+    /// not exist in the browser.
+    #[wasm_bindgen(js_name = processRun)]
+    pub fn process_run(&mut self, program: String, args: Vec<String>) -> Result<JsValue, JsValue> {
+        let v = self.call::<Value>("process.run", json!({ "program": program, "args": args }))?;
+        js_sys::JSON::parse(&v.to_string())
+    }
+
+    /// End the call. With `commit`, every change the tool made is written back in one
+    /// transaction and the changed paths are returned; without, nothing is written.
+    pub async fn finish(self, commit: bool) -> Result<Vec<String>, JsError> {
+        if !commit {
+            return Ok(Vec::new());
+        }
+        let after = self.snapshot.snapshot();
+        let mut changes = Vec::new();
+        for (path, bytes) in &after {
+            if self.original.get(path) != Some(bytes) {
+                changes.push((WorkspacePath::parse(path).map_err(err)?, Some(bytes.clone())));
+            }
+        }
+        for path in self.original.keys() {
+            if !after.contains_key(path) {
+                changes.push((WorkspacePath::parse(path).map_err(err)?, None));
+            }
+        }
+        self.store.apply(&changes).await?;
+        Ok(changes.into_iter().map(|(p, _)| p.as_str().to_owned()).collect())
+    }
+}

@@ -1,0 +1,56 @@
+// The edge handler in Node: a fresh in-memory host per request, the fs component under jco, and
+// the policy enforced by the core (run: npm test).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { handle } from '../edge/handler.js';
+
+const call = async (body) => {
+  const res = await handle(new Request('http://127.0.0.1/tool', { method: 'POST', body: JSON.stringify(body) }));
+  return { status: res.status, body: await res.json() };
+};
+
+const files = { 'src/main.rs': 'fn main() {\n    println!("hi");\n}\n', 'README.md': '# demo\n', '.env': 'TOKEN=x\n' };
+
+test('fs_grep_files finds a match in the request files', async () => {
+  const { status, body } = await call({ tool: 'fs_grep_files', args: { pattern: 'println' }, files });
+  assert.equal(status, 200);
+  assert.equal(body.outcome.tag, 'success', JSON.stringify(body.outcome));
+  assert.match(body.outcome.val, /src\/main\.rs:2:.*println/);
+  assert.ok(body.events.some((e) => e.method === 'fs.grep' && e.allowed));
+});
+
+test('a write allowed by the default policy changes the files', async () => {
+  const { body } = await call({ tool: 'fs_create_file', args: { path: 'notes/todo.md', content: 'x\n' }, files });
+  assert.equal(body.outcome.tag, 'success', JSON.stringify(body.outcome));
+  assert.deepEqual(body.changed, ['notes/todo.md']);
+  assert.equal(body.files['notes/todo.md'], 'x\n');
+});
+
+test('a read-only policy denies the write and leaves the files as they were', async () => {
+  const policy = '[access]\nfilesystem = [{ path = ".", allow = ["read"] }]\n';
+  const { body } = await call({ tool: 'fs_create_file', args: { path: 'x.txt', content: 'x' }, files, policy });
+  assert.equal(body.outcome.tag, 'error');
+  assert.match(body.outcome.val.message, /denied|not allowed/i);
+  assert.deepEqual(body.changed, []);
+  assert.equal(body.files['x.txt'], undefined);
+  assert.ok(body.events.some((e) => e.method === 'fs.write' && !e.allowed));
+});
+
+test('sensitive files ask, and asking is a denial here', async () => {
+  const { body } = await call({ tool: 'fs_read_file', args: { path: '.env' }, files });
+  assert.equal(body.outcome.tag, 'error');
+  assert.doesNotMatch(JSON.stringify(body.outcome), /TOKEN=x/);
+});
+
+test('bad requests get a clear 4xx', async () => {
+  const res = await handle(new Request('http://127.0.0.1/tool', { method: 'POST', body: 'not json' }));
+  assert.equal(res.status, 400);
+  assert.match((await res.json()).error, /must be JSON/);
+  assert.equal((await call({ args: {} })).status, 400);
+  const unknown = await call({ tool: 'nope', files });
+  assert.equal(unknown.status, 404);
+  assert.match(unknown.body.error, /fs_read_file/);
+  const badPolicy = await call({ tool: 'fs_read_file', policy: '[access]\nfilesystem = 3', files });
+  assert.equal(badPolicy.status, 400);
+  assert.match(badPolicy.body.error, /policy/);
+});

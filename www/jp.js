@@ -1,0 +1,178 @@
+// jp-host's JS side, shared by the playground page and edge functions (Node): the JpHost of
+// jp-web (wasm-bindgen) plus components transpiled by jco, wired so that every `jp:host` import
+// of a component is a request to the core dispatcher (see web/src/host.rs).
+//
+// WASI for components: stdio, clocks, random and io from @bytecodealliance/preview2-shim; an
+// empty environment and no arguments; no wasi:filesystem or wasi:sockets at all (the components
+// import none: their files come through jp:host/filesystem).
+
+import init, { JpHost } from './pkg/jp_web.js';
+import * as cli from '@bytecodealliance/preview2-shim/cli';
+import * as io from '@bytecodealliance/preview2-shim/io';
+import * as clocks from '@bytecodealliance/preview2-shim/clocks';
+import * as random from '@bytecodealliance/preview2-shim/random';
+
+const isNode = typeof process !== 'undefined' && process.versions?.node !== undefined;
+
+async function compileAt(url) {
+  if (url.protocol === 'file:') {
+    const { readFile } = await import('node:fs/promises');
+    return WebAssembly.compile(await readFile(url));
+  }
+  return WebAssembly.compileStreaming(fetch(url));
+}
+
+let ready;
+/** Load the jp-web module once (in Node from the file next to this one). */
+export function loadJp() {
+  if (!ready) {
+    const wasm = new URL('./pkg/jp_web_bg.wasm', import.meta.url);
+    ready = isNode
+      ? import('node:fs/promises').then((fs) => fs.readFile(wasm)).then((bytes) => init({ module_or_path: bytes }))
+      : init({ module_or_path: wasm });
+  }
+  return ready;
+}
+
+const wasiImports = {
+  'wasi:cli/environment': {
+    getEnvironment: () => [],
+    getArguments: () => [],
+    initialCwd: () => undefined,
+  },
+  'wasi:cli/exit': cli.exit,
+  'wasi:cli/stdin': cli.stdin,
+  'wasi:cli/stdout': cli.stdout,
+  'wasi:cli/stderr': cli.stderr,
+  'wasi:cli/terminal-input': cli.terminalInput,
+  'wasi:cli/terminal-output': cli.terminalOutput,
+  'wasi:cli/terminal-stdin': cli.terminalStdin,
+  'wasi:cli/terminal-stdout': cli.terminalStdout,
+  'wasi:cli/terminal-stderr': cli.terminalStderr,
+  'wasi:io/error': io.error,
+  'wasi:io/poll': io.poll,
+  'wasi:io/streams': io.streams,
+  'wasi:clocks/monotonic-clock': clocks.monotonicClock,
+  'wasi:clocks/wall-clock': clocks.wallClock,
+  'wasi:random/random': random.random,
+  'wasi:random/insecure': random.insecure,
+  'wasi:random/insecure-seed': random.insecureSeed,
+};
+
+function hostImports(session) {
+  const filesystem = {
+    read: (path) => session.read(path),
+    write: (path, content) => session.write(path, content),
+    exists: (path) => session.exists(path),
+    listDir: (path) => session.listDir(path),
+    metadata: (path) => session.metadata(path),
+    delete: (path) => session.delete(path),
+    rename: (from, to) => session.rename(from, to),
+    grep: (pattern, options) => session.grep(pattern, options),
+  };
+  const http = {
+    get: (url, headers) => session.http('http.get', url, headers, undefined),
+    post: (url, headers, body) => session.http('http.post', url, headers, body),
+  };
+  const proc = { run: (program, args) => session.processRun(program, args) };
+  // jco reads unversioned keys; its .d.ts names versioned ones: give both.
+  const imports = { ...wasiImports };
+  for (const [name, value] of Object.entries({ filesystem, http, process: proc, types: {} })) {
+    imports[`jp:host/${name}`] = value;
+    imports[`jp:host/${name}@0.1.0`] = value;
+  }
+  return imports;
+}
+
+/**
+ * A jp-host: files (IndexedDB when `db` is a name, memory when null), one policy, tools from
+ * registered components. Every host request of a tool is decided by the core and reported to
+ * the listeners of `onEvent`.
+ */
+export class Host {
+  static async create({ db = null, policy = '' } = {}) {
+    await loadJp();
+    return new Host(await JpHost.create(db, policy));
+  }
+
+  constructor(inner) {
+    this.inner = inner;
+    this.components = new Map();
+    this.tools = new Map();
+    this.listeners = new Set();
+    inner.onEvent((event) => {
+      for (const listener of this.listeners) listener(event);
+    });
+  }
+
+  onEvent(listener) {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  setPolicy(text) { this.inner.setPolicy(text); }
+  policySummary() { return this.inner.policySummary(); }
+  writeFile(path, content) { return this.inner.writeFile(path, content); }
+  readFile(path) { return this.inner.readFile(path); }
+  readFileBytes(path) { return this.inner.readFileBytes(path); }
+  deleteFile(path) { return this.inner.deleteFile(path); }
+  listFiles() { return this.inner.listFiles(); }
+
+  /**
+   * Register a jco-transpiled component (`--instantiation async`): `module` is its JS module,
+   * `base` the URL of the directory holding its core wasm files. Its tools come from its
+   * `jp:tool/describe` export, or `tools` when it has none.
+   */
+  async registerComponent(name, module, base, tools = null) {
+    const cache = new Map();
+    const getCoreModule = (file) => {
+      if (!cache.has(file)) cache.set(file, compileAt(new URL(file, base)));
+      return cache.get(file);
+    };
+    const component = { name, module, getCoreModule };
+    let described = tools;
+    if (!described) {
+      const probe = await module.instantiate(getCoreModule, hostImports(nullSession));
+      const schema = probe.describe?.schema ?? probe['jp:tool/describe@0.1.0']?.schema;
+      if (!schema) throw new Error(`component ${name} does not describe itself; pass its tools to registerComponent`);
+      described = JSON.parse(schema()).tools;
+    }
+    this.components.set(name, component);
+    for (const tool of described) this.tools.set(tool.name, { ...tool, component: name });
+    return described.map((t) => t.name);
+  }
+
+  /** Every registered tool: name, summary, description, parameters, component. */
+  listTools() {
+    return [...this.tools.values()];
+  }
+
+  /**
+   * Call a tool on a fresh instance of its component. Resolves to `{ tag, val, changed }`
+   * (`tag` is `success`, `error` or `needs-input`); files change only when the tool succeeds.
+   */
+  async callTool(name, args = {}) {
+    const tool = this.tools.get(name);
+    if (!tool) {
+      throw new Error(`no tool '${name}'; registered: ${[...this.tools.keys()].join(', ') || 'none'}`);
+    }
+    const component = this.components.get(tool.component);
+    const session = await this.inner.beginCall(name);
+    let outcome;
+    try {
+      const instance = await component.module.instantiate(component.getCoreModule, hostImports(session));
+      outcome = instance.run({ root: '/workspace', action: 'run' }, name, JSON.stringify(args), '{}');
+    } catch (e) {
+      await session.finish(false);
+      return { tag: 'error', val: { message: `tool '${name}' trapped: ${e?.message ?? e}`, trace: [], transient: false }, changed: [] };
+    }
+    const changed = await session.finish(outcome.tag === 'success');
+    return { ...outcome, changed };
+  }
+}
+
+// Imports for the describe probe: a component asking for files while describing itself is told
+// there are none.
+const nullSession = new Proxy({}, {
+  get: () => () => { throw { payload: { code: -32603, message: 'no project while describing a component' } }; },
+});
