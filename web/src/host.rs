@@ -179,6 +179,8 @@ impl JpHost {
     pub async fn create(db: Option<String>, policy: String) -> Result<JpHost, JsError> {
         let policy = parse_policy(&policy)?;
         let store = match db {
+            // `Arc` because the core's traits take `Arc<dyn ProjectFiles>`; one thread here.
+            #[allow(clippy::arc_with_non_send_sync)]
             Some(name) => Store::IndexedDb(Arc::new(IndexedDbProjectFiles::open(&name).await.map_err(err)?)),
             None => Store::Memory(Arc::new(InMemoryProjectFiles::new())),
         };
