@@ -1,0 +1,41 @@
+// Serves the playground on 127.0.0.1: `/` is www/, `/node_modules/` the npm packages the page
+// imports (preview2-shim). `node web/scripts/serve.mjs [port]`, or `serve()` from a test.
+import { createServer } from 'node:http';
+import { readFile, stat } from 'node:fs/promises';
+import { dirname, extname, join, normalize, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const types = {
+  '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.mjs': 'text/javascript',
+  '.css': 'text/css', '.json': 'application/json', '.wasm': 'application/wasm', '.ts': 'text/plain',
+};
+
+function resolve(urlPath) {
+  const path = normalize(decodeURIComponent(urlPath.split('?')[0]));
+  if (path.includes('\0') || path.split(sep).includes('..')) return null;
+  if (path.startsWith('/node_modules/')) return join(root, path);
+  return join(root, 'www', path === '/' ? 'index.html' : path);
+}
+
+export function serve(port = 0) {
+  const server = createServer(async (req, res) => {
+    const file = resolve(req.url ?? '/');
+    try {
+      if (!file || !(await stat(file)).isFile()) throw new Error('not a file');
+      res.writeHead(200, { 'content-type': types[extname(file)] ?? 'application/octet-stream', 'cache-control': 'no-store' });
+      res.end(await readFile(file));
+    } catch {
+      res.writeHead(404, { 'content-type': 'text/plain' });
+      res.end(`not found: ${req.url}\n`);
+    }
+  });
+  return new Promise((ok) => server.listen(port, '127.0.0.1', () => {
+    ok({ url: `http://127.0.0.1:${server.address().port}/`, close: () => new Promise((done) => server.close(done)) });
+  }));
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const { url } = await serve(Number(process.argv[2] ?? 8080));
+  console.log(`jp-host playground: ${url}`);
+}
