@@ -220,29 +220,26 @@ impl IndexedDbProjectFiles {
         .await
     }
 
-    /// Every file and its content (for snapshots and the page's file tree).
+    /// Every file and its content (for the page's file tree).
     pub async fn all_files(&self) -> FilesResult<BTreeMap<String, Vec<u8>>> {
-        self.atomically(TransactionMode::ReadOnly, async |store| {
-            Ok(subtree(store, &WorkspacePath::root())
-                .await?
-                .into_iter()
-                .filter_map(|(p, r)| match r {
-                    Record::File(bytes) => Some((p.as_str().to_owned(), bytes)),
-                    Record::Dir => None,
-                })
-                .collect())
-        })
-        .await
+        Ok(self.contents().await?.0)
     }
 
-    /// Every directory (for snapshots that keep empty directories).
-    pub async fn all_dirs(&self) -> FilesResult<Vec<String>> {
+    /// Every file and its content, and every directory, read in one transaction (a consistent
+    /// snapshot).
+    pub async fn contents(&self) -> FilesResult<(BTreeMap<String, Vec<u8>>, Vec<String>)> {
         self.atomically(TransactionMode::ReadOnly, async |store| {
-            Ok(subtree(store, &WorkspacePath::root())
-                .await?
-                .into_iter()
-                .filter_map(|(p, r)| matches!(r, Record::Dir).then(|| p.as_str().to_owned()))
-                .collect())
+            let mut files = BTreeMap::new();
+            let mut dirs = Vec::new();
+            for (p, r) in subtree(store, &WorkspacePath::root()).await? {
+                match r {
+                    Record::File(bytes) => {
+                        files.insert(p.as_str().to_owned(), bytes);
+                    }
+                    Record::Dir => dirs.push(p.as_str().to_owned()),
+                }
+            }
+            Ok((files, dirs))
         })
         .await
     }

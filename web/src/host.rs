@@ -49,7 +49,7 @@ impl Store {
     /// Every file (path → bytes) and every directory.
     async fn contents(&self) -> Result<(BTreeMap<String, Vec<u8>>, Vec<String>), JsError> {
         match self {
-            Store::IndexedDb(d) => Ok((d.all_files().await.map_err(err)?, d.all_dirs().await.map_err(err)?)),
+            Store::IndexedDb(d) => d.contents().await.map_err(err),
             Store::Memory(m) => {
                 let mut dirs = Vec::new();
                 let mut todo = vec![WorkspacePath::root()];
@@ -449,7 +449,9 @@ impl CallSession {
                 changes.push((WorkspacePath::parse(path).map_err(err)?, None));
             }
         }
-        self.store.apply(&changes).await?;
+        if !changes.is_empty() {
+            self.store.apply(&changes).await?;
+        }
         Ok(changes.into_iter().map(|(p, _)| p.as_str().to_owned()).collect())
     }
 }

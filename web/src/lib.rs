@@ -1,8 +1,8 @@
 //! jp-host in the browser and at the edge (crate `jp-web`, wasm32 only).
 //!
-//! - [`files::IndexedDbProjectFiles`]: the project's files in IndexedDB, one transaction per
+//! - `files::IndexedDbProjectFiles`: the project's files in IndexedDB, one transaction per
 //!   operation.
-//! - [`host::JpHost`]: the JS API (wasm-bindgen): files, the policy, decisions as events, and
+//! - `host::JpHost`: the JS API (wasm-bindgen): files, the policy, decisions as events, and
 //!   call sessions serving a jco-transpiled component's `jp:host` imports via the core dispatcher.
 
 #![cfg(target_arch = "wasm32")]
