@@ -111,6 +111,17 @@ export class Host {
   }
 
   setPolicy(text) { this.inner.setPolicy(text); }
+  /** Answer inquiries: `callback({tool, method, target, reason})` → true / 'once' / 'all' / false. */
+  setInquirer(callback) { this.inner.setInquirer(callback); }
+
+  /**
+   * One D11 request (`fs.read`, `http.get`, …) on behalf of `tool`, decided by the policy and
+   * served asynchronously (HTTP through fetch, inquiries through the inquirer). Resolves to
+   * `{ result }` or `{ error: { code, message } }`.
+   */
+  async request(tool, method, params = {}) {
+    return JSON.parse(await this.inner.request(tool, method, JSON.stringify(params)));
+  }
   policySummary() { return this.inner.policySummary(); }
   writeFile(path, content) { return this.inner.writeFile(path, content); }
   readFile(path) { return this.inner.readFile(path); }

@@ -21,7 +21,7 @@ use jp_core::files::{InMemoryProjectFiles, ProjectFiles};
 use jp_core::host::{DenyInquirer, DispatchEvents, Dispatcher, HostError, TraceEvent, Unavailable};
 use jp_core::policy::{AccessConfig, AccessPolicy, SandboxConfig, WorkspacePath};
 use jp_core::protocol::{
-    EntryKind, FsExistsResult, FsGrepResult, FsListDirResult, FsMetadataResult, FsReadResult, HostRequest, Id,
+    EntryKind, FsExistsResult, FsGrepResult, FsListDirResult, FsMetadataResult, FsReadResult, HostRequest, Id, Request,
     decode_content, encode_content,
 };
 use js_sys::{Array, Object, Reflect, Uint8Array};
@@ -30,6 +30,7 @@ use serde_json::{Value, json};
 use wasm_bindgen::prelude::*;
 
 use crate::files::IndexedDbProjectFiles;
+use crate::http::{FetchHttpClient, JsInquirer};
 
 /// Where a host keeps its files.
 #[derive(Clone)]
@@ -170,7 +171,11 @@ pub struct JpHost {
     store: Store,
     policy: Rc<RefCell<Arc<AccessPolicy>>>,
     events: Rc<RefCell<Option<js_sys::Function>>>,
+    inquirer: Rc<RefCell<Option<js_sys::Function>>>,
+    requests: Rc<RefCell<i64>>,
 }
+
+const NO_PROCESSES: &str = "process.run is not available in the browser: there are no processes";
 
 #[wasm_bindgen]
 impl JpHost {
@@ -184,7 +189,13 @@ impl JpHost {
             Some(name) => Store::IndexedDb(Arc::new(IndexedDbProjectFiles::open(&name).await.map_err(err)?)),
             None => Store::Memory(Arc::new(InMemoryProjectFiles::new())),
         };
-        Ok(JpHost { store, policy: Rc::new(RefCell::new(Arc::new(policy))), events: Rc::default() })
+        Ok(JpHost {
+            store,
+            policy: Rc::new(RefCell::new(Arc::new(policy))),
+            events: Rc::default(),
+            inquirer: Rc::default(),
+            requests: Rc::default(),
+        })
     }
 
     /// Replace the policy: TOML or JSON with `access` and/or `sandbox` tables (the shapes of
@@ -205,6 +216,43 @@ impl JpHost {
     #[wasm_bindgen(js_name = onEvent)]
     pub fn on_event(&self, callback: Option<js_sys::Function>) {
         *self.events.borrow_mut() = callback;
+    }
+
+    /// Answer inquiries (a request no rule covers, a sensitive path) of `request` calls with
+    /// `callback({tool, method, target, reason})` → `true`/`"once"`, `"all"`, or a denial.
+    /// Without one, inquiries are denied at once with the reason.
+    #[wasm_bindgen(js_name = setInquirer)]
+    pub fn set_inquirer(&self, callback: Option<js_sys::Function>) {
+        *self.inquirer.borrow_mut() = callback;
+    }
+
+    /// One D11 request on behalf of `tool` (`method` such as `fs.read` or `http.get`, `params`
+    /// as JSON text), decided by the policy and served asynchronously — HTTP through `fetch`,
+    /// inquiries through the `setInquirer` callback. Resolves to the JSON-RPC response text
+    /// (`{"result":…}` or `{"error":{"code","message"}}`).
+    pub async fn request(&self, tool: String, method: String, params: String) -> Result<String, JsError> {
+        let params: Value = serde_json::from_str(&params)
+            .map_err(|e| err(format!("the params of {method} are not valid JSON: {e}")))?;
+        let mut builder = Dispatcher::builder(tool.clone(), self.policy.borrow().clone(), self.store.files())
+            .http(Arc::new(FetchHttpClient))
+            .process(Arc::new(Unavailable::new(NO_PROCESSES)));
+        if let Some(callback) = self.inquirer.borrow().clone() {
+            builder = builder.inquirer(Arc::new(JsInquirer { callback }));
+        }
+        let dispatcher = builder.build();
+        let events = JsEvents { tool, callback: self.events.borrow().clone() };
+        let id = {
+            let mut n = self.requests.borrow_mut();
+            *n += 1;
+            *n
+        };
+        let request = Request { id: Id::Number(id), method, params };
+        let response = dispatcher.handle_request(&request, &events).await;
+        Ok(match response.outcome {
+            Ok(result) => json!({ "result": result }),
+            Err(e) => json!({ "error": { "code": e.code, "message": e.message } }),
+        }
+        .to_string())
     }
 
     /// Write a file (text or bytes), creating its parents. The host's own file operations are
@@ -262,7 +310,7 @@ impl JpHost {
             .http(Arc::new(Unavailable::new(
                 "http.get and http.post are not available to a component in the browser (its imports are synchronous; fetch is not)",
             )))
-            .process(Arc::new(Unavailable::new("process.run is not available in the browser: there are no processes")))
+            .process(Arc::new(Unavailable::new(NO_PROCESSES)))
             .build();
         let events = JsEvents { tool, callback: self.events.borrow().clone() };
         Ok(CallSession { dispatcher, events, snapshot, original: files, store: self.store.clone(), next_id: 0 })

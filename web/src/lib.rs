@@ -4,10 +4,13 @@
 //!   operation.
 //! - `host::JpHost`: the JS API (wasm-bindgen): files, the policy, decisions as events, and
 //!   call sessions serving a jco-transpiled component's `jp:host` imports via the core dispatcher.
+//! - `http::FetchHttpClient`, `http::JsInquirer`: `fetch` and a JS callback behind the core's
+//!   `HttpClient` and `Inquirer`.
 
 #![cfg(target_arch = "wasm32")]
 
 pub mod files;
 pub mod host;
+pub mod http;
 
 pub use host::{CallSession, JpHost};

@@ -1,0 +1,75 @@
+// JpHost's asynchronous request path in Node (the edge): http through fetch against a server the
+// test starts on 127.0.0.1, checked by the policy; inquiries through a JS callback; process.run
+// refused with a clear message.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import { Host } from '../../www/jp.js';
+
+let server;
+let base;
+before(async () => {
+  server = createServer((req, res) => {
+    if (req.url.endsWith('/redirect')) {
+      res.writeHead(302, { location: 'http://example.invalid/elsewhere' });
+      res.end();
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/plain', 'x-test': 'yes' });
+    res.end(`hello from ${req.method} ${req.url}`);
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  base = `http://127.0.0.1:${server.address().port}`;
+});
+after(() => new Promise((ok) => server.close(ok)));
+
+const policy = () => `[access]
+filesystem = [{ path = ".", allow = ["read"] }]
+network = { allow = ["${base}/api/"] }
+commands = { ls = {} }
+`;
+
+test('http.get through fetch: allowed prefix served, others denied, redirects re-checked', async () => {
+  const host = await Host.create({ policy: policy() });
+  const events = [];
+  host.onEvent((e) => events.push(e));
+  const ok = await host.request('t', 'http.get', { url: `${base}/api/v1` });
+  assert.equal(ok.result?.status, 200, JSON.stringify(ok));
+  assert.equal(ok.result.body, 'hello from GET /api/v1');
+  const post = await host.request('t', 'http.post', { url: `${base}/api/p`, body: 'x' });
+  assert.equal(post.result?.body, 'hello from POST /api/p');
+  const denied = await host.request('t', 'http.get', { url: `${base}/other` });
+  assert.equal(denied.error?.code, -32001, JSON.stringify(denied));
+  assert.ok(events.some((e) => e.method === 'http.get' && e.target.endsWith('/other') && !e.allowed));
+  const redirected = await host.request('t', 'http.get', { url: `${base}/api/redirect` });
+  assert.equal(redirected.error?.code, -32001, JSON.stringify(redirected));
+  assert.match(redirected.error.message, /example\.invalid/);
+});
+
+test('inquiries go to the JS callback; without one they are denied', async () => {
+  const host = await Host.create({ policy: '' });
+  await host.writeFile('.env', 'TOKEN=abc\n');
+  const refused = await host.request('t', 'fs.read', { path: '.env' });
+  assert.equal(refused.error?.code, -32001, JSON.stringify(refused));
+  const asked = [];
+  host.setInquirer(async (q) => { asked.push(q); return false; });
+  assert.ok((await host.request('t', 'fs.read', { path: '.env' })).error);
+  assert.equal(asked[0].target, '.env');
+  host.setInquirer(() => true);
+  const allowed = await host.request('t', 'fs.read', { path: '.env' });
+  assert.equal(allowed.result?.content, 'TOKEN=abc\n', JSON.stringify(allowed));
+});
+
+test('process.run is not available in the browser or at the edge', async () => {
+  const host = await Host.create({ policy: policy() });
+  const r = await host.request('t', 'process.run', { program: 'ls', args: [] });
+  assert.match(r.error?.message ?? '', /not available in the browser/, JSON.stringify(r));
+});
+
+test('bad input gets clear errors', async () => {
+  const host = await Host.create({ policy: '' });
+  await assert.rejects(host.request('t', 'fs.read', undefined).then(() => host.inner.request('t', 'fs.read', '{')), /not valid JSON/);
+  const unknown = await host.request('t', 'fs.nope', {});
+  assert.equal(unknown.error?.code, -32601);
+  await assert.rejects(Host.create({ policy: '[access]\nfilesystem = "x"' }), /policy/);
+});
