@@ -1,7 +1,8 @@
 // Builds what the page and the edge handler load, into www/ (git-ignored outputs):
 //   www/pkg/         jp-web for wasm32-unknown-unknown, bound by wasm-bindgen (--target web)
 //   www/components/  the guest components (tools/guests, wasm32-wasip2) transpiled by jco
-// Installs what it needs first (rustup targets, wasm-bindgen-cli at the pinned version).
+// Installs what it needs first (rustup targets, wasm-bindgen-cli at the pinned version, the npm
+// packages, Debian's chromium and chromium-driver).
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -26,6 +27,14 @@ const pinned = /^wasm-bindgen = "=([0-9.]+)"/m.exec(readFileSync(join(root, 'Car
 if (!output('wasm-bindgen', ['--version']).trim().endsWith(` ${pinned}`)) {
   // Not --locked: a locked dependency of this version is no longer in the registry.
   run('cargo', ['install', 'wasm-bindgen-cli', '--version', pinned]);
+}
+
+// Headless Chromium for the browser tests (Debian packages).
+if (!existsSync('/usr/bin/chromium') || !existsSync('/usr/bin/chromedriver')) {
+  const sudo = process.getuid?.() === 0 ? [] : ['sudo'];
+  const apt = (...args) => run(sudo[0] ?? 'apt-get', sudo.length ? ['apt-get', ...args] : args);
+  apt('update', '-qq');
+  apt('install', '-y', '-qq', 'chromium', 'chromium-driver');
 }
 
 // jp-web → www/pkg
