@@ -18,13 +18,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use jp_core::BoxFuture;
+use jp_core::cancel::CancellationToken;
 use jp_core::files::ProjectFiles;
+use jp_core::handles::{AnyToolHandle, ApplyInput};
 use jp_core::host::{
     DenyInquirer, DispatchEvents, Dispatcher, HostError, HttpClient, Inquirer, ProcessRunner, TraceEvent, Unavailable,
 };
 use jp_core::policy::AccessPolicy;
 use jp_core::protocol::{
-    DEFAULT_MAX_LINE, Id, InitParams, InitTool, LineDecoder, Message, PROTOCOL_VERSION, PendingParams,
+    ApplyParams, DEFAULT_MAX_LINE, Id, InitParams, InitTool, LineDecoder, Message, PROTOCOL_VERSION, PendingParams,
     ProtocolNotification, Response, decode_frame, encode_message,
 };
 use jp_core::runtime::{ExecutionOutcome, RuntimeError, ToolCall, ToolConfig, ToolRuntime};
@@ -218,6 +220,37 @@ impl VfsRuntime {
         action: Option<&str>,
         default_policy: AccessPolicy,
     ) -> Result<ExecutionOutcome, RuntimeError> {
+        let mut session = self.start(&call, config, action, default_policy)?;
+        let step = session.serve(&call.cancel, false).await;
+        session.end(step).await
+    }
+
+    /// Start a stateful tool (RFD 009 / D11 "stateful VFS tools"): the process stays alive
+    /// across `apply` cycles. Returns the tool's first state and, unless that state is
+    /// `stopped`, a handle for the registry (`fetch`, `apply`, `abort`).
+    pub async fn spawn_stateful(
+        &self,
+        call: ToolCall,
+        config: &ToolConfig,
+        default_policy: AccessPolicy,
+    ) -> Result<(ToolState, Option<VfsHandle>), RuntimeError> {
+        let mut session = self.start(&call, config, None, default_policy)?;
+        match session.serve(&call.cancel, true).await {
+            Step::State(state) => {
+                Ok((state.clone(), Some(VfsHandle { session: Some(session), state, cancel: call.cancel })))
+            }
+            step => Ok((stopped(session.end(step).await), None)),
+        }
+    }
+
+    /// Spawn the tool under the sandbox, send `init`, and start serving its requests.
+    fn start(
+        &self,
+        call: &ToolCall,
+        config: &ToolConfig,
+        action: Option<&str>,
+        default_policy: AccessPolicy,
+    ) -> Result<Session, RuntimeError> {
         let name = call.name.clone();
         let command =
             config.command.as_deref().ok_or_else(|| RuntimeError::Config(format!("tool '{name}' has no `command`")))?;
@@ -339,143 +372,190 @@ impl VfsRuntime {
             })
         };
 
-        let opts = self.options;
-        let mut decoder = LineDecoder::new(opts.max_line);
-        let mut buf = vec![0u8; 256 * 1024];
-        let mut stdout = stdout;
-        let mut malformed = 0usize;
-        let mut exited: Option<std::process::ExitStatus> = None;
+        Ok(Session {
+            name,
+            call_id: call.id.clone(),
+            opts: self.options,
+            child,
+            pgid,
+            guard,
+            out,
+            writer,
+            stderr_task,
+            dispatch_task,
+            req_tx,
+            pending_bytes,
+            in_flight,
+            served,
+            abandon,
+            decoder: LineDecoder::new(self.options.max_line),
+            buf: vec![0u8; 256 * 1024],
+            stdout,
+            malformed: 0,
+            exited: None,
+            eof: false,
+        })
+    }
+}
+
+/// Where serving a tool stopped.
+enum Step {
+    /// The tool's last word.
+    Final(Result<ExecutionOutcome, RuntimeError>),
+    /// A stateful tool's new `running` or `waiting` state; it stays alive.
+    State(ToolState),
+    Eof,
+    Cancelled,
+    Timeout,
+    Misbehaved(String),
+}
+
+/// A spawned tool being served.
+struct Session {
+    name: String,
+    call_id: String,
+    opts: VfsOptions,
+    child: tokio::process::Child,
+    pgid: u32,
+    guard: GroupGuard,
+    out: Outbox,
+    writer: tokio::task::JoinHandle<()>,
+    stderr_task: tokio::task::JoinHandle<String>,
+    dispatch_task: tokio::task::JoinHandle<()>,
+    req_tx: mpsc::UnboundedSender<jp_core::protocol::Request>,
+    pending_bytes: Arc<AtomicUsize>,
+    in_flight: Arc<AtomicUsize>,
+    served: Arc<Notify>,
+    abandon: Arc<Notify>,
+    decoder: LineDecoder,
+    buf: Vec<u8>,
+    stdout: tokio::process::ChildStdout,
+    malformed: usize,
+    exited: Option<std::process::ExitStatus>,
+    eof: bool,
+}
+
+impl Session {
+    /// Serve the tool's requests until its last word, or — when `stateful` — its next
+    /// `running`/`waiting` state.
+    async fn serve(&mut self, cancel: &CancellationToken, stateful: bool) -> Step {
+        let opts = self.opts;
         let mut deadline = tokio::time::Instant::now() + opts.request_timeout;
-        let mut eof = false;
-
-        enum End {
-            Final(Result<ExecutionOutcome, RuntimeError>),
-            Eof,
-            Cancelled,
-            Timeout,
-            Misbehaved(String),
-        }
-
-        let end = loop {
-            if eof {
-                break End::Eof;
+        loop {
+            if self.eof {
+                return Step::Eof;
             }
-            let busy = in_flight.load(Ordering::SeqCst) > 0;
+            let busy = self.in_flight.load(Ordering::SeqCst) > 0;
             tokio::select! {
                 biased;
-                () = call.cancel.cancelled() => break End::Cancelled,
-                status = child.wait(), if exited.is_none() => {
-                    exited = status.ok();
+                () = cancel.cancelled() => return Step::Cancelled,
+                status = self.child.wait(), if self.exited.is_none() => {
+                    self.exited = status.ok();
                     // Whatever the tool left behind dies now, so its pipes close and we reach EOF.
-                    signal_group(pgid, Signal::KILL);
+                    signal_group(self.pgid, Signal::KILL);
                 }
-                () = served.notified() => {
+                () = self.served.notified() => {
                     deadline = tokio::time::Instant::now() + opts.request_timeout;
                 }
-                () = tokio::time::sleep_until(deadline), if !busy => break End::Timeout,
-                read = stdout.read(&mut buf) => {
+                () = tokio::time::sleep_until(deadline), if !busy => return Step::Timeout,
+                read = self.stdout.read(&mut self.buf) => {
                     let n: usize = read.unwrap_or_default();
-                    let mut frames = decoder.push(&buf[..n]);
+                    let mut frames = self.decoder.push(&self.buf[..n]);
                     if n == 0 {
-                        frames.extend(decoder.finish());
-                        eof = true;
+                        frames.extend(self.decoder.finish());
+                        self.eof = true;
                     }
-                    let mut finished = None;
                     for frame in frames {
-                        if pending_bytes.load(Ordering::SeqCst) > opts.max_line.saturating_mul(4) {
-                            finished = Some(End::Misbehaved("it stopped reading its stdin while sending requests".into()));
-                            break;
+                        if self.pending_bytes.load(Ordering::SeqCst) > opts.max_line.saturating_mul(4) {
+                            return Step::Misbehaved("it stopped reading its stdin while sending requests".into());
                         }
                         match decode_frame(&frame, opts.max_line) {
                             Err((id, e)) => {
-                                malformed += 1;
-                                out.send(encode_message(&Message::Response(Response { id, outcome: Err(e) })));
-                                if malformed >= opts.max_malformed {
-                                    finished = Some(End::Misbehaved(format!("it sent {malformed} malformed messages; it does not speak the VFS protocol")));
-                                    break;
+                                self.malformed += 1;
+                                self.out.send(encode_message(&Message::Response(Response { id, outcome: Err(e) })));
+                                if self.malformed >= opts.max_malformed {
+                                    return Step::Misbehaved(format!("it sent {} malformed messages; it does not speak the VFS protocol", self.malformed));
                                 }
                             }
                             Ok(Message::Request(req)) => {
                                 deadline = tokio::time::Instant::now() + opts.request_timeout;
-                                in_flight.fetch_add(1, Ordering::SeqCst);
-                                let _ = req_tx.send(req);
+                                self.in_flight.fetch_add(1, Ordering::SeqCst);
+                                let _ = self.req_tx.send(req);
                             }
                             Ok(Message::Notification(n)) => {
                                 deadline = tokio::time::Instant::now() + opts.request_timeout;
+                                let id = self.call_id.clone();
                                 match ProtocolNotification::parse(&n.method, n.params) {
                                     Ok(ProtocolNotification::Result(r)) => {
-                                        finished = Some(End::Final(Ok(ExecutionOutcome::Completed { id: call.id.clone(), result: Ok(r) })));
+                                        return Step::Final(Ok(ExecutionOutcome::Completed { id, result: Ok(r) }));
                                     }
                                     Ok(ProtocolNotification::Error(e)) => {
-                                        finished = Some(End::Final(Ok(ExecutionOutcome::Completed { id: call.id.clone(), result: Err(e) })));
+                                        return Step::Final(Ok(ExecutionOutcome::Completed { id, result: Err(e) }));
                                     }
                                     Ok(ProtocolNotification::State(ToolState::Stopped { result })) => {
-                                        finished = Some(End::Final(Ok(ExecutionOutcome::Completed {
-                                            id: call.id.clone(),
-                                            result: result.map(ToolResult::text),
-                                        })));
+                                        return Step::Final(Ok(ExecutionOutcome::Completed { id, result: result.map(ToolResult::text) }));
                                     }
+                                    Ok(ProtocolNotification::State(state)) if stateful => return Step::State(state),
                                     Ok(ProtocolNotification::State(ToolState::Waiting { question, .. })) => {
-                                        finished = Some(End::Final(Ok(ExecutionOutcome::NeedsInput { id: call.id.clone(), question })));
+                                        return Step::Final(Ok(ExecutionOutcome::NeedsInput { id, question }));
                                     }
-                                    Ok(ProtocolNotification::Cancel) => abandon.notify_one(),
-                                    // Progress of a stateful tool, or notifications that only the
-                                    // host sends: nothing to do for a one-shot call.
+                                    Ok(ProtocolNotification::Cancel) => self.abandon.notify_one(),
+                                    // Progress of a stateful tool in a one-shot call, or
+                                    // notifications that only the host sends: nothing to do.
                                     Ok(_) | Err(_) => {}
                                 }
                             }
                             Ok(Message::Response(_)) => {}
                         }
-                        if finished.is_some() {
-                            break;
-                        }
-                    }
-                    if let Some(f) = finished {
-                        break f;
                     }
                 }
             }
-        };
+        }
+    }
 
-        // Wind down: stop serving, close stdin, make sure the group is gone.
-        dispatch_task.abort();
-        drop(req_tx);
-        let result = match end {
-            End::Final(outcome) => {
+    /// Wind down after `step`: stop serving, close stdin, make sure the group is gone, and say
+    /// how the call ended.
+    async fn end(mut self, step: Step) -> Result<ExecutionOutcome, RuntimeError> {
+        self.dispatch_task.abort();
+        let (name, pgid) = (self.name.clone(), self.pgid);
+        let result = match step {
+            Step::Final(outcome) => {
                 // The tool said its last word; it should exit by itself.
-                self.stop(&mut child, pgid, &out, false).await;
+                self.stop(false).await;
                 outcome
             }
-            End::Cancelled => {
-                self.stop(&mut child, pgid, &out, true).await;
-                Ok(ExecutionOutcome::Cancelled { id: call.id.clone() })
+            Step::State(_) | Step::Cancelled => {
+                self.stop(true).await;
+                Ok(ExecutionOutcome::Cancelled { id: self.call_id.clone() })
             }
-            End::Timeout => {
+            Step::Timeout => {
                 signal_group(pgid, Signal::KILL);
-                Err(RuntimeError::Timeout { tool: name.clone(), seconds: opts.request_timeout.as_secs() })
+                Err(RuntimeError::Timeout { tool: name, seconds: self.opts.request_timeout.as_secs() })
             }
-            End::Misbehaved(why) => {
+            Step::Misbehaved(why) => {
                 signal_group(pgid, Signal::KILL);
-                let tail = tail_of(stderr_task, pgid).await;
+                let tail = tail_of(self.stderr_task, pgid).await;
                 return Err(RuntimeError::Protocol {
                     tool: name,
                     message: with_tail(format!("it was stopped because {why}"), &tail),
                 });
             }
-            End::Eof => {
-                let status = match exited {
+            Step::Eof => {
+                let status = match self.exited {
                     Some(s) => Some(s),
-                    None => tokio::time::timeout(opts.cancel_grace, child.wait()).await.ok().and_then(Result::ok),
+                    None => {
+                        tokio::time::timeout(self.opts.cancel_grace, self.child.wait()).await.ok().and_then(Result::ok)
+                    }
                 };
                 signal_group(pgid, Signal::KILL);
-                let tail = tail_of(stderr_task, pgid).await;
+                let tail = tail_of(self.stderr_task, pgid).await;
                 let how = match status.and_then(|s| s.code()) {
                     Some(code) => format!("exited with status {code}"),
                     None => "was killed by a signal".to_owned(),
                 };
-                drop(guard);
+                drop(self.guard);
                 return Ok(ExecutionOutcome::Completed {
-                    id: call.id.clone(),
+                    id: self.call_id,
                     result: Err(ToolError {
                         message: with_tail(format!("tool '{name}' {how} without sending a result or error"), &tail),
                         trace: Vec::new(),
@@ -484,29 +564,103 @@ impl VfsRuntime {
                 });
             }
         };
-        drop(out);
-        writer.abort();
-        drop(guard);
-        let _ = tokio::time::timeout(Duration::from_secs(1), stderr_task).await;
+        drop(self.out);
+        drop(self.req_tx);
+        self.writer.abort();
+        drop(self.guard);
+        let _ = tokio::time::timeout(Duration::from_secs(1), self.stderr_task).await;
         result
     }
 
     /// Stop a tool that is done or cancelled: wait for it to exit by itself (after sending
     /// `cancel` when cancelling), then `SIGTERM`, then `SIGKILL` — always ending with the group
     /// killed.
-    async fn stop(&self, child: &mut tokio::process::Child, pgid: u32, out: &Outbox, cancel: bool) {
-        let grace = self.options.cancel_grace;
+    async fn stop(&mut self, cancel: bool) {
+        let grace = self.opts.cancel_grace;
         if cancel {
-            out.send(encode_message(&ProtocolNotification::Cancel.to_message()));
+            self.out.send(encode_message(&ProtocolNotification::Cancel.to_message()));
         }
-        if tokio::time::timeout(grace, child.wait()).await.is_err() {
-            signal_group(pgid, Signal::TERM);
-            if tokio::time::timeout(grace, child.wait()).await.is_err() {
-                signal_group(pgid, Signal::KILL);
-                let _ = child.wait().await;
+        if tokio::time::timeout(grace, self.child.wait()).await.is_err() {
+            signal_group(self.pgid, Signal::TERM);
+            if tokio::time::timeout(grace, self.child.wait()).await.is_err() {
+                signal_group(self.pgid, Signal::KILL);
+                let _ = self.child.wait().await;
             }
         }
-        signal_group(pgid, Signal::KILL);
+        signal_group(self.pgid, Signal::KILL);
+    }
+}
+
+/// The terminal state for how a stateful call ended.
+fn stopped(outcome: Result<ExecutionOutcome, RuntimeError>) -> ToolState {
+    let result = match outcome {
+        Ok(ExecutionOutcome::Completed { result: Ok(r), .. }) => Ok(r.to_text()),
+        Ok(ExecutionOutcome::Completed { result: Err(e), .. }) => Err(e),
+        Ok(ExecutionOutcome::NeedsInput { question, .. }) => {
+            Err(ToolError::new(format!("the tool stopped with an unanswered question: {}", question.text)))
+        }
+        Ok(ExecutionOutcome::Cancelled { .. }) => Err(ToolError::new("the tool was cancelled")),
+        Err(e) => Err(ToolError::new(e.to_string())),
+    };
+    ToolState::Stopped { result }
+}
+
+/// A stateful VFS tool kept alive between `apply` calls (for the RFD 009 handle registry).
+pub struct VfsHandle {
+    session: Option<Session>,
+    state: ToolState,
+    cancel: CancellationToken,
+}
+
+impl std::fmt::Debug for VfsHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VfsHandle").field("state", &self.state).finish_non_exhaustive()
+    }
+}
+
+impl VfsHandle {
+    /// Whether the process is still alive (the last state was not `stopped`).
+    pub fn is_live(&self) -> bool {
+        self.session.is_some()
+    }
+
+    async fn apply_input(&mut self, input: ApplyInput) -> Result<ToolState, ToolError> {
+        let Some(mut session) = self.session.take() else {
+            return Err(ToolError::new("the tool has stopped; start it again to give it more input"));
+        };
+        let input = match input {
+            ApplyInput::Data(v) => v,
+            ApplyInput::Answer { value, .. } => value,
+        };
+        let apply = ProtocolNotification::Apply(ApplyParams { input });
+        session.out.send(encode_message(&apply.to_message()));
+        match session.serve(&self.cancel, true).await {
+            Step::State(state) => {
+                self.session = Some(session);
+                self.state = state;
+            }
+            step => self.state = stopped(session.end(step).await),
+        }
+        Ok(self.state.clone())
+    }
+}
+
+impl AnyToolHandle for VfsHandle {
+    fn fetch(&mut self) -> BoxFuture<'_, Result<ToolState, ToolError>> {
+        Box::pin(async move { Ok(self.state.clone()) })
+    }
+
+    fn apply(&mut self, input: ApplyInput) -> BoxFuture<'_, Result<ToolState, ToolError>> {
+        Box::pin(self.apply_input(input))
+    }
+
+    fn abort(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if let Some(session) = self.session.take() {
+                let _ = session.end(Step::Cancelled).await;
+                self.state = ToolState::Stopped { result: Err(ToolError::new("the tool was aborted")) };
+            }
+        })
     }
 }
 
