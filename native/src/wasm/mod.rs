@@ -119,6 +119,8 @@ impl WasiView for CallState {
 
 struct Loaded {
     pre: InstancePre<CallState>,
+    /// The same, with the `run` export's index resolved once (not looked up by name per call).
+    tool: tool_bindings::ToolPre<CallState>,
     describe: Option<ComponentExportIndex>,
 }
 
@@ -311,7 +313,10 @@ impl WasmEngine {
             .linker
             .instantiate_pre(&component)
             .map_err(|e| RuntimeError::Other(format!("Failed to instantiate Wasm component {what}: {e:#}")))?;
-        let loaded = Arc::new(Loaded { pre, describe });
+        let tool = tool_bindings::ToolPre::new(pre.clone()).map_err(|e| {
+            RuntimeError::Other(format!("Wasm component {what} does not export the jp:tool `run` function: {e:#}"))
+        })?;
+        let loaded = Arc::new(Loaded { pre, tool, describe });
         if let Ok(mut c) = self.components.lock() {
             c.insert(key, loaded.clone());
         }
@@ -443,8 +448,8 @@ impl WasmRuntime {
         let arguments = serde_json::to_string(&call.arguments).unwrap_or_default();
         let answers = serde_json::to_string(&call.answers).unwrap_or_default();
         let root = mounts.first().map_or_else(|| "/".to_owned(), |m| m.guest_path.clone());
-        let (mut store, instance) = self.instantiate(&call, &loaded, mounts, host_dispatcher).await?;
-        let tool = tool_bindings::Tool::new(&mut store, &instance).map_err(|e| {
+        let mut store = self.store(&call, mounts, host_dispatcher);
+        let tool = loaded.tool.instantiate_async(&mut store).await.map_err(|e| {
             RuntimeError::Other(format!("Failed to instantiate Wasm component for '{}': {e:#}", call.name))
         })?;
         let ctx = Context { root, action: Action::Run };
@@ -498,7 +503,11 @@ impl WasmRuntime {
             answers: Default::default(),
             cancel: CancellationToken::new(),
         };
-        let (mut store, instance) = self.instantiate(&call, &loaded, mounts, d).await?;
+        let mut store = self.store(&call, mounts, d);
+        let instance =
+            loaded.pre.instantiate_async(&mut store).await.map_err(|e| {
+                RuntimeError::Other(format!("Failed to instantiate Wasm component for '{name}': {e:#}"))
+            })?;
         let func = instance
             .get_typed_func::<(), (String,)>(&mut store, &index)
             .map_err(|e| RuntimeError::Other(format!("the describe export of '{name}' has the wrong type: {e:#}")))?;
@@ -549,13 +558,8 @@ impl WasmRuntime {
         }
     }
 
-    async fn instantiate(
-        &self,
-        call: &ToolCall,
-        loaded: &Loaded,
-        mounts: Vec<Mount>,
-        dispatcher: Option<Arc<Dispatcher>>,
-    ) -> Result<(Store<CallState>, wasmtime::component::Instance), RuntimeError> {
+    /// A fresh store for one call: WASI context, mounts, imports, limits, deadline.
+    fn store(&self, call: &ToolCall, mounts: Vec<Mount>, dispatcher: Option<Arc<Dispatcher>>) -> Store<CallState> {
         let events: Arc<dyn DispatchEvents> = match &self.trace {
             Some(t) => t.clone(),
             None => Arc::new(NoEvents),
@@ -588,10 +592,7 @@ impl WasmRuntime {
             }
             Ok(UpdateDeadline::Yield(1))
         });
-        let instance = loaded.pre.instantiate_async(&mut store).await.map_err(|e| {
-            RuntimeError::Other(format!("Failed to instantiate Wasm component for '{}': {e:#}", call.name))
-        })?;
-        Ok((store, instance))
+        store
     }
 
     fn failed(&self, call: &ToolCall, state: &CallState, e: wasmtime::Error) -> Result<ExecutionOutcome, RuntimeError> {
