@@ -316,6 +316,12 @@ impl App {
             let text = self.wasm()?.describe(LEARN, source).await?.unwrap_or_default();
             return SchemaResponse::parse_for(LEARN, &text).map_err(|e| RuntimeError::Config(e.to_string()));
         }
+        if entry.first_party {
+            // The first-party fs tools are this very binary in tool mode: its answer to the
+            // schema action is this table, so it is read here instead of spawning `jp __tool`.
+            let text = jp_tool::schema_response(jp_fs_tools::TOOLS).to_string();
+            return SchemaResponse::parse_for(&entry.name, &text).map_err(|e| RuntimeError::Config(e.to_string()));
+        }
         let config = self.run_config(entry);
         let kind = match resolve_runtime(&entry.name, &config).choice {
             RuntimeChoice::Local(kind) => kind,

@@ -15,29 +15,40 @@ pub const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(30);
 /// HTTP over reqwest (rustls, no redirects, bounded bodies).
 #[derive(Debug, Clone)]
 pub struct ReqwestHttpClient {
-    client: reqwest::Client,
+    /// Built on first use: loading the system's root certificates takes milliseconds, which a
+    /// call that never touches the network should not pay.
+    client: std::sync::OnceLock<Result<reqwest::Client, String>>,
     timeout: Duration,
 }
 
 impl ReqwestHttpClient {
     /// A client with the given per-exchange timeout.
     pub fn new(timeout: Duration) -> Result<Self, BackendError> {
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(timeout)
-            .user_agent(concat!("jp-host/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| BackendError::Failed(format!("cannot build the HTTP client: {e}")))?;
-        Ok(Self { client, timeout })
+        Ok(Self { client: std::sync::OnceLock::new(), timeout })
+    }
+
+    fn client(&self) -> Result<&reqwest::Client, BackendError> {
+        self.client
+            .get_or_init(|| {
+                reqwest::Client::builder()
+                    .redirect(reqwest::redirect::Policy::none())
+                    .timeout(self.timeout)
+                    .user_agent(concat!("jp-host/", env!("CARGO_PKG_VERSION")))
+                    .build()
+                    .map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(|e| BackendError::Failed(format!("cannot build the HTTP client: {e}")))
     }
 }
 
 impl HttpClient for ReqwestHttpClient {
     fn send(&self, request: HttpRequest) -> BoxFuture<'_, Result<HttpResponse, BackendError>> {
         Box::pin(async move {
+            let client = self.client()?;
             let mut builder = match request.method {
-                HttpMethod::Get => self.client.get(&request.url),
-                HttpMethod::Post => self.client.post(&request.url).body(request.body.clone()),
+                HttpMethod::Get => client.get(&request.url),
+                HttpMethod::Post => client.post(&request.url).body(request.body.clone()),
             };
             for h in &request.headers {
                 builder = builder.header(&h.name, &h.value);
