@@ -329,3 +329,26 @@ async fn limits_end_a_call_cleanly_and_the_next_call_is_unaffected() {
     assert!(matches!(out, ExecutionOutcome::Cancelled { .. }), "{out:?}");
     assert!(t.elapsed() < Duration::from_secs(5));
 }
+
+#[test]
+fn the_on_disk_cache_is_reused_by_a_new_engine_and_survives_a_corrupt_artifact() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("wasm");
+    let bytes = std::fs::read(guest("jp_tool_test")).unwrap();
+    WasmEngine::new(Some(&cache)).unwrap().preload(&bytes).unwrap();
+    let artifacts: Vec<_> = std::fs::read_dir(&cache).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(artifacts.len(), 1, "{artifacts:?}");
+    assert!(artifacts[0].extension().is_some_and(|e| e == "cwasm"));
+    let written = std::fs::read(&artifacts[0]).unwrap();
+    let inode = |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
+    let first = inode(&artifacts[0]);
+    // A second engine (what a second `jp` process does) maps the artifact instead of compiling
+    // (a recompile would rename a new file into place: another inode).
+    WasmEngine::new(Some(&cache)).unwrap().preload(&bytes).unwrap();
+    assert_eq!(inode(&artifacts[0]), first, "the artifact was reused, not rewritten");
+    // A torn or foreign artifact is refused by wasmtime's header check and replaced.
+    std::fs::write(&artifacts[0], b"not a compiled component").unwrap();
+    WasmEngine::new(Some(&cache)).unwrap().preload(&bytes).unwrap();
+    assert_ne!(inode(&artifacts[0]), first, "the bad artifact was replaced");
+    assert_eq!(std::fs::read(&artifacts[0]).unwrap(), written);
+}

@@ -131,8 +131,6 @@ mod bench {
             let t = Instant::now();
             first.preload(&bytes).unwrap();
             cold.push(t.elapsed());
-            // wasmtime writes the cache entry from a worker thread; give it a moment.
-            std::thread::sleep(Duration::from_millis(300));
             let second = WasmEngine::new(Some(&dir)).unwrap();
             let t = Instant::now();
             second.preload(&bytes).unwrap();

@@ -1,10 +1,11 @@
 //! [`WasmRuntime`]: WASI p2 components under wasmtime (seed 002).
 //!
 //! One [`WasmEngine`] per process: component model, async, pooling allocator, epoch
-//! interruption driven by a 10 ms ticker thread, and wasmtime's on-disk cache of compiled
-//! artifacts (so a second `jp` process loads a component in about a millisecond instead of
-//! compiling it). Components are cached in memory by content hash as an `InstancePre`, so each
-//! call gets a fresh instance — no state survives between calls.
+//! interruption driven by a 10 ms ticker thread, and an on-disk cache of compiled artifacts
+//! (`Component::serialize`, mapped back with `deserialize_file`: a second `jp` process loads a
+//! component in about a millisecond instead of compiling it). Components are cached in memory
+//! by content hash as an `InstancePre`, so each call gets a fresh instance — no state survives
+//! between calls.
 //!
 //! A component has no ambient capabilities: no environment, no sockets, no arguments; clocks and
 //! random are allowed; stdout and stderr are captured with a cap. Its files are `wasi:filesystem`
@@ -159,6 +160,10 @@ pub struct WasmEngine {
     files: Mutex<HashMap<PathBuf, (FileStamp, [u8; 32])>>,
     /// Builtin components (static bytes) by address: hashed once per process.
     builtins: Mutex<HashMap<usize, [u8; 32]>>,
+    /// Where compiled components are kept between processes, and the engine-compatibility tag
+    /// in their file names (a `jp` with other engine settings or another wasmtime never reads
+    /// an artifact it did not write).
+    disk: Option<(PathBuf, String)>,
 }
 
 impl std::fmt::Debug for WasmEngine {
@@ -199,19 +204,28 @@ impl WasmEngine {
             .total_stacks(64)
             .max_memory_size(1 << 30);
         config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool));
-        if let Some(dir) = cache
-            && std::fs::create_dir_all(dir).is_ok()
-        {
-            let mut cc = wasmtime::CacheConfig::new();
-            cc.with_directory(dir);
-            match wasmtime::Cache::new(cc) {
-                Ok(c) => {
-                    config.cache(Some(c));
-                }
-                Err(e) => eprintln!("warning: the compiled-component cache in {} is off: {e}", dir.display()),
-            }
-        }
         let engine = Engine::new(&config).map_err(|e| e.to_string())?;
+        let disk = cache.and_then(|dir| {
+            use std::hash::{Hash, Hasher};
+            use std::os::unix::fs::DirBuilderExt;
+            // Private to the user: only this user's `jp` writes what it later maps as code.
+            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).ok()?;
+            // A cache that someone else could write to is not used.
+            let meta = std::fs::metadata(dir).ok()?;
+            {
+                use std::os::unix::fs::MetadataExt;
+                if meta.uid() != rustix::process::getuid().as_raw() || meta.mode() & 0o022 != 0 {
+                    eprintln!(
+                        "warning: the compiled-component cache {} is not private to you (owner or group/other write); compiling every time",
+                        dir.display()
+                    );
+                    return None;
+                }
+            }
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            engine.precompile_compatibility_hash().hash(&mut h);
+            Some((dir.to_path_buf(), format!("{:016x}", h.finish())))
+        });
         let mut linker: Linker<CallState> = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| e.to_string())?;
         // Files come from the dispatcher, not from a raw preopen: replace wasi:filesystem.
@@ -244,7 +258,43 @@ impl WasmEngine {
             components: Mutex::new(HashMap::new()),
             files: Mutex::new(HashMap::new()),
             builtins: Mutex::new(HashMap::new()),
+            disk,
         })
+    }
+
+    /// The component for `key`: mapped from the on-disk cache when it was compiled by an
+    /// earlier process (no decompression, no compilation), else compiled and stored there.
+    fn component(&self, what: &str, key: &[u8; 32], bytes: &[u8]) -> Result<Component, RuntimeError> {
+        let file = self.disk.as_ref().map(|(dir, tag)| {
+            let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
+            dir.join(format!("{hex}-{tag}.cwasm"))
+        });
+        if let Some(file) = &file
+            && file.is_file()
+        {
+            // SAFETY: `deserialize_file` maps the file as code. The file is one this program
+            // wrote with `Component::serialize` (named by the content hash and this engine's
+            // compatibility tag) in the user's own 0700 cache directory; wasmtime also checks
+            // the artifact's header against the engine and refuses a mismatch.
+            #[allow(unsafe_code)]
+            let loaded = unsafe { Component::deserialize_file(&self.engine, file) };
+            if let Ok(component) = loaded {
+                return Ok(component);
+            }
+            let _ = std::fs::remove_file(file);
+        }
+        let component = Component::new(&self.engine, bytes)
+            .map_err(|e| RuntimeError::Other(format!("Failed to compile Wasm component {what}: {e:#}")))?;
+        if let Some(file) = &file
+            && let Ok(artifact) = component.serialize()
+        {
+            // Best effort and atomic: a temp file renamed into place, never a torn artifact.
+            let tmp = file.with_extension(format!("tmp{}", std::process::id()));
+            if std::fs::write(&tmp, &artifact).is_ok() && std::fs::rename(&tmp, file).is_err() {
+                let _ = std::fs::remove_file(&tmp);
+            }
+        }
+        Ok(component)
     }
 
     fn cached(&self, key: &[u8; 32]) -> Option<Arc<Loaded>> {
@@ -304,8 +354,7 @@ impl WasmEngine {
         if let Some(l) = self.cached(&key) {
             return Ok(l);
         }
-        let component = Component::new(&self.engine, bytes)
-            .map_err(|e| RuntimeError::Other(format!("Failed to compile Wasm component {what}: {e:#}")))?;
+        let component = self.component(what, &key, bytes)?;
         let describe = component
             .get_export_index(None, "jp:tool/describe@0.1.0")
             .and_then(|i| component.get_export_index(Some(&i), "schema"));
