@@ -17,41 +17,24 @@ fn main() {
 }
 
 #[cfg(not(target_arch = "wasm32"))]
+mod common;
+
+#[cfg(not(target_arch = "wasm32"))]
 mod bench {
     use std::sync::Arc;
-    use std::time::{Duration, Instant};
+    use std::time::Instant;
 
-    use jp_core::cancel::CancellationToken;
     use jp_core::host::{Dispatcher, NoEvents};
     use jp_core::policy::AccessPolicy;
     use jp_core::protocol::{HostRequest, Id};
-    use jp_core::runtime::{Config, ToolCall, ToolConfig};
     use jp_native::files::FsProjectFiles;
     use jp_native::sandbox::{SandboxMode, SandboxSpec};
     use jp_native::vfs::VfsRuntime;
     use serde_json::json;
 
+    use super::common::{call, config, median};
+
     const TOOL: &str = env!("CARGO_BIN_EXE_jp-test-tools");
-
-    fn median(mut v: Vec<Duration>) -> Duration {
-        v.sort();
-        v[v.len() / 2]
-    }
-
-    fn config(command: &str) -> ToolConfig {
-        let text = format!("[conversation.tools.t]\nsource = \"local\"\nruntime = \"vfs\"\ncommand = {command:?}\n");
-        Config::from_toml(&text, "bench.toml").unwrap().conversation.tools.remove("t").unwrap()
-    }
-
-    fn call(name: &str, args: serde_json::Value) -> ToolCall {
-        ToolCall {
-            name: name.into(),
-            id: "b".into(),
-            arguments: args.as_object().cloned().unwrap(),
-            answers: Default::default(),
-            cancel: CancellationToken::new(),
-        }
-    }
 
     pub(crate) fn main() {
         let rt = tokio::runtime::Runtime::new().unwrap();
@@ -59,7 +42,7 @@ mod bench {
         std::fs::write(ws.path().join("4k.txt"), "x".repeat(4096)).unwrap();
         let files = Arc::new(FsProjectFiles::open(ws.path()).unwrap());
         let vfs = VfsRuntime::new(files.clone(), ws.path());
-        let cfg = config(TOOL);
+        let cfg = config(&format!("runtime = \"vfs\"\ncommand = {TOOL:?}"));
 
         // 1. fs.read round trip.
         let dispatcher = Dispatcher::builder("b", Arc::new(AccessPolicy::vfs_default()), files.clone()).build();

@@ -18,17 +18,20 @@ fn main() {
 }
 
 #[cfg(not(target_arch = "wasm32"))]
+mod common;
+
+#[cfg(not(target_arch = "wasm32"))]
 mod bench {
     use std::path::Path;
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
-    use jp_core::cancel::CancellationToken;
-    use jp_core::runtime::{Config, ToolCall, ToolConfig};
     use jp_native::files::FsProjectFiles;
     use jp_native::vfs::VfsRuntime;
-    use jp_native::wasm::{GUESTS_DIR, WasmEngine, WasmRuntime};
+    use jp_native::wasm::{GUESTS_DIR, WasmEngine, WasmRuntime, engine_config};
     use serde_json::json;
+
+    use super::common::{call, config, median};
     use wasmtime::component::{Component, Linker, ResourceTable};
     use wasmtime::{Engine, Store};
     use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
@@ -42,26 +45,6 @@ mod bench {
     }
 
     const VFS_TOOL: &str = env!("CARGO_BIN_EXE_jp-test-tools");
-
-    fn median(mut v: Vec<Duration>) -> Duration {
-        v.sort();
-        v[v.len() / 2]
-    }
-
-    fn config(text: &str) -> ToolConfig {
-        let text = format!("[conversation.tools.t]\nsource = \"local\"\n{text}");
-        Config::from_toml(&text, "bench.toml").unwrap().conversation.tools.remove("t").unwrap()
-    }
-
-    fn call(name: &str, args: serde_json::Value) -> ToolCall {
-        ToolCall {
-            name: name.into(),
-            id: "b".into(),
-            arguments: args.as_object().cloned().unwrap(),
-            answers: Default::default(),
-            cancel: CancellationToken::new(),
-        }
-    }
 
     struct Bare {
         wasi: WasiCtx,
@@ -146,19 +129,13 @@ mod bench {
 
     /// The median of 2000 bare instantiate + `run("ok")` calls.
     fn raw_calls(rt: &tokio::runtime::Runtime, component: &Path, pooled: bool) -> Duration {
-        let mut config = wasmtime::Config::new();
-        config.wasm_component_model(true);
-        if pooled {
-            let mut pool = wasmtime::PoolingAllocationConfig::default();
-            pool.total_component_instances(64)
-                .total_core_instances(512)
-                .total_memories(128)
-                .total_tables(256)
-                .total_stacks(64)
-                .max_memory_size(1 << 30);
-            config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool));
-            config.epoch_interruption(true);
-        }
+        let config = if pooled {
+            engine_config()
+        } else {
+            let mut config = wasmtime::Config::new();
+            config.wasm_component_model(true);
+            config
+        };
         let engine = Engine::new(&config).unwrap();
         let mut linker: Linker<Bare> = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).unwrap();

@@ -172,6 +172,24 @@ impl std::fmt::Debug for WasmEngine {
     }
 }
 
+/// The engine settings of [`WasmEngine`]: component model, epoch interruption, and a pooling
+/// allocator sized for concurrent calls (public so that benchmarks compare against raw wasmtime
+/// with exactly these settings).
+pub fn engine_config() -> wasmtime::Config {
+    let mut config = wasmtime::Config::new();
+    config.wasm_component_model(true);
+    config.epoch_interruption(true);
+    let mut pool = wasmtime::PoolingAllocationConfig::default();
+    pool.total_component_instances(64)
+        .total_core_instances(512)
+        .total_memories(128)
+        .total_tables(256)
+        .total_stacks(64)
+        .max_memory_size(1 << 30);
+    config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool));
+    config
+}
+
 /// The on-disk cache of compiled components: `$XDG_CACHE_HOME/jp-host/wasm` or
 /// `~/.cache/jp-host/wasm`.
 pub fn cache_dir() -> Option<PathBuf> {
@@ -193,18 +211,7 @@ impl WasmEngine {
 
     /// A new engine; `cache` is where compiled artifacts are kept (none: compile every time).
     pub fn new(cache: Option<&Path>) -> Result<Self, String> {
-        let mut config = wasmtime::Config::new();
-        config.wasm_component_model(true);
-        config.epoch_interruption(true);
-        let mut pool = wasmtime::PoolingAllocationConfig::default();
-        pool.total_component_instances(64)
-            .total_core_instances(512)
-            .total_memories(128)
-            .total_tables(256)
-            .total_stacks(64)
-            .max_memory_size(1 << 30);
-        config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool));
-        let engine = Engine::new(&config).map_err(|e| e.to_string())?;
+        let engine = Engine::new(&engine_config()).map_err(|e| e.to_string())?;
         let disk = cache.and_then(|dir| {
             use std::hash::{Hash, Hasher};
             use std::os::unix::fs::DirBuilderExt;
