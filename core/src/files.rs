@@ -79,6 +79,11 @@ pub struct GrepQuery {
     pub extensions: Vec<String>,
     /// Context lines before and after each match.
     pub context: u32,
+    /// Stop once the matched and context lines collected hold more than this many bytes
+    /// (the dispatcher sets it to its size cap, so a hostile search cannot grow host memory
+    /// without bound). The file whose lines crossed the limit is still returned; the caller
+    /// trims it and marks the result truncated.
+    pub max_bytes: usize,
 }
 
 /// Largest compiled regex accepted, so a pattern cannot exhaust memory.
@@ -93,7 +98,7 @@ impl GrepQuery {
             .map_err(|e| FilesError::InvalidPattern(e.to_string()))?;
         let paths = paths.iter().map(|p| WorkspacePath::parse(p)).collect::<Result<Vec<_>, _>>()?;
         let extensions = extensions.iter().map(|e| e.trim_start_matches('.').to_owned()).collect();
-        Ok(Self { regex, paths, extensions, context })
+        Ok(Self { regex, paths, extensions, context, max_bytes: usize::MAX })
     }
 
     /// Whether a walked file passes the extension filter.
@@ -142,6 +147,12 @@ pub trait ProjectFiles: MaybeSend + MaybeSync {
     }
     /// A human-readable name of the project root.
     fn display_root(&self) -> String;
+}
+
+/// How many bytes one file's matches count against [`GrepQuery::max_bytes`]: its path and the
+/// text of every line returned (matched and context).
+pub fn match_bytes(m: &GrepFileMatch) -> usize {
+    m.path.len() + m.lines.iter().map(|l| l.content.len() + 16).sum::<usize>()
 }
 
 /// Search one file's bytes. Files with a NUL byte are binary and skipped (as ripgrep does);

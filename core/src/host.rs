@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::files::{FilesError, GrepQuery, ProjectFiles};
 use crate::maybe::{BoxFuture, MaybeSend, MaybeSync};
-use crate::policy::{AccessPolicy, Capability, Decision, Scrubber, WorkspacePath, is_base_env};
+use crate::policy::{AccessPolicy, Capability, Decision, ProcessGrant, Scrubber, WorkspacePath, is_base_env};
 use crate::protocol::{
     DEFAULT_MAX_CONTENT, DEFAULT_MAX_LINE, EmptyResult, ErrorCode, Frame, FsExistsResult, FsGrepResult,
     FsListDirResult, FsMetadataResult, FsReadResult, Header, HostRequest, HttpResult, Id, Message, ProcessRunResult,
@@ -214,6 +214,10 @@ pub struct ProcessRequest {
     pub cwd: Option<String>,
     /// Largest stdout/stderr kept, each.
     pub max_output: usize,
+    /// What an OS sandbox must grant the process ([`AccessPolicy::process_grant`]); an error
+    /// says why the policy cannot be held by a kernel sandbox (a runner that sandboxes refuses
+    /// to run it).
+    pub grant: Result<ProcessGrant, String>,
 }
 
 /// What a process produced.
@@ -615,14 +619,17 @@ impl Dispatcher {
     /// Decide one filesystem capability on `path` (and on what it resolves to) exactly as a
     /// request would be decided — policy, inquiry, trace — without doing the operation. For
     /// hosts whose file access does not arrive as protocol requests (a component's
-    /// `wasi:filesystem`), so it obeys the same rules.
+    /// `wasi:filesystem`), so it obeys the same rules. Returns the resolved path (symlinks
+    /// followed beneath the root) that was decided: act on *that* path, never on `path` again,
+    /// so that a symlink swapped in after the decision cannot redirect the operation
+    /// (backends do not follow symlinks in the paths they are given).
     pub async fn authorize(
         &self,
         method: &str,
         cap: Capability,
         path: &WorkspacePath,
         events: &dyn DispatchEvents,
-    ) -> Result<(), HostError> {
+    ) -> Result<WorkspacePath, HostError> {
         self.authorize_fs(method, cap, path, &Id::String(format!("{method}:{}", path.as_str())), events).await
     }
 
@@ -733,7 +740,7 @@ impl Dispatcher {
         path: &WorkspacePath,
         id: &Id,
         events: &dyn DispatchEvents,
-    ) -> Result<(), HostError> {
+    ) -> Result<WorkspacePath, HostError> {
         let resolved = self.files.resolve(path).await.map_err(|e| match e {
             FilesError::InvalidPath(p) => HostError::AccessDenied(format!("Access denied: {p}")),
             other => HostError::from(other),
@@ -751,7 +758,8 @@ impl Dispatcher {
                 _ => decision,
             };
         }
-        self.enforce(method, path.display(), decision, id, events).await
+        self.enforce(method, path.display(), decision, id, events).await?;
+        Ok(resolved)
     }
 
     fn parse_path(&self, text: &str) -> Result<WorkspacePath, HostError> {
@@ -913,6 +921,7 @@ impl Dispatcher {
                         env,
                         cwd,
                         max_output: self.max_content,
+                        grant: self.policy.process_grant(),
                     })
                     .await?;
                 to_value(&ProcessRunResult {

@@ -170,6 +170,15 @@ pub struct WorkspaceGrant {
     pub write: bool,
 }
 
+/// What an OS sandbox grants a process started by `process.run` ([`AccessPolicy::process_grant`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessGrant {
+    /// The workspace as a whole.
+    pub workspace: WorkspaceGrant,
+    /// Whether the process may open network connections at all (the policy allows some URL).
+    pub network: bool,
+}
+
 /// An error in a policy configuration: the key (relative to the tool table) and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{key}: {message}")]
@@ -516,6 +525,35 @@ impl AccessPolicy {
         let caps = self.fs_rules.iter().rev().find(|r| r.path.is_root()).map_or(Caps::default(), |r| r.caps);
         let write = [Capability::Create, Capability::Update, Capability::Delete].into_iter().any(|c| caps.contains(c));
         Ok(WorkspaceGrant { read: caps.contains(Capability::Read) || write, write })
+    }
+
+    /// What an OS sandbox must grant a process started by `process.run` on this tool's behalf:
+    /// the workspace as a whole (read-only or read-write, from the rule for the root) and the
+    /// network when any URL is allowed (the kernel cannot narrow it to those URLs). A process
+    /// touches files directly, so a rule below the root that takes away a capability the root
+    /// grants (e.g. `secrets` with no access under a readable workspace) cannot be held by the
+    /// kernel and is an error naming the rule. Rules below the root that grant *more* are not
+    /// extended to the process (narrower is safe). Sensitive-path inquiries cannot be asked for
+    /// direct access.
+    pub fn process_grant(&self) -> Result<ProcessGrant, String> {
+        let root_caps = self.fs_rules.iter().rev().find(|r| r.path.is_root()).map_or(Caps::default(), |r| r.caps);
+        let grant = |caps: Caps| {
+            let write =
+                [Capability::Create, Capability::Update, Capability::Delete].into_iter().any(|c| caps.contains(c));
+            WorkspaceGrant { read: caps.contains(Capability::Read) || write, write }
+        };
+        let workspace = grant(root_caps);
+        for rule in self.fs_rules.iter().filter(|r| !r.path.is_root()) {
+            let below = grant(rule.caps);
+            if (workspace.read && !below.read) || (workspace.write && !below.write) {
+                return Err(format!(
+                    "its filesystem rule for '{}' ({}) takes away access that the rest of the workspace has, which the kernel cannot hold a process to",
+                    rule.path.display(),
+                    rule.origin
+                ));
+            }
+        }
+        Ok(ProcessGrant { workspace, network: self.net_rules.iter().any(|r| r.allow) })
     }
 
     /// A one-line description for listings: `files: . read; network: none; processes: none`.

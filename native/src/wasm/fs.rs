@@ -198,7 +198,7 @@ impl GuestFsView<'_> {
     async fn authorize(&mut self, mount: usize, method: &str, cap: Capability, path: &WorkspacePath) -> FsResult<()> {
         self.fs.commit_pending().await.map_err(|_| FsError::from(ErrorCode::Io))?;
         let d = self.dispatcher(mount);
-        d.authorize(method, cap, path, self.fs.events.as_ref()).await.map_err(err)
+        d.authorize(method, cap, path, self.fs.events.as_ref()).await.map(|_| ()).map_err(err)
     }
 
     async fn request(&mut self, mount: usize, method: &str, params: serde_json::Value) -> FsResult<serde_json::Value> {
