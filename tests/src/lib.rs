@@ -16,10 +16,8 @@ use std::sync::{Arc, Mutex};
 
 use jp_core::BoxFuture;
 use jp_core::files::{InMemoryProjectFiles, ProjectFiles};
-use jp_core::host::{
-    BackendError, DispatchEvents, Dispatcher, HttpResponse, InquiryAnswer, ProcessOutput, StaticHttpClient,
-    StaticInquirer, StaticProcessRunner, StaticRoute, TraceEvent,
-};
+use jp_core::host::testing::{StaticHttpClient, StaticInquirer, StaticProcessRunner, StaticRoute};
+use jp_core::host::{BackendError, DispatchEvents, Dispatcher, HttpResponse, InquiryAnswer, ProcessOutput, TraceEvent};
 use jp_core::policy::{AccessConfig, AccessPolicy, Capability, Decision, SandboxConfig, WorkspacePath};
 use jp_core::protocol::{Frame, Header, LineDecoder};
 use serde_json::{Value, json};

@@ -1,0 +1,95 @@
+//! `http.get` / `http.post`: `${VAR}` substitution in header values, and redirects followed by
+//! the dispatcher so that every hop is checked against the policy.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::policy::{AccessPolicy, Decision};
+use crate::protocol::{Header, HttpResult, Id, encode_content};
+
+use super::{DispatchEvents, Dispatcher, HostError, HttpMethod, HttpRequest, MAX_REDIRECTS, to_value};
+
+pub(super) fn substitute_headers(
+    policy: &AccessPolicy,
+    env: &BTreeMap<String, String>,
+    headers: &[Header],
+) -> Result<Vec<Header>, HostError> {
+    let mut out = Vec::with_capacity(headers.len());
+    for h in headers {
+        let mut value = String::new();
+        let mut rest = h.value.as_str();
+        while let Some(start) = rest.find("${") {
+            let Some(len) = rest[start + 2..].find('}') else { break };
+            let name = &rest[start + 2..start + 2 + len];
+            value.push_str(&rest[..start]);
+            match policy.check_header_env(name) {
+                Decision::Allow(_) => {}
+                other => return Err(HostError::AccessDenied(other.reason().to_owned())),
+            }
+            let resolved = env.get(name).ok_or_else(|| {
+                HostError::InvalidParams(format!(
+                    "header {} uses ${{{name}}}, which is not set in the host environment; set it before starting jp",
+                    h.name
+                ))
+            })?;
+            value.push_str(resolved);
+            rest = &rest[start + 3 + len..];
+        }
+        value.push_str(rest);
+        out.push(Header { name: h.name.clone(), value });
+    }
+    Ok(out)
+}
+
+impl Dispatcher {
+    pub(super) async fn http(
+        &self,
+        method: HttpMethod,
+        url: &str,
+        headers: &[Header],
+        body: Vec<u8>,
+        id: &Id,
+        events: &dyn DispatchEvents,
+    ) -> Result<Value, HostError> {
+        let name = match method {
+            HttpMethod::Get => "http.get",
+            HttpMethod::Post => "http.post",
+        };
+        let headers = substitute_headers(&self.policy, &self.env, headers)?;
+        let mut request = HttpRequest { method, url: url.to_owned(), headers, body, max_body: self.max_content };
+        for _ in 0..=MAX_REDIRECTS {
+            self.enforce(name, &request.url, self.policy.check_http(&request.url), id, events).await?;
+            let response = self.http.send(request.clone()).await?;
+            let location =
+                response.headers.iter().find(|h| h.name.eq_ignore_ascii_case("location")).map(|h| h.value.clone());
+            match (response.status, location) {
+                (301 | 302 | 303 | 307 | 308, Some(location)) => {
+                    let next = url::Url::parse(&request.url).and_then(|base| base.join(&location)).map_err(|e| {
+                        HostError::Internal(format!("redirect to an invalid location {location:?}: {e}"))
+                    })?;
+                    if response.status == 303
+                        || (response.status != 307 && response.status != 308 && request.method == HttpMethod::Post)
+                    {
+                        request.method = HttpMethod::Get;
+                        request.body.clear();
+                    }
+                    request.url = next.to_string();
+                }
+                _ => {
+                    if response.body.len() > self.max_content {
+                        return Err(self.too_large("the response body", response.body.len()));
+                    }
+                    let (body, encoding) = encode_content(self.scrubbed(response.body));
+                    let headers = response
+                        .headers
+                        .into_iter()
+                        .map(|h| Header { value: self.scrubber.scrub_str(&h.value).into_owned(), name: h.name })
+                        .collect();
+                    return to_value(&HttpResult { status: response.status, body, encoding, headers });
+                }
+            }
+        }
+        Err(HostError::Internal(format!("more than {MAX_REDIRECTS} redirects starting at {url}")))
+    }
+}
