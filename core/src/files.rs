@@ -204,6 +204,7 @@ where
 {
     let roots = if query.paths.is_empty() { vec![WorkspacePath::root()] } else { query.paths.clone() };
     let mut out: BTreeMap<String, GrepFileMatch> = BTreeMap::new();
+    let mut total = 0usize;
     for root in &roots {
         let mut seen = false;
         for (path, bytes) in files.clone() {
@@ -212,10 +213,13 @@ where
             }
             seen = true;
             let explicit = path == root;
-            if !explicit && (is_hidden_below(path, root) || !query.extension_ok(path)) {
+            if total > query.max_bytes || (!explicit && (is_hidden_below(path, root) || !query.extension_ok(path))) {
                 continue;
             }
-            if let Some(m) = grep_one(path, bytes, &query.regex, query.context) {
+            if let Some(m) = grep_one(path, bytes, &query.regex, query.context)
+                && !out.contains_key(&m.path)
+            {
+                total += match_bytes(&m);
                 out.insert(m.path.clone(), m);
             }
         }

@@ -10,6 +10,7 @@
 
 mod backends;
 mod error;
+mod fs;
 mod http;
 pub mod testing;
 
@@ -22,12 +23,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::Value;
 
-use crate::files::{FilesError, GrepQuery, ProjectFiles};
+use crate::files::ProjectFiles;
 use crate::policy::{AccessPolicy, Capability, Decision, Scrubber, WorkspacePath, is_base_env};
 use crate::protocol::{
-    DEFAULT_MAX_CONTENT, DEFAULT_MAX_LINE, EmptyResult, Frame, FsExistsResult, FsGrepResult, FsListDirResult,
-    FsMetadataResult, FsReadResult, HostRequest, Id, Message, ProcessRunResult, Request, Response, decode_content,
-    decode_frame, encode_content, encode_message,
+    DEFAULT_MAX_CONTENT, DEFAULT_MAX_LINE, Frame, HostRequest, Id, Message, ProcessRunResult, Request, Response,
+    decode_content, decode_frame, encode_message,
 };
 
 /// How many redirects the dispatcher follows, each re-checked against the policy.
@@ -285,40 +285,6 @@ impl Dispatcher {
         result
     }
 
-    /// Check a filesystem capability on a path and on what it resolves to (symlinks).
-    async fn authorize_fs(
-        &self,
-        method: &str,
-        cap: Capability,
-        path: &WorkspacePath,
-        id: &Id,
-        events: &dyn DispatchEvents,
-    ) -> Result<WorkspacePath, HostError> {
-        let resolved = self.files.resolve(path).await.map_err(|e| match e {
-            FilesError::InvalidPath(p) => HostError::AccessDenied(format!("Access denied: {p}")),
-            other => HostError::from(other),
-        })?;
-        let mut decision = self.policy.check_fs(cap, path);
-        if &resolved != path {
-            let second = self.policy.check_fs(cap, &resolved);
-            decision = match (&decision, &second) {
-                (Decision::Deny(_), _) => decision,
-                (_, Decision::Deny(r)) => {
-                    Decision::Deny(format!("{r} ('{}' resolves to '{}')", path.display(), resolved.display()))
-                }
-                (Decision::Ask(_), _) => decision,
-                (_, Decision::Ask(_)) => second,
-                _ => decision,
-            };
-        }
-        self.enforce(method, path.display(), decision, id, events).await?;
-        Ok(resolved)
-    }
-
-    fn parse_path(&self, text: &str) -> Result<WorkspacePath, HostError> {
-        WorkspacePath::parse(text).map_err(|e| HostError::AccessDenied(format!("Access denied: {e}")))
-    }
-
     fn scrubbed(&self, bytes: Vec<u8>) -> Vec<u8> {
         match self.scrubber.scrub_bytes(&bytes) {
             std::borrow::Cow::Borrowed(_) => bytes,
@@ -342,103 +308,14 @@ impl Dispatcher {
     ) -> Result<Value, HostError> {
         let method = request.method();
         match request {
-            HostRequest::FsRead(p) => {
-                let path = self.parse_path(&p.path)?;
-                self.authorize_fs(method, Capability::Read, &path, id, events).await?;
-                let meta = self.files.metadata(&path).await?;
-                if meta.size as usize > self.max_content {
-                    return Err(self.too_large(&format!("'{}'", path.display()), meta.size as usize));
-                }
-                let bytes = self.files.read(&path).await?;
-                if bytes.len() > self.max_content {
-                    return Err(self.too_large(&format!("'{}'", path.display()), bytes.len()));
-                }
-                let size = bytes.len() as u64;
-                let (content, encoding) = encode_content(self.scrubbed(bytes));
-                to_value(&FsReadResult { content, encoding, size })
-            }
-            HostRequest::FsWrite(p) => {
-                let path = self.parse_path(&p.path)?;
-                let bytes = decode_content(&p.content, p.encoding).map_err(HostError::InvalidParams)?;
-                if bytes.len() > self.max_content {
-                    return Err(self.too_large("the content", bytes.len()));
-                }
-                let exists = self.files.exists(&path).await?;
-                let cap = if exists { Capability::Update } else { Capability::Create };
-                self.authorize_fs(method, cap, &path, id, events).await?;
-                self.files.write(&path, &bytes).await?;
-                to_value(&EmptyResult {})
-            }
-            HostRequest::FsExists(p) => {
-                let path = self.parse_path(&p.path)?;
-                self.authorize_fs(method, Capability::Read, &path, id, events).await?;
-                to_value(&FsExistsResult { exists: self.files.exists(&path).await? })
-            }
-            HostRequest::FsListDir(p) => {
-                let path = self.parse_path(&p.path)?;
-                self.authorize_fs(method, Capability::Read, &path, id, events).await?;
-                let mut entries = self.files.list_dir(&path).await?;
-                for e in &mut entries {
-                    e.path = self.scrubber.scrub_str(&e.path).into_owned();
-                }
-                to_value(&FsListDirResult { entries })
-            }
-            HostRequest::FsMetadata(p) => {
-                let path = self.parse_path(&p.path)?;
-                self.authorize_fs(method, Capability::Read, &path, id, events).await?;
-                let m = self.files.metadata(&path).await?;
-                to_value(&FsMetadataResult { kind: m.kind, size: m.size })
-            }
-            HostRequest::FsDelete(p) => {
-                let path = self.parse_path(&p.path)?;
-                self.authorize_fs(method, Capability::Delete, &path, id, events).await?;
-                self.files.delete(&path).await?;
-                to_value(&EmptyResult {})
-            }
-            HostRequest::FsRename(p) => {
-                let from = self.parse_path(&p.from)?;
-                let to = self.parse_path(&p.to)?;
-                // Moving a file reads and removes it at `from` and creates it at `to`.
-                self.authorize_fs(method, Capability::Read, &from, id, events).await?;
-                self.authorize_fs(method, Capability::Delete, &from, id, events).await?;
-                self.authorize_fs(method, Capability::Create, &to, id, events).await?;
-                self.files.rename(&from, &to).await?;
-                to_value(&EmptyResult {})
-            }
-            HostRequest::FsGrep(p) => {
-                let paths = p.paths.clone().unwrap_or_default();
-                let query =
-                    GrepQuery::new(&p.pattern, &paths, p.extensions.as_deref().unwrap_or(&[]), p.context.unwrap_or(0))
-                        .map_err(|e| match e {
-                            FilesError::InvalidPath(pe) => HostError::AccessDenied(format!("Access denied: {pe}")),
-                            other => HostError::InvalidParams(format!("Invalid params for fs.grep: {other}")),
-                        })?;
-                let roots = if query.paths.is_empty() { vec![WorkspacePath::root()] } else { query.paths.clone() };
-                for root in &roots {
-                    self.authorize_fs(method, Capability::Read, root, id, events).await?;
-                }
-                let mut matches = self.files.grep(&query).await?;
-                // A rule may deny part of an allowed tree (`secrets/` under `.`), and sensitive
-                // files ask: neither is searched without a decision of its own.
-                let mut kept = Vec::with_capacity(matches.len());
-                for mut m in matches.drain(..) {
-                    let Ok(path) = WorkspacePath::parse(&m.path) else { continue };
-                    if !self.policy.check_fs(Capability::Read, &path).is_allow() {
-                        continue;
-                    }
-                    if let Ok(resolved) = self.files.resolve(&path).await
-                        && resolved != path
-                        && !self.policy.check_fs(Capability::Read, &resolved).is_allow()
-                    {
-                        continue;
-                    }
-                    for line in &mut m.lines {
-                        line.content = self.scrubber.scrub_str(&line.content).into_owned();
-                    }
-                    kept.push(m);
-                }
-                to_value(&FsGrepResult { matches: kept })
-            }
+            HostRequest::FsRead(p) => self.fs_read(&p.path, id, events).await,
+            HostRequest::FsWrite(p) => self.fs_write(p, id, events).await,
+            HostRequest::FsExists(p) => self.fs_exists(&p.path, id, events).await,
+            HostRequest::FsListDir(p) => self.fs_list_dir(&p.path, id, events).await,
+            HostRequest::FsMetadata(p) => self.fs_metadata(&p.path, id, events).await,
+            HostRequest::FsDelete(p) => self.fs_delete(&p.path, id, events).await,
+            HostRequest::FsRename(p) => self.fs_rename(&p.from, &p.to, id, events).await,
+            HostRequest::FsGrep(p) => self.fs_grep(p, id, events).await,
             HostRequest::HttpGet(p) => self.http(HttpMethod::Get, &p.url, &p.headers, Vec::new(), id, events).await,
             HostRequest::HttpPost(p) => {
                 let body = decode_content(&p.body, p.encoding).map_err(HostError::InvalidParams)?;

@@ -142,6 +142,10 @@ pub struct GrepFileMatch {
 pub struct FsGrepResult {
     /// Files with hits, sorted by path.
     pub matches: Vec<GrepFileMatch>,
+    /// The search stopped at the host's size cap: more files may match. Narrow the pattern or
+    /// the paths to see them. Absent when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
 }
 
 /// An HTTP header; values may contain `${VAR}` (D11).
