@@ -10,15 +10,21 @@ use crate::protocol::{Header, HttpResult, Id, encode_content};
 
 use super::{DispatchEvents, Dispatcher, HostError, HttpMethod, HttpRequest, MAX_REDIRECTS, to_value};
 
+/// Headers a browser or curl never carries to another origin on a redirect.
+const CREDENTIAL_HEADERS: [&str; 3] = ["authorization", "cookie", "proxy-authorization"];
+
+/// Substitute `${VAR}` in header values; each header comes back with whether it now carries a
+/// host secret (it then never follows a redirect to another origin).
 pub(super) fn substitute_headers(
     policy: &AccessPolicy,
     env: &BTreeMap<String, String>,
     headers: &[Header],
-) -> Result<Vec<Header>, HostError> {
+) -> Result<Vec<(Header, bool)>, HostError> {
     let mut out = Vec::with_capacity(headers.len());
     for h in headers {
         let mut value = String::new();
         let mut rest = h.value.as_str();
+        let mut secret = false;
         while let Some(start) = rest.find("${") {
             let Some(len) = rest[start + 2..].find('}') else { break };
             let name = &rest[start + 2..start + 2 + len];
@@ -34,10 +40,11 @@ pub(super) fn substitute_headers(
                 ))
             })?;
             value.push_str(resolved);
+            secret = true;
             rest = &rest[start + 3 + len..];
         }
         value.push_str(rest);
-        out.push(Header { name: h.name.clone(), value });
+        out.push((Header { name: h.name.clone(), value }, secret));
     }
     Ok(out)
 }
@@ -56,8 +63,14 @@ impl Dispatcher {
             HttpMethod::Get => "http.get",
             HttpMethod::Post => "http.post",
         };
-        let headers = substitute_headers(&self.policy, &self.env, headers)?;
-        let mut request = HttpRequest { method, url: url.to_owned(), headers, body, max_body: self.max_content };
+        let mut headers = substitute_headers(&self.policy, &self.env, headers)?;
+        let mut request = HttpRequest {
+            method,
+            url: url.to_owned(),
+            headers: headers.iter().map(|(h, _)| h.clone()).collect(),
+            body,
+            max_body: self.max_content,
+        };
         for _ in 0..=MAX_REDIRECTS {
             self.enforce(name, &request.url, self.policy.check_http(&request.url), id, events).await?;
             let response = self.http.send(request.clone()).await?;
@@ -73,6 +86,16 @@ impl Dispatcher {
                     {
                         request.method = HttpMethod::Get;
                         request.body.clear();
+                    }
+                    // Credentials and substituted secrets stay with the origin they were meant
+                    // for: on a hop to another origin they are dropped (for the rest of the
+                    // chain), as browsers and curl do.
+                    let here = url::Url::parse(&request.url).map(|u| u.origin());
+                    if here.ok() != Some(next.origin()) {
+                        headers.retain(|(h, secret)| {
+                            !secret && !CREDENTIAL_HEADERS.iter().any(|c| h.name.eq_ignore_ascii_case(c))
+                        });
+                        request.headers = headers.iter().map(|(h, _)| h.clone()).collect();
                     }
                     request.url = next.to_string();
                 }
