@@ -47,10 +47,9 @@ async fn server() -> (String, tokio::task::JoinHandle<()>) {
 }
 
 async fn get_through_redirect(start: &str, allowed: &[&str]) -> String {
-    let access: AccessConfig = toml::from_str(&format!(
-        "network = {{ allow = {allowed:?}, envs = [\"API_TOKEN\"] }}\nfilesystem = []"
-    ))
-    .unwrap();
+    let access: AccessConfig =
+        toml::from_str(&format!("network = {{ allow = {allowed:?}, envs = [\"API_TOKEN\"] }}\nfilesystem = []"))
+            .unwrap();
     let policy = AccessPolicy::from_config(None, Some(&access)).unwrap();
     let d = Dispatcher::builder("t", Arc::new(policy), Arc::new(InMemoryProjectFiles::new()))
         .http(Arc::new(ReqwestHttpClient::new(std::time::Duration::from_secs(10)).unwrap()))
@@ -81,7 +80,9 @@ async fn secrets_and_credentials_do_not_follow_a_redirect_to_another_origin() {
 
     // Same origin: everything the tool asked for arrives.
     let same = get_through_redirect(&format!("{a}/go?to={a}/echo"), &[&a, &b]).await;
-    for header in ["authorization: bearer", "x-api-key:", "cookie: session=abc", "proxy-authorization:", "x-plain: kept"] {
+    for header in
+        ["authorization: bearer", "x-api-key:", "cookie: session=abc", "proxy-authorization:", "x-plain: kept"]
+    {
         assert!(same.contains(header), "same-origin hop lost {header:?}: {same}");
     }
     assert!(!same.contains("s3cr3t"), "the secret is scrubbed from what the tool sees");

@@ -344,3 +344,49 @@ impl Dispatcher {
         to_value(&FsGrepResult { matches: kept, truncated })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use futures_executor::block_on;
+    use serde_json::json;
+
+    use crate::files::InMemoryProjectFiles;
+    use crate::host::{Dispatcher, NoEvents};
+    use crate::policy::AccessPolicy;
+    use crate::protocol::{FsGrepResult, HostRequest, Id};
+
+    fn grep(d: &Dispatcher, pattern: &str) -> FsGrepResult {
+        let req = HostRequest::parse("fs.grep", json!({ "pattern": pattern })).unwrap();
+        serde_json::from_value(block_on(d.handle(&req, &Id::Number(1), &NoEvents)).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn grep_match_paths_are_scrubbed_on_the_typed_path_too() {
+        let files = Arc::new(InMemoryProjectFiles::with_files([("notes-s3cr3t-name.txt", "needle")]).unwrap());
+        let d = Dispatcher::builder("t", Arc::new(AccessPolicy::vfs_default()), files)
+            .secrets(vec!["s3cr3t-name".into()])
+            .build();
+        let r = grep(&d, "needle");
+        assert_eq!(r.matches.len(), 1);
+        assert_eq!(r.matches[0].path, "notes-[REDACTED].txt");
+    }
+
+    #[test]
+    fn grep_stops_at_the_size_cap_and_says_so() {
+        let line = "needle ".repeat(20);
+        let many: Vec<(String, String)> = (0..200).map(|i| (format!("f{i:03}.txt"), format!("{line}\n"))).collect();
+        let files =
+            Arc::new(InMemoryProjectFiles::with_files(many.iter().map(|(p, c)| (p.as_str(), c.as_str()))).unwrap());
+        let d = Dispatcher::builder("t", Arc::new(AccessPolicy::vfs_default()), files).max_content(4096).build();
+        let r = grep(&d, "needle");
+        assert!(r.truncated, "the result says it was cut");
+        let total: usize = r.matches.iter().map(crate::files::match_bytes).sum();
+        assert!(total <= 4096 && !r.matches.is_empty(), "{total} bytes in {} files", r.matches.len());
+        assert!(r.matches.len() < 200);
+        // Under the cap nothing is cut and nothing is marked.
+        let small = grep(&d, "^never$");
+        assert!(!small.truncated && small.matches.is_empty());
+    }
+}

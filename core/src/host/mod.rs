@@ -205,22 +205,23 @@ impl Dispatcher {
             Ok(typed) => self.handle(&typed, &req.id, events).await.map_err(|e| e.to_rpc()),
         };
         let mut response = Response { id: Some(req.id.clone()), outcome };
-        // Backstop: scrub the whole answer (also error messages), keeping it valid JSON.
-        let scrub_value = |v: &Value| -> Option<Value> {
+        // Backstop: scrub the whole answer (also error messages), keeping it valid JSON. When
+        // the scrubbed text no longer parses (a secret spans JSON syntax), the answer is
+        // withheld: never fall back to the unscrubbed value.
+        if let Ok(v) = &response.outcome {
             let text = v.to_string();
-            let scrubbed = self.scrubber.scrub_str(&text);
-            match scrubbed {
-                std::borrow::Cow::Borrowed(_) => None,
-                std::borrow::Cow::Owned(s) => serde_json::from_str(&s).ok(),
+            if let std::borrow::Cow::Owned(scrubbed) = self.scrubber.scrub_str(&text) {
+                response.outcome = serde_json::from_str(&scrubbed).map_err(|_| {
+                    HostError::Internal(format!(
+                        "the answer to {} contained a secret that could not be removed without corrupting it, so it was withheld",
+                        req.method
+                    ))
+                    .to_rpc()
+                });
             }
-        };
-        match &mut response.outcome {
-            Ok(v) => {
-                if let Some(s) = scrub_value(v) {
-                    *v = s;
-                }
-            }
-            Err(e) => e.message = self.scrubber.scrub_str(&e.message).into_owned(),
+        }
+        if let Err(e) = &mut response.outcome {
+            e.message = self.scrubber.scrub_str(&e.message).into_owned();
         }
         let size = encode_message(&Message::Response(response.clone())).len();
         if size > self.max_line {
@@ -419,6 +420,22 @@ mod tests {
         assert_eq!(err.code(), ErrorCode::AccessDenied);
         assert!(err.to_string().contains("evil.example"), "{err}");
         assert_eq!(http.requests().len(), 1, "the redirect target was never contacted");
+    }
+
+    #[test]
+    fn an_answer_that_cannot_be_scrubbed_is_withheld_not_sent_unscrubbed() {
+        // The secret spans JSON syntax (`"size` is how every fs.read answer spells a key), so
+        // scrubbing the text breaks it; the raw answer must not go out instead.
+        let files = Arc::new(InMemoryProjectFiles::with_files([("a.txt", "hello")]).unwrap());
+        let d = Dispatcher::builder("t", Arc::new(AccessPolicy::vfs_default()), files)
+            .secrets(vec!["\"size".into()])
+            .build();
+        let req = Request { id: Id::Number(1), method: "fs.read".into(), params: json!({ "path": "a.txt" }) };
+        let response = block_on(d.handle_request(&req, &NoEvents));
+        let text = String::from_utf8(encode_message(&Message::Response(response.clone()))).unwrap();
+        assert!(!text.contains("\"size"), "{text}");
+        let err = response.outcome.unwrap_err();
+        assert!(err.message.contains("withheld"), "{}", err.message);
     }
 
     #[test]

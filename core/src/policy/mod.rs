@@ -481,7 +481,6 @@ impl AccessPolicy {
                     }
                 }
             }
-            self.env_allowed.extend(rule.envs.iter().cloned());
             self.commands.insert(program.clone(), rule.clone());
         }
         Ok(())
@@ -582,7 +581,11 @@ impl AccessPolicy {
     /// Host variables this policy may hand to a tool: `network.envs` (header substitution) and
     /// the variables commands or env rules may receive. Their values are the secrets to scrub.
     pub fn resolvable_env(&self) -> impl Iterator<Item = &str> {
-        self.net_envs.iter().chain(self.env_allowed.iter()).map(String::as_str)
+        self.net_envs
+            .iter()
+            .chain(self.env_allowed.iter())
+            .chain(self.commands.values().flat_map(|rule| rule.envs.iter()))
+            .map(String::as_str)
     }
 
     /// The sensitive path patterns in force (built-in first).
@@ -700,7 +703,9 @@ impl AccessPolicy {
         }
     }
 
-    /// Decide whether a subprocess may receive host variable `name`.
+    /// Decide whether every subprocess of the tool (a stdio tool itself, any `process.run`) may
+    /// receive host variable `name`: base variables and `access.env`. A command's own `envs`
+    /// are for that command only ([`check_process`](Self::check_process)).
     pub fn check_env(&self, name: &str) -> Decision {
         if is_base_env(name) {
             Decision::Allow(format!("{name} is a base variable every subprocess receives"))
