@@ -99,6 +99,17 @@ impl WorkspacePath {
                 }
             }
         }
+        // What the input starts with after normalisation must pass the same checks as the
+        // input did (`a/../~/x` is `~/x`, `./c:x` is `c:x`), so the normal form re-parses to itself.
+        if let Some(first) = parts.first() {
+            let b = first.as_bytes();
+            if *first == "~" {
+                return Err(PathError::Tilde(owned()));
+            }
+            if b.len() >= 2 && b[0].is_ascii_alphabetic() && b[1] == b':' {
+                return Err(PathError::Absolute(owned()));
+            }
+        }
         Ok(Self(parts.join("/")))
     }
 
