@@ -74,11 +74,31 @@ pub struct SandboxSpec {
     pub read_write: Vec<PathBuf>,
     /// Resource limits.
     pub limits: Limits,
+    /// Open network connections (TCP and UDP to any address; `process.run` children whose policy
+    /// allows some URL). Landlock and seccomp cannot narrow this by host or URL. Default: none.
+    pub network: bool,
+    /// For tests: behave as on a kernel without Landlock signal scoping (ABI < 6) — no Landlock
+    /// signal scope, the seccomp signal filter instead — so that filter can be tested anywhere.
+    pub force_signal_filter: bool,
 }
 
 /// System locations a dynamically linked program (and an interpreter) needs to start.
 pub const SYSTEM_READ_EXEC: [&str; 8] =
     ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc/ld.so.cache", "/etc/ld.so.conf"];
+
+/// Configuration a networked program reads to resolve names and verify certificates.
+pub const NETWORK_READ: [&str; 10] = [
+    "/etc/resolv.conf",
+    "/etc/hosts",
+    "/etc/nsswitch.conf",
+    "/etc/host.conf",
+    "/etc/gai.conf",
+    "/etc/services",
+    "/etc/protocols",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/pki",
+];
 
 impl SandboxSpec {
     /// The spec for a tool: the system locations, the program and any script files it names
@@ -93,7 +113,33 @@ impl SandboxSpec {
             read_only: read_paths.to_vec(),
             read_write: vec![PathBuf::from("/dev/null")],
             limits: Limits::default(),
+            network: false,
+            force_signal_filter: false,
         }
+    }
+
+    /// The spec for a `process.run` child: the system locations and the program (read +
+    /// execute), the workspace as `grant` says (read-only also lets it run what it reads — it can
+    /// run `sh` on it anyway), `scratch` read-write (its private `HOME` and `TMPDIR`), and the
+    /// network only when the grant allows it.
+    pub fn for_process(
+        program: &std::path::Path,
+        workspace: &std::path::Path,
+        grant: &jp_core::policy::ProcessGrant,
+        scratch: &std::path::Path,
+    ) -> Self {
+        let mut spec = Self::for_tool(program, &[], &[]);
+        if grant.workspace.write {
+            spec.read_write.push(workspace.to_path_buf());
+        } else if grant.workspace.read {
+            spec.read_exec.push(workspace.to_path_buf());
+        }
+        spec.read_write.push(scratch.to_path_buf());
+        if grant.network {
+            spec.network = true;
+            spec.read_only.extend(NETWORK_READ.iter().map(PathBuf::from).filter(|p| p.exists()));
+        }
+        spec
     }
 }
 
