@@ -28,7 +28,7 @@ fn request(ws: &Path, program: &str, args: &[&str], grant: Result<ProcessGrant, 
     ProcessRequest {
         program: program.into(),
         args: args.iter().map(|a| (*a).to_owned()).collect(),
-        env: vec![("PATH".into(), "/usr/bin:/bin".into()), ("HOME".into(), "/root".into())],
+        env: vec![("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()), ("HOME".into(), "/root".into())],
         cwd: Some(ws.to_string_lossy().into_owned()),
         max_output: 1 << 20,
         grant,
@@ -114,6 +114,15 @@ async fn the_workspace_is_writable_only_under_a_read_write_grant() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn git_and_make_still_work_in_a_writable_workspace() {
+    let ws = tempfile::tempdir().unwrap();
+    let script = "git init -q . && echo hi > a && git add a && git -c user.name=t -c user.email=t@e commit -qm first && git log --format=%s; \
+                  printf 'all:\\n\\t@echo made\\n' > Makefile && make";
+    let (out, err) = sh(ws.path(), script, READ_WRITE).await;
+    assert_eq!(out, "first\nmade\n", "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn the_network_is_closed_unless_the_grant_opens_it() {
     let ws = tempfile::tempdir().unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -187,7 +196,10 @@ async fn a_policy_the_kernel_cannot_hold_is_refused_unless_the_sandbox_is_off() 
     let why = "its filesystem rule for 'secrets' takes away access";
     let err = runner().run(request(ws.path(), "sh", &["-c", "echo ran"], Err(why.into()))).await.unwrap_err();
     let BackendError::Unavailable(message) = err else { panic!("{err:?}") };
-    assert!(message.contains(why) && message.contains("--no-os-sandbox") && message.contains("not started"), "{message}");
+    assert!(
+        message.contains(why) && message.contains("--no-os-sandbox") && message.contains("not started"),
+        "{message}"
+    );
 
     // --no-os-sandbox: runs as before, unconfined.
     let elsewhere = tempfile::tempdir().unwrap();
@@ -230,10 +242,14 @@ async fn process_run_through_the_dispatcher_gets_the_policy_grant() {
     assert!(out["stdout"].as_str().unwrap().contains("write=0"), "{out}");
     assert!(ws.path().join("made.txt").exists());
 
-    let narrowed =
-        dispatcher("filesystem = [{ path = \".\", allow = [\"read\", \"write\"] }, { path = \"src\", allow = [\"read\"] }]");
+    let narrowed = dispatcher(
+        "filesystem = [{ path = \".\", allow = [\"read\", \"write\"] }, { path = \"src\", allow = [\"read\"] }]",
+    );
     let err = narrowed.handle(&req, &Id::Number(3), &NoEvents).await.unwrap_err();
-    assert!(matches!(&err, HostError::Unavailable(m) if m.contains("'src'") && m.contains("--no-os-sandbox")), "{err:?}");
+    assert!(
+        matches!(&err, HostError::Unavailable(m) if m.contains("'src'") && m.contains("--no-os-sandbox")),
+        "{err:?}"
+    );
 }
 
 /// Runs `sh -c script` under a spec that behaves as on a kernel without Landlock signal scoping.
@@ -274,5 +290,8 @@ async fn without_landlock_signal_scoping_seccomp_keeps_signals_in_the_group() {
     assert_eq!(out.status.signal(), Some(libc::SIGABRT), "{out:?}");
     let out = without_signal_scoping("python3 -c 'import os; os.abort()'; echo status=$?").await;
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.trim().strip_prefix("status=").unwrap().parse::<i32>().unwrap() > 128, "a descendant's abort still ends it: {text}");
+    assert!(
+        text.trim().strip_prefix("status=").unwrap().parse::<i32>().unwrap() > 128,
+        "a descendant's abort still ends it: {text}"
+    );
 }

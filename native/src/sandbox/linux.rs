@@ -95,10 +95,7 @@ fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, SandboxError> 
     SeccompRule::new(conditions).map_err(|e| seccomp_fail(&e))
 }
 
-fn compile(
-    rules: std::collections::BTreeMap<i64, Vec<SeccompRule>>,
-    errno: i32,
-) -> Result<BpfProgram, SandboxError> {
+fn compile(rules: std::collections::BTreeMap<i64, Vec<SeccompRule>>, errno: i32) -> Result<BpfProgram, SandboxError> {
     let arch: seccompiler::TargetArch = std::env::consts::ARCH.try_into().map_err(|e| seccomp_fail(&e))?;
     let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(errno as u32), arch)
         .map_err(|e| seccomp_fail(&e))?;
@@ -182,22 +179,11 @@ fn signal_program() -> Result<BpfProgram, SandboxError> {
     rules.insert(
         libc::SYS_fcntl,
         vec![
-            rule(vec![
-                arg(1, Eq, libc::F_SETOWN as u64)?,
-                arg(2, Ne, 0)?,
-                arg(2, Ne, pgid)?,
-                arg(2, Ne, neg_pgid)?,
-            ])?,
+            rule(vec![arg(1, Eq, libc::F_SETOWN as u64)?, arg(2, Ne, 0)?, arg(2, Ne, pgid)?, arg(2, Ne, neg_pgid)?])?,
             rule(vec![arg(1, Eq, F_SETOWN_EX)?])?,
         ],
     );
-    rules.insert(
-        libc::SYS_ioctl,
-        vec![
-            rule(vec![arg(1, Eq, FIOSETOWN)?])?,
-            rule(vec![arg(1, Eq, SIOCSPGRP)?])?,
-        ],
-    );
+    rules.insert(libc::SYS_ioctl, vec![rule(vec![arg(1, Eq, FIOSETOWN)?])?, rule(vec![arg(1, Eq, SIOCSPGRP)?])?]);
     let program = compile(rules, libc::EPERM)?;
     // The patch must find the placeholders, or the filter would compare with a constant no pid has.
     let count = |v: u32| program.iter().filter(|i| i.k == v).count();
@@ -229,7 +215,11 @@ fn landlock_ruleset(spec: &SandboxSpec, abi: i32) -> Result<RulesetCreated, Sand
         .map_err(|e| fail(&e))?
         // A child granted the network may connect anywhere (the kernel cannot narrow by URL),
         // never listen.
-        .handle_access(if spec.network { AccessNet::BindTcp.into() } else { AccessNet::BindTcp | AccessNet::ConnectTcp })
+        .handle_access(if spec.network {
+            AccessNet::BindTcp.into()
+        } else {
+            AccessNet::BindTcp | AccessNet::ConnectTcp
+        })
         .map_err(|e| fail(&e))?
         // What newer kernels add, where present: refer/truncate/ioctl rights and scoping.
         .set_compatibility(CompatLevel::BestEffort)
@@ -292,11 +282,8 @@ impl SandboxSpec {
         }
         let abi = probe.landlock_abi.unwrap_or(0);
         let seccomp = SECCOMP[usize::from(self.network)].get_or_init(|| seccomp_programs(self.network).map(Arc::from));
-        let signals = if abi < 6 || self.force_signal_filter {
-            Some(SIGNALS.get_or_init(signal_program).clone()?)
-        } else {
-            None
-        };
+        let signals =
+            if abi < 6 || self.force_signal_filter { Some(SIGNALS.get_or_init(signal_program).clone()?) } else { None };
         Ok(PreparedSandbox {
             ruleset: Mutex::new(Some(landlock_ruleset(self, abi)?)),
             seccomp: seccomp.clone()?,

@@ -86,8 +86,24 @@ pub struct SandboxSpec {
 pub const SYSTEM_READ_EXEC: [&str; 8] =
     ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc/ld.so.cache", "/etc/ld.so.conf"];
 
+/// System files that common programs (`git`, `make`, `node`, shells) read and fail without, none
+/// of it secret; granted read-only to `process.run` children. Not the rest of `/etc`.
+pub const PROCESS_CONFIG_READ: [&str; 11] = [
+    "/etc/gitconfig",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/os-release",
+    "/etc/ssl/openssl.cnf",
+    "/dev/urandom",
+    "/dev/random",
+    "/dev/zero",
+];
+
 /// Configuration a networked program reads to resolve names and verify certificates.
-pub const NETWORK_READ: [&str; 10] = [
+pub const NETWORK_READ: [&str; 11] = [
     "/etc/resolv.conf",
     "/etc/hosts",
     "/etc/nsswitch.conf",
@@ -95,9 +111,10 @@ pub const NETWORK_READ: [&str; 10] = [
     "/etc/gai.conf",
     "/etc/services",
     "/etc/protocols",
-    "/etc/ssl",
+    "/etc/ssl/certs",
     "/etc/ca-certificates",
-    "/etc/pki",
+    "/etc/pki/tls/certs",
+    "/etc/pki/ca-trust",
 ];
 
 impl SandboxSpec {
@@ -119,7 +136,7 @@ impl SandboxSpec {
     }
 
     /// The spec for a `process.run` child: the system locations and the program (read +
-    /// execute), the workspace as `grant` says (read-only also lets it run what it reads — it can
+    /// execute), [`PROCESS_CONFIG_READ`] (read-only), the workspace as `grant` says (read-only also lets it run what it reads — it can
     /// run `sh` on it anyway), `scratch` read-write (its private `HOME` and `TMPDIR`), and the
     /// network only when the grant allows it.
     pub fn for_process(
@@ -128,7 +145,8 @@ impl SandboxSpec {
         grant: &jp_core::policy::ProcessGrant,
         scratch: &std::path::Path,
     ) -> Self {
-        let mut spec = Self::for_tool(program, &[], &[]);
+        let config = PROCESS_CONFIG_READ.iter().map(PathBuf::from).filter(|p| p.exists()).collect::<Vec<_>>();
+        let mut spec = Self::for_tool(program, &[], &config);
         if grant.workspace.write {
             spec.read_write.push(workspace.to_path_buf());
         } else if grant.workspace.read {
