@@ -116,7 +116,10 @@ impl TokioProcessRunner {
             BackendError::Failed(format!("cannot create a temporary directory for '{}': {e}", request.program))
         })?;
         let workspace = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
-        let spec = SandboxSpec::for_process(program, &workspace, grant, scratch.path());
+        // A program named by a path inside the workspace is reached through the workspace grant
+        // only: a rule for it would follow a symlink planted there to any file outside.
+        let inside = program.starts_with(cwd) || program.starts_with(&workspace);
+        let spec = SandboxSpec::for_process((!inside).then_some(program), &workspace, grant, scratch.path());
         let prepared = spec.prepare().map_err(|e| BackendError::Unavailable(e.to_string()))?;
         command.env("HOME", scratch.path()).env("TMPDIR", scratch.path());
         Arc::new(prepared).install(command);

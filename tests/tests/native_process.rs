@@ -114,6 +114,23 @@ async fn the_workspace_is_writable_only_under_a_read_write_grant() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_program_in_the_workspace_runs_but_a_symlink_there_lends_nothing() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let ws = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    for (dir, text) in [(ws.path(), "echo built"), (elsewhere.path(), "echo escaped")] {
+        let script = dir.join("run.sh");
+        std::fs::write(&script, format!("#!/bin/sh\n{text}\n")).unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::os::unix::fs::symlink(elsewhere.path().join("run.sh"), ws.path().join("link.sh")).unwrap();
+    let out = runner().run(request(ws.path(), "./run.sh", &[], Ok(READ_ONLY))).await.unwrap();
+    assert_eq!(out.stdout, b"built\n");
+    let result = runner().run(request(ws.path(), "./link.sh", &[], Ok(READ_WRITE))).await;
+    assert!(matches!(&result, Err(BackendError::Failed(m)) if m.contains("denied")), "{result:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn git_and_make_still_work_in_a_writable_workspace() {
     let ws = tempfile::tempdir().unwrap();
     let script = "git init -q . && echo hi > a && git add a && git -c user.name=t -c user.email=t@e commit -qm first && git log --format=%s; \

@@ -135,27 +135,33 @@ impl SandboxSpec {
         }
     }
 
-    /// The spec for a `process.run` child: the system locations and the program (read +
-    /// execute), [`PROCESS_CONFIG_READ`] (read-only), the workspace as `grant` says (read-only also lets it run what it reads — it can
-    /// run `sh` on it anyway), `scratch` read-write (its private `HOME` and `TMPDIR`), and the
-    /// network only when the grant allows it.
+    /// The spec for a `process.run` child: the system locations and `program` (read + execute;
+    /// `None` for a program inside the workspace, which the workspace grant covers — or not),
+    /// [`PROCESS_CONFIG_READ`] (read-only), the workspace as `grant` says (read-only also lets it
+    /// run what it reads — it can run `sh` on it anyway), `scratch` read-write (its private `HOME`
+    /// and `TMPDIR`), and the network only when the grant allows it.
     pub fn for_process(
-        program: &std::path::Path,
+        program: Option<&std::path::Path>,
         workspace: &std::path::Path,
         grant: &jp_core::policy::ProcessGrant,
         scratch: &std::path::Path,
     ) -> Self {
-        let config = PROCESS_CONFIG_READ.iter().map(PathBuf::from).filter(|p| p.exists()).collect::<Vec<_>>();
-        let mut spec = Self::for_tool(program, &[], &config);
+        let existing = |list: &[&str]| list.iter().map(PathBuf::from).filter(|p| p.exists()).collect::<Vec<_>>();
+        let mut spec = Self {
+            read_exec: existing(&SYSTEM_READ_EXEC),
+            read_only: existing(&PROCESS_CONFIG_READ),
+            read_write: vec![PathBuf::from("/dev/null"), scratch.to_path_buf()],
+            ..Self::default()
+        };
+        spec.read_exec.extend(program.map(std::path::Path::to_path_buf));
         if grant.workspace.write {
             spec.read_write.push(workspace.to_path_buf());
         } else if grant.workspace.read {
             spec.read_exec.push(workspace.to_path_buf());
         }
-        spec.read_write.push(scratch.to_path_buf());
         if grant.network {
             spec.network = true;
-            spec.read_only.extend(NETWORK_READ.iter().map(PathBuf::from).filter(|p| p.exists()));
+            spec.read_only.extend(existing(&NETWORK_READ));
         }
         spec
     }
