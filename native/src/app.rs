@@ -236,7 +236,7 @@ impl App {
         let (files_for_wasm, http_for_wasm) = (files.clone() as Arc<dyn ProjectFiles>, http.clone());
         let mut vfs = VfsRuntime::new(files, &workspace)
             .http(http)
-            .process(Arc::new(TokioProcessRunner::new(options.timeout)))
+            .process(Arc::new(TokioProcessRunner::new(options.timeout).sandbox(options.sandbox)))
             .inquirer(options.inquirer.clone())
             .env(options.env.clone())
             .home(home)
@@ -252,6 +252,7 @@ impl App {
             env: options.env.clone(),
             trace: options.trace.clone(),
             limits: WasmLimits { deadline: options.timeout, ..WasmLimits::default() },
+            sandbox: options.sandbox,
         };
         let stdio = StdioRuntime::new(&workspace).env(options.env).sandbox(options.sandbox).timeout(options.timeout);
         Ok(Self {
@@ -475,6 +476,8 @@ struct WasmSetup {
     env: BTreeMap<String, String>,
     trace: Option<Arc<dyn DispatchEvents>>,
     limits: WasmLimits,
+    /// For the programs its components run with `process.run`.
+    sandbox: SandboxMode,
 }
 
 impl App {
@@ -484,7 +487,7 @@ impl App {
                 let s = &self.wasm_setup;
                 let mut rt = WasmRuntime::new(WasmEngine::shared()?, s.files.clone(), &self.workspace)
                     .http(s.http.clone())
-                    .process(Arc::new(TokioProcessRunner::new(s.limits.deadline)))
+                    .process(Arc::new(TokioProcessRunner::new(s.limits.deadline).sandbox(s.sandbox)))
                     .inquirer(s.inquirer.clone())
                     .env(s.env.clone())
                     .limits(s.limits);

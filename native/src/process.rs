@@ -2,18 +2,26 @@
 //! helpers every runtime uses to leave nothing behind.
 //!
 //! A program runs with exactly the environment the dispatcher computed (clean: base variables plus
-//! what the policy forwards), in the materialised project root, in its own process group. Its
-//! output is read concurrently and capped; on timeout, on an over-long output and after it exits,
-//! the whole group is killed, so grandchildren cannot outlive the call or hold its pipes open.
+//! what the policy forwards), in the materialised project root, in its own process group, under
+//! the OS sandbox (see [`crate::sandbox`]): the system directories and the program read+execute,
+//! the workspace as the policy's [`ProcessGrant`](jp_core::policy::ProcessGrant) says, a private
+//! `HOME`/`TMPDIR`, no network unless the policy allows some URL (then any — the kernel cannot
+//! narrow it by URL). A policy the kernel cannot hold it to is refused, unless the user opted out
+//! of the OS sandbox. Its output is read concurrently and capped; however the call ends (exit,
+//! timeout, over-long output, cancellation) the whole group is killed, so grandchildren cannot
+//! outlive the call or hold its pipes open — and the sandbox forbids leaving the group.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Duration;
 
 use jp_core::BoxFuture;
 use jp_core::host::{BackendError, ProcessOutput, ProcessRequest, ProcessRunner};
 use rustix::process::{Pid, Signal};
 use tokio::io::{AsyncRead, AsyncReadExt};
+
+use crate::sandbox::{OPT_OUT_FLAG, SandboxMode, SandboxSpec};
 
 /// Default time a `process.run` program may take.
 pub const DEFAULT_PROCESS_TIMEOUT: Duration = Duration::from_secs(60);
@@ -60,22 +68,62 @@ pub fn find_program(program: &str, path_var: Option<&str>, cwd: &Path) -> Option
     which::which_in(program, path_var, cwd).ok()
 }
 
-/// Runs host programs on tokio.
+/// Runs host programs on tokio, under the OS sandbox unless the user opted out.
 #[derive(Debug, Clone)]
 pub struct TokioProcessRunner {
     timeout: Duration,
+    sandbox: SandboxMode,
 }
 
 impl Default for TokioProcessRunner {
     fn default() -> Self {
-        Self { timeout: DEFAULT_PROCESS_TIMEOUT }
+        Self::new(DEFAULT_PROCESS_TIMEOUT)
     }
 }
 
 impl TokioProcessRunner {
-    /// A runner with this timeout per program.
+    /// A runner with this timeout per program, enforcing the OS sandbox.
     pub fn new(timeout: Duration) -> Self {
-        Self { timeout }
+        Self { timeout, sandbox: SandboxMode::Enforce }
+    }
+
+    /// Enforce the OS sandbox (default) or run programs without it (`--no-os-sandbox`).
+    pub fn sandbox(mut self, mode: SandboxMode) -> Self {
+        self.sandbox = mode;
+        self
+    }
+
+    /// Put `command` under the sandbox `grant` allows: workspace per the grant, a private
+    /// `HOME`/`TMPDIR` (returned; removed when dropped), network only if granted.
+    fn confine(
+        &self,
+        command: &mut tokio::process::Command,
+        request: &ProcessRequest,
+        program: &Path,
+        cwd: &Path,
+    ) -> Result<Option<tempfile::TempDir>, BackendError> {
+        if self.sandbox == SandboxMode::Disabled {
+            command.process_group(0);
+            return Ok(None);
+        }
+        let grant = request.grant.as_ref().map_err(|why| {
+            BackendError::Unavailable(format!(
+                "'{}' was not started: a process.run child runs under the OS sandbox, which can grant it only the whole workspace (read-only or read-write) and the network all or nothing, and this tool's policy cannot be held that way: {why}. Give the tool a policy without that rule, or pass {OPT_OUT_FLAG} to run programs without the OS sandbox",
+                request.program
+            ))
+        })?;
+        let scratch = tempfile::Builder::new().prefix("jp-process-").tempdir().map_err(|e| {
+            BackendError::Failed(format!("cannot create a temporary directory for '{}': {e}", request.program))
+        })?;
+        let workspace = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+        // A program named by a path inside the workspace is reached through the workspace grant
+        // only: a rule for it would follow a symlink planted there to any file outside.
+        let inside = program.starts_with(cwd) || program.starts_with(&workspace);
+        let spec = SandboxSpec::for_process((!inside).then_some(program), &workspace, grant, scratch.path());
+        let prepared = spec.prepare().map_err(|e| BackendError::Unavailable(e.to_string()))?;
+        command.env("HOME", scratch.path()).env("TMPDIR", scratch.path());
+        Arc::new(prepared).install(command);
+        Ok(Some(scratch))
     }
 }
 
@@ -91,7 +139,8 @@ impl ProcessRunner for TokioProcessRunner {
             let path_var = request.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.as_str());
             let program = find_program(&request.program, path_var, &cwd)
                 .ok_or_else(|| BackendError::NotFound(format!("program '{}' not found on PATH", request.program)))?;
-            let mut child = tokio::process::Command::new(&program)
+            let mut command = tokio::process::Command::new(&program);
+            command
                 .args(&request.args)
                 .env_clear()
                 .envs(request.env.iter().map(|(k, v)| (k, v)))
@@ -99,11 +148,16 @@ impl ProcessRunner for TokioProcessRunner {
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
-                .process_group(0)
-                .kill_on_drop(true)
+                .kill_on_drop(true);
+            // Declared before the guard: the group is killed before its HOME is removed.
+            let _scratch = self.confine(&mut command, &request, &program, &cwd)?;
+            let mut child = command
                 .spawn()
                 .map_err(|e| BackendError::Failed(format!("cannot start '{}': {e}", request.program)))?;
             let pgid = child.id().unwrap_or(0);
+            // However the call ends — done, timed out, over the cap, or this future dropped
+            // because the tool's call was cancelled — nothing the program started survives it.
+            let _guard = GroupGuard(pgid);
             let stdout = child.stdout.take();
             let stderr = child.stderr.take();
             let max = request.max_output;
@@ -122,7 +176,8 @@ impl ProcessRunner for TokioProcessRunner {
                 };
                 let wait = async {
                     let status = child.wait().await;
-                    // Whatever the program left running in its group dies with it.
+                    // Whatever the program left running in its group dies with it (and its
+                    // pipes close, so the reads above end).
                     signal_group(pgid, Signal::KILL);
                     status
                 };
@@ -131,7 +186,6 @@ impl ProcessRunner for TokioProcessRunner {
             let (out, err, status) = match tokio::time::timeout(self.timeout, work).await {
                 Ok(r) => r,
                 Err(_) => {
-                    signal_group(pgid, Signal::KILL);
                     return Err(BackendError::Timeout(format!(
                         "'{}' did not finish within {} s and was killed",
                         request.program,
@@ -142,7 +196,6 @@ impl ProcessRunner for TokioProcessRunner {
             let io = |e: std::io::Error| BackendError::Failed(format!("'{}': {e}", request.program));
             let status = status.map_err(io)?;
             let over = |which: &str, n: usize| {
-                signal_group(pgid, Signal::KILL);
                 BackendError::TooLarge(format!(
                     "'{}' wrote {n} bytes to {which}, over the {max}-byte limit",
                     request.program

@@ -82,18 +82,44 @@ const DENIED_SYSCALLS: &[i64] = &[
     libc::SYS_setpgid,
 ];
 
-fn seccomp_programs() -> Result<Vec<BpfProgram>, SandboxError> {
-    let fail = |e: &dyn std::fmt::Display| SandboxError(format!("cannot build the seccomp filter: {e}"));
+fn seccomp_fail(e: &dyn std::fmt::Display) -> SandboxError {
+    SandboxError(format!("cannot build the seccomp filter: {e}"))
+}
+
+/// `arg` (its low 32 bits) compared with `value`.
+fn arg(index: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, SandboxError> {
+    SeccompCondition::new(index, SeccompCmpArgLen::Dword, op, value).map_err(|e| seccomp_fail(&e))
+}
+
+fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, SandboxError> {
+    SeccompRule::new(conditions).map_err(|e| seccomp_fail(&e))
+}
+
+fn compile(rules: std::collections::BTreeMap<i64, Vec<SeccompRule>>, errno: i32) -> Result<BpfProgram, SandboxError> {
+    let arch: seccompiler::TargetArch = std::env::consts::ARCH.try_into().map_err(|e| seccomp_fail(&e))?;
+    let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(errno as u32), arch)
+        .map_err(|e| seccomp_fail(&e))?;
+    filter.try_into().map_err(|e: seccompiler::BackendError| seccomp_fail(&e))
+}
+
+fn seccomp_programs(network: bool) -> Result<Vec<BpfProgram>, SandboxError> {
     let mut rules: std::collections::BTreeMap<i64, Vec<SeccompRule>> =
         DENIED_SYSCALLS.iter().map(|nr| (*nr, Vec::new())).collect();
     // No sockets at all: UDP, raw and netlink sockets are outside Landlock's TCP rules, and
     // before Landlock ABI 9 a pathname Unix socket can be connected to whatever the filesystem
     // rules say. A tool talks to its host over its pipes. Unnamed Unix socket pairs (used by
-    // some runtimes internally) reach nothing, so they stay.
-    rules.insert(libc::SYS_socket, Vec::new());
-    let non_unix = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, libc::AF_UNIX as u64)
-        .map_err(|e| fail(&e))?;
-    rules.insert(libc::SYS_socketpair, vec![SeccompRule::new(vec![non_unix]).map_err(|e| fail(&e))?]);
+    // some runtimes internally) reach nothing, so they stay. A child granted the network gets
+    // Internet sockets, nothing else (no netlink, raw packets or Unix sockets).
+    let socket = if network {
+        vec![rule(vec![
+            arg(0, SeccompCmpOp::Ne, libc::AF_INET as u64)?,
+            arg(0, SeccompCmpOp::Ne, libc::AF_INET6 as u64)?,
+        ])?]
+    } else {
+        Vec::new()
+    };
+    rules.insert(libc::SYS_socket, socket);
+    rules.insert(libc::SYS_socketpair, vec![rule(vec![arg(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?])?]);
     // clone() with a namespace flag would let the tool build its own view of the system: match
     // each flag under its mask.
     let mut clone_rules = Vec::new();
@@ -107,26 +133,76 @@ fn seccomp_programs() -> Result<Vec<BpfProgram>, SandboxError> {
         libc::CLONE_NEWCGROUP,
     ] {
         let c = SeccompCondition::new(0, SeccompCmpArgLen::Qword, SeccompCmpOp::MaskedEq(flag as u64), flag as u64)
-            .map_err(|e| fail(&e))?;
-        clone_rules.push(SeccompRule::new(vec![c]).map_err(|e| fail(&e))?);
+            .map_err(|e| seccomp_fail(&e))?;
+        clone_rules.push(rule(vec![c])?);
     }
     rules.insert(libc::SYS_clone, clone_rules);
-    let arch: seccompiler::TargetArch = std::env::consts::ARCH.try_into().map_err(|e| fail(&e))?;
-    let deny = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch)
-        .map_err(|e| fail(&e))?;
     // clone3 passes its flags in memory where seccomp cannot look. Answer ENOSYS, on which libc
     // falls back to clone(), whose flags the rule above sees.
-    let clone3 = SeccompFilter::new(
-        [(libc::SYS_clone3, Vec::new())].into_iter().collect(),
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::ENOSYS as u32),
-        arch,
-    )
-    .map_err(|e| fail(&e))?;
-    Ok(vec![
-        deny.try_into().map_err(|e: seccompiler::BackendError| fail(&e))?,
-        clone3.try_into().map_err(|e: seccompiler::BackendError| fail(&e))?,
-    ])
+    let clone3 = [(libc::SYS_clone3, Vec::new())].into_iter().collect();
+    Ok(vec![compile(rules, libc::EPERM)?, compile(clone3, libc::ENOSYS)?])
+}
+
+// Linux uapi values the libc crate does not define for glibc targets.
+const F_SETOWN_EX: u64 = 15;
+const FIOSETOWN: u64 = 0x8901;
+const SIOCSPGRP: u64 = 0x8902;
+
+/// Stands for the child's process group id in the signal filter until the child patches in the
+/// real one: above the largest pid Linux allocates (2^22), so no real argument is mistaken for it.
+const PGID_PLACEHOLDER: u32 = 0x3ead_beef;
+
+/// Without Landlock signal scoping (ABI < 6), the signals a tool may send: to its own process
+/// group (pid 0, -pgid, or the leader pgid), to the leader's threads (`raise` and `abort` in the
+/// leader), and existence checks (signal 0). Everything else that can deliver a signal — `kill`
+/// of another pid, `tkill`/`tgkill`/`rt_*sigqueueinfo` to another process, `pidfd_send_signal`
+/// (its target is not visible), `F_SETOWN` of a file to another process (SIGIO), `F_SETOWN_EX`
+/// and `FIOSETOWN`/`SIOCSPGRP` (pointer arguments) — is refused with EPERM. seccomp cannot
+/// compare an argument with the caller's own pid, so a descendant of the leader cannot signal a
+/// sibling by pid or its own threads (`raise` fails; glibc's `abort` then still ends the process,
+/// by SIGSEGV). Built with [`PGID_PLACEHOLDER`]; see [`patch_pgid`].
+fn signal_program() -> Result<BpfProgram, SandboxError> {
+    use SeccompCmpOp::{Eq, Ne};
+    let pgid = u64::from(PGID_PLACEHOLDER);
+    let neg_pgid = u64::from(PGID_PLACEHOLDER.wrapping_neg());
+    let not_ours = |i: u8| -> Result<Vec<SeccompCondition>, SandboxError> { Ok(vec![arg(i, Ne, pgid)?]) };
+    let mut rules = std::collections::BTreeMap::new();
+    rules.insert(
+        libc::SYS_kill,
+        vec![rule(vec![arg(0, Ne, 0)?, arg(0, Ne, pgid)?, arg(0, Ne, neg_pgid)?, arg(1, Ne, 0)?])?],
+    );
+    rules.insert(libc::SYS_tkill, vec![rule([not_ours(0)?, vec![arg(1, Ne, 0)?]].concat())?]);
+    rules.insert(libc::SYS_tgkill, vec![rule([not_ours(0)?, vec![arg(2, Ne, 0)?]].concat())?]);
+    rules.insert(libc::SYS_rt_sigqueueinfo, vec![rule(not_ours(0)?)?]);
+    rules.insert(libc::SYS_rt_tgsigqueueinfo, vec![rule(not_ours(0)?)?]);
+    rules.insert(libc::SYS_pidfd_send_signal, vec![rule(vec![arg(1, Ne, 0)?])?]);
+    rules.insert(
+        libc::SYS_fcntl,
+        vec![
+            rule(vec![arg(1, Eq, libc::F_SETOWN as u64)?, arg(2, Ne, 0)?, arg(2, Ne, pgid)?, arg(2, Ne, neg_pgid)?])?,
+            rule(vec![arg(1, Eq, F_SETOWN_EX)?])?,
+        ],
+    );
+    rules.insert(libc::SYS_ioctl, vec![rule(vec![arg(1, Eq, FIOSETOWN)?])?, rule(vec![arg(1, Eq, SIOCSPGRP)?])?]);
+    let program = compile(rules, libc::EPERM)?;
+    // The patch must find the placeholders, or the filter would compare with a constant no pid has.
+    let count = |v: u32| program.iter().filter(|i| i.k == v).count();
+    if count(PGID_PLACEHOLDER) == 0 || count(PGID_PLACEHOLDER.wrapping_neg()) == 0 {
+        return Err(SandboxError("cannot build the seccomp signal filter: placeholder not found".into()));
+    }
+    Ok(program)
+}
+
+/// Put the real process group id where the placeholder (and its negation) stands. Runs in the
+/// child: no allocation.
+fn patch_pgid(program: &mut [seccompiler::sock_filter], pgid: u32) {
+    for insn in program {
+        if insn.k == PGID_PLACEHOLDER {
+            insn.k = pgid;
+        } else if insn.k == PGID_PLACEHOLDER.wrapping_neg() {
+            insn.k = pgid.wrapping_neg();
+        }
+    }
 }
 
 fn landlock_ruleset(spec: &SandboxSpec, abi: i32) -> Result<RulesetCreated, SandboxError> {
@@ -137,14 +213,26 @@ fn landlock_ruleset(spec: &SandboxSpec, abi: i32) -> Result<RulesetCreated, Sand
         .set_compatibility(CompatLevel::HardRequirement)
         .handle_access(AccessFs::from_all(ABI::V1))
         .map_err(|e| fail(&e))?
-        .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
+        // A child granted the network may connect anywhere (the kernel cannot narrow by URL),
+        // never listen.
+        .handle_access(if spec.network {
+            AccessNet::BindTcp.into()
+        } else {
+            AccessNet::BindTcp | AccessNet::ConnectTcp
+        })
         .map_err(|e| fail(&e))?
         // What newer kernels add, where present: refer/truncate/ioctl rights and scoping.
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(AccessFs::from_all(known))
         .map_err(|e| fail(&e))?;
     if abi >= 6 {
-        ruleset = ruleset.scope(Scope::AbstractUnixSocket | Scope::Signal).map_err(|e| fail(&e))?;
+        // (A test asking for the seccomp signal filter gets it instead of the signal scope.)
+        let scope = if spec.force_signal_filter {
+            Scope::AbstractUnixSocket.into()
+        } else {
+            Scope::AbstractUnixSocket | Scope::Signal
+        };
+        ruleset = ruleset.scope(scope).map_err(|e| fail(&e))?;
     }
     let mut created = ruleset.create().map_err(|e| fail(&e))?;
     let read = AccessFs::ReadFile | AccessFs::ReadDir;
@@ -168,6 +256,8 @@ fn landlock_ruleset(spec: &SandboxSpec, abi: i32) -> Result<RulesetCreated, Sand
 pub struct PreparedSandbox {
     ruleset: Mutex<Option<RulesetCreated>>,
     seccomp: Arc<[BpfProgram]>,
+    /// The signal filter (kernels without Landlock signal scoping), patched in the child.
+    signals: Mutex<Option<BpfProgram>>,
     limits: Limits,
 }
 
@@ -184,15 +274,20 @@ impl SandboxSpec {
         // build them once per process. The Landlock ruleset holds file descriptors and is
         // consumed by the child, so it is built per child.
         static PROBE: OnceLock<SandboxProbe> = OnceLock::new();
-        static SECCOMP: OnceLock<Result<Arc<[BpfProgram]>, SandboxError>> = OnceLock::new();
+        static SECCOMP: [OnceLock<Result<Arc<[BpfProgram]>, SandboxError>>; 2] = [OnceLock::new(), OnceLock::new()];
+        static SIGNALS: OnceLock<Result<BpfProgram, SandboxError>> = OnceLock::new();
         let probe = PROBE.get_or_init(probe);
         if let Some(missing) = probe.missing() {
             return Err(SandboxError(missing));
         }
         let abi = probe.landlock_abi.unwrap_or(0);
+        let seccomp = SECCOMP[usize::from(self.network)].get_or_init(|| seccomp_programs(self.network).map(Arc::from));
+        let signals =
+            if abi < 6 || self.force_signal_filter { Some(SIGNALS.get_or_init(signal_program).clone()?) } else { None };
         Ok(PreparedSandbox {
             ruleset: Mutex::new(Some(landlock_ruleset(self, abi)?)),
-            seccomp: SECCOMP.get_or_init(|| seccomp_programs().map(Arc::from)).clone()?,
+            seccomp: seccomp.clone()?,
+            signals: Mutex::new(signals),
             limits: self.limits,
         })
     }
@@ -222,6 +317,17 @@ impl PreparedSandbox {
             return Err(io::Error::other("Landlock was not enforced"));
         }
         for program in self.seccomp.iter() {
+            seccompiler::apply_filter(program).map_err(io::Error::other)?;
+        }
+        let mut signals = self.signals.try_lock().map_err(|_| io::Error::other("sandbox already used"))?;
+        if let Some(program) = signals.as_mut() {
+            // The child leads its own process group (set before this runs, and setpgid/setsid are
+            // denied above), so its pid is the group every descendant stays in.
+            let pgid = rustix::process::getpgrp().as_raw_nonzero().get();
+            if pgid != rustix::process::getpid().as_raw_nonzero().get() {
+                return Err(io::Error::other("the sandboxed child does not lead its process group"));
+            }
+            patch_pgid(program, pgid as u32);
             seccompiler::apply_filter(program).map_err(io::Error::other)?;
         }
         Ok(())

@@ -7,9 +7,11 @@
 //!
 //! In the child, in order: parent-death `SIGKILL`, rlimits (address space, open files, processes,
 //! core dumps), Landlock (`no_new_privs`; read/execute only on what the program needs to start;
-//! TCP bind and connect denied; abstract Unix sockets and signals scoped to the sandbox where the
-//! kernel has ABI 6), then seccomp (no sockets — only unnamed Unix socket pairs —, no ptrace, no namespaces,
-//! mounts, keyrings, BPF, io_uring or file-handle tricks). The child runs in its own process group
+//! TCP bind and connect denied — connect allowed for a `process.run` child whose policy allows
+//! some URL; abstract Unix sockets and signals scoped to the sandbox where the kernel has ABI 6),
+//! then seccomp (no sockets — only unnamed Unix socket pairs, plus Internet sockets with the
+//! network —, no ptrace, no namespaces, mounts, keyrings, BPF, io_uring or file-handle tricks, no
+//! leaving the process group; below ABI 6, no signals outside the process group). The child runs in its own process group
 //! with an environment that holds only what the policy forwards.
 
 #[cfg(target_os = "linux")]
@@ -74,11 +76,48 @@ pub struct SandboxSpec {
     pub read_write: Vec<PathBuf>,
     /// Resource limits.
     pub limits: Limits,
+    /// Open network connections (TCP and UDP to any address; `process.run` children whose policy
+    /// allows some URL). Landlock and seccomp cannot narrow this by host or URL. Default: none.
+    pub network: bool,
+    /// For tests: behave as on a kernel without Landlock signal scoping (ABI < 6) — no Landlock
+    /// signal scope, the seccomp signal filter instead — so that filter can be tested anywhere.
+    pub force_signal_filter: bool,
 }
 
 /// System locations a dynamically linked program (and an interpreter) needs to start.
 pub const SYSTEM_READ_EXEC: [&str; 8] =
     ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc/ld.so.cache", "/etc/ld.so.conf"];
+
+/// System files that common programs (`git`, `make`, `node`, shells) read and fail without, none
+/// of it secret; granted read-only to `process.run` children. Not the rest of `/etc`.
+pub const PROCESS_CONFIG_READ: [&str; 11] = [
+    "/etc/gitconfig",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/os-release",
+    "/etc/ssl/openssl.cnf",
+    "/dev/urandom",
+    "/dev/random",
+    "/dev/zero",
+];
+
+/// Configuration a networked program reads to resolve names and verify certificates.
+pub const NETWORK_READ: [&str; 11] = [
+    "/etc/resolv.conf",
+    "/etc/hosts",
+    "/etc/nsswitch.conf",
+    "/etc/host.conf",
+    "/etc/gai.conf",
+    "/etc/services",
+    "/etc/protocols",
+    "/etc/ssl/certs",
+    "/etc/ca-certificates",
+    "/etc/pki/tls/certs",
+    "/etc/pki/ca-trust",
+];
 
 impl SandboxSpec {
     /// The spec for a tool: the system locations, the program and any script files it names
@@ -93,7 +132,40 @@ impl SandboxSpec {
             read_only: read_paths.to_vec(),
             read_write: vec![PathBuf::from("/dev/null")],
             limits: Limits::default(),
+            network: false,
+            force_signal_filter: false,
         }
+    }
+
+    /// The spec for a `process.run` child: the system locations and `program` (read + execute;
+    /// `None` for a program inside the workspace, which the workspace grant covers — or not),
+    /// [`PROCESS_CONFIG_READ`] (read-only), the workspace as `grant` says (read-only also lets it
+    /// run what it reads — it can run `sh` on it anyway), `scratch` read-write (its private `HOME`
+    /// and `TMPDIR`), and the network only when the grant allows it.
+    pub fn for_process(
+        program: Option<&std::path::Path>,
+        workspace: &std::path::Path,
+        grant: &jp_core::policy::ProcessGrant,
+        scratch: &std::path::Path,
+    ) -> Self {
+        let existing = |list: &[&str]| list.iter().map(PathBuf::from).filter(|p| p.exists()).collect::<Vec<_>>();
+        let mut spec = Self {
+            read_exec: existing(&SYSTEM_READ_EXEC),
+            read_only: existing(&PROCESS_CONFIG_READ),
+            read_write: vec![PathBuf::from("/dev/null"), scratch.to_path_buf()],
+            ..Self::default()
+        };
+        spec.read_exec.extend(program.map(std::path::Path::to_path_buf));
+        if grant.workspace.write {
+            spec.read_write.push(workspace.to_path_buf());
+        } else if grant.workspace.read {
+            spec.read_exec.push(workspace.to_path_buf());
+        }
+        if grant.network {
+            spec.network = true;
+            spec.read_only.extend(existing(&NETWORK_READ));
+        }
+        spec
     }
 }
 
