@@ -791,7 +791,8 @@ impl Dispatcher {
         match request {
             HostRequest::FsRead(p) => {
                 let path = self.parse_path(&p.path)?;
-                self.authorize_fs(method, Capability::Read, &path, id, events).await?;
+                // Act on the path decided (links resolved): backends do not follow links again.
+                let path = self.authorize_fs(method, Capability::Read, &path, id, events).await?;
                 let meta = self.files.metadata(&path).await?;
                 if meta.size as usize > self.max_content {
                     return Err(self.too_large(&format!("'{}'", path.display()), meta.size as usize));
@@ -810,9 +811,14 @@ impl Dispatcher {
                 if bytes.len() > self.max_content {
                     return Err(self.too_large("the content", bytes.len()));
                 }
-                let exists = self.files.exists(&path).await?;
+                // Whether the target exists, through its links; a path that cannot be resolved
+                // is refused by authorize_fs, which says why.
+                let exists = match self.files.resolve(&path).await {
+                    Ok(target) => self.files.exists(&target).await?,
+                    Err(_) => false,
+                };
                 let cap = if exists { Capability::Update } else { Capability::Create };
-                self.authorize_fs(method, cap, &path, id, events).await?;
+                let path = self.authorize_fs(method, cap, &path, id, events).await?;
                 self.files.write(&path, &bytes).await?;
                 to_value(&EmptyResult {})
             }
