@@ -73,7 +73,11 @@ fn reading_through_a_directory_swapped_for_a_link_to_a_denied_path_never_returns
     for _ in 0..ROUNDS {
         match call(&d, "fs.read", json!({"path": "a/f"})) {
             Ok(v) => {
-                assert_ne!(v["content"], json!("TOP SECRET"), "a read reached the denied secret/f through the swapped link");
+                assert_ne!(
+                    v["content"],
+                    json!("TOP SECRET"),
+                    "a read reached the denied secret/f through the swapped link"
+                );
                 assert_eq!(v["content"], json!("allowed"));
                 allowed += 1;
             }

@@ -35,6 +35,20 @@ fn link_error() -> io::Error {
 /// in every component with `ELOOP` (except a last component opened with `STAT`, which opens the
 /// link itself: callers check the file type).
 pub(super) fn open(root: BorrowedFd<'_>, rel: &str, flags: OFlags) -> io::Result<OwnedFd> {
+    match open_once(root, rel, flags) {
+        // `O_DIRECTORY | O_NOFOLLOW` on a link in the last component says ENOTDIR; say what it
+        // really is.
+        Err(e) if flags.contains(OFlags::DIRECTORY) && e.raw_os_error() == Some(Errno::NOTDIR.raw_os_error()) => {
+            match open_once(root, rel, STAT).map(file_type) {
+                Ok(Ok((FileType::Symlink, _))) => Err(link_error()),
+                _ => Err(e),
+            }
+        }
+        other => other,
+    }
+}
+
+fn open_once(root: BorrowedFd<'_>, rel: &str, flags: OFlags) -> io::Result<OwnedFd> {
     let flags = flags | OFlags::CLOEXEC | OFlags::NOFOLLOW;
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {
@@ -58,17 +72,17 @@ pub(super) fn open(root: BorrowedFd<'_>, rel: &str, flags: OFlags) -> io::Result
             }
         }
     }
+    walk(root, rel, flags)
+}
+
+/// The fallback for kernels without `openat2`: one component at a time.
+fn walk(root: BorrowedFd<'_>, rel: &str, flags: OFlags) -> io::Result<OwnedFd> {
     let comps: Vec<&str> = rel.split('/').filter(|c| !c.is_empty()).collect();
     let Some((last, dirs)) = comps.split_last() else {
         return Ok(rustix::fs::openat(root, ".", flags, Mode::empty())?);
     };
     let parent = open_dirs(root, dirs, false).map_err(|(_, e)| e)?;
-    let opened = rustix::fs::openat(&parent, *last, flags, Mode::empty());
-    match opened {
-        // `O_DIRECTORY | O_NOFOLLOW` on a link says ENOTDIR; say what it really is.
-        Err(Errno::NOTDIR) if is_link_at(parent.as_fd(), last) => Err(link_error()),
-        other => Ok(other?),
-    }
+    Ok(rustix::fs::openat(&parent, *last, flags, Mode::empty())?)
 }
 
 fn is_link_at(dir: BorrowedFd<'_>, name: &str) -> bool {
@@ -106,7 +120,7 @@ pub(super) fn open_dirs(root: BorrowedFd<'_>, comps: &[&str], create: bool) -> R
 }
 
 /// The type of what `fd` refers to.
-pub(super) fn file_type(fd: impl AsFd) -> rustix::io::Result<(FileType, rustix::fs::Stat)> {
+pub(super) fn file_type<Fd: AsFd>(fd: Fd) -> rustix::io::Result<(FileType, rustix::fs::Stat)> {
     let st = rustix::fs::fstat(fd)?;
     Ok((FileType::from_raw_mode(st.st_mode), st))
 }
@@ -115,4 +129,39 @@ pub(super) fn file_type(fd: impl AsFd) -> rustix::io::Result<(FileType, rustix::
 pub(super) fn lstat_at(dir: BorrowedFd<'_>, name: &str) -> rustix::io::Result<(FileType, rustix::fs::Stat)> {
     let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)?;
     Ok((FileType::from_raw_mode(st.st_mode), st))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The walk (used where `openat2` is missing) refuses links exactly like `openat2` does.
+    #[test]
+    fn the_fallback_walk_follows_no_link() {
+        let ws = tempfile::tempdir().unwrap();
+        let w = ws.path();
+        std::fs::create_dir(w.join("d")).unwrap();
+        std::fs::write(w.join("d/f"), "x").unwrap();
+        std::os::unix::fs::symlink("d", w.join("dl")).unwrap();
+        std::os::unix::fs::symlink("d/f", w.join("fl")).unwrap();
+        let root = std::fs::File::open(w).unwrap();
+        let root = root.as_fd();
+        let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+        for opener in [walk, open_once] {
+            assert!(opener(root, "d/f", flags).is_ok());
+            assert!(is_link(&opener(root, "dl/f", flags).unwrap_err()));
+            assert!(is_link(&opener(root, "fl", flags).unwrap_err()));
+            let link = opener(root, "fl", STAT | OFlags::NOFOLLOW).unwrap();
+            assert_eq!(file_type(&link).unwrap().0, FileType::Symlink);
+            assert_eq!(opener(root, "d/f/x", flags).unwrap_err().kind(), io::ErrorKind::NotADirectory);
+            assert_eq!(opener(root, "nope", flags).unwrap_err().kind(), io::ErrorKind::NotFound);
+        }
+        let (i, e) = open_dirs(root, &["d", "f", "new"], true).unwrap_err();
+        assert_eq!((i, e.kind()), (1, io::ErrorKind::NotADirectory));
+        let (i, e) = open_dirs(root, &["dl", "new"], true).unwrap_err();
+        assert_eq!(i, 0);
+        assert!(is_link(&e));
+        assert!(open_dirs(root, &["d", "new", "deeper"], true).is_ok());
+        assert!(w.join("d/new/deeper").is_dir());
+    }
 }

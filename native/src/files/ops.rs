@@ -37,8 +37,7 @@ impl FsProjectFiles {
     /// The directory holding `path` and the last component's name (`path` is not the root).
     fn open_parent<'p>(&self, path: &'p WorkspacePath) -> FilesResult<(OwnedFd, &'p str)> {
         let parent = path.parent().unwrap_or_default();
-        let fd =
-            self.open_nofollow(&parent, OFlags::RDONLY | OFlags::DIRECTORY).map_err(|e| map_err(path, e))?;
+        let fd = self.open_nofollow(&parent, OFlags::RDONLY | OFlags::DIRECTORY).map_err(|e| map_err(path, e))?;
         Ok((fd, path.file_name().unwrap_or_default()))
     }
 
@@ -73,7 +72,11 @@ impl FsProjectFiles {
         let comps: Vec<&str> = parent.components().collect();
         let parent_fd = nofollow::open_dirs(self.fd(), &comps, true).map_err(|(i, e)| {
             let at = prefix(&comps, i + 1);
-            if e.kind() == io::ErrorKind::NotADirectory { FilesError::NotADirectory(at.display().into()) } else { map_err(&at, e) }
+            if e.kind() == io::ErrorKind::NotADirectory {
+                FilesError::NotADirectory(at.display().into())
+            } else {
+                map_err(&at, e)
+            }
         })?;
         let name = path.file_name().unwrap_or_default();
         let keep_mode = match nofollow::lstat_at(parent_fd.as_fd(), name) {
