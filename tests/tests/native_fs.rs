@@ -8,10 +8,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use jp_core::BoxFuture;
-use jp_core::files::ProjectFiles;
+use jp_core::files::{FilesError, GrepQuery, ProjectFiles, match_bytes};
 use jp_core::host::{Dispatcher, NoEvents};
 use jp_core::policy::{AccessPolicy, WorkspacePath};
-use jp_core::protocol::{HostRequest, Id};
+use jp_core::protocol::{EntryKind, HostRequest, Id};
 use jp_native::files::FsProjectFiles;
 use jp_tests::{Backend, Project};
 use serde_json::{Value, json};
@@ -188,4 +188,93 @@ fn a_directory_symlink_swap_race_never_reads_outside() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     swapper.join().unwrap();
     println!("{inside} of 3000 reads succeeded, none outside");
+}
+
+fn wp(s: &str) -> WorkspacePath {
+    WorkspacePath::parse(s).unwrap()
+}
+
+fn link_refused<T: std::fmt::Debug>(r: Result<T, FilesError>) -> bool {
+    matches!(&r, Err(FilesError::Io { message, .. }) if message.contains("symbolic link"))
+}
+
+/// The backend acts on exactly the path it is given: a link in any component is not followed
+/// (the dispatcher resolves first and passes the resolved path), except that `delete` and `rename`
+/// act on a link itself, never on its target.
+#[test]
+fn operations_follow_no_symbolic_link_only_resolve_does() {
+    let ws = tempfile::tempdir().unwrap();
+    let w = ws.path();
+    std::fs::create_dir(w.join("real")).unwrap();
+    std::fs::write(w.join("real/f"), "content").unwrap();
+    std::os::unix::fs::symlink("real", w.join("dlink")).unwrap();
+    std::os::unix::fs::symlink("real/f", w.join("flink")).unwrap();
+    std::os::unix::fs::symlink("/etc", w.join("out")).unwrap();
+    let files = FsProjectFiles::open(w).unwrap();
+    futures_executor::block_on(async {
+        assert_eq!(files.resolve(&wp("dlink/f")).await.unwrap(), wp("real/f"));
+        assert_eq!(files.read(&files.resolve(&wp("flink")).await.unwrap()).await.unwrap(), b"content");
+
+        assert!(link_refused(files.read(&wp("dlink/f")).await));
+        assert!(link_refused(files.read(&wp("flink")).await));
+        assert!(link_refused(files.metadata(&wp("dlink/f")).await));
+        assert!(link_refused(files.metadata(&wp("flink")).await));
+        assert!(link_refused(files.list_dir(&wp("dlink")).await));
+        assert!(link_refused(files.exists(&wp("dlink/f")).await));
+        assert!(files.exists(&wp("flink")).await.unwrap(), "the link itself is there");
+        assert!(link_refused(files.write(&wp("dlink/new"), b"x").await));
+        assert!(link_refused(files.write(&wp("flink"), b"x").await));
+        assert!(link_refused(files.create_dir(&wp("dlink/sub")).await));
+        assert!(link_refused(files.delete(&wp("dlink/f")).await));
+        assert!(link_refused(files.rename(&wp("dlink/f"), &wp("g")).await));
+        assert!(link_refused(files.rename(&wp("real/f"), &wp("dlink/g")).await));
+        let grep = GrepQuery::new("content", &["dlink".into()], &[], 0).unwrap();
+        assert!(link_refused(files.grep(&grep).await));
+        assert_eq!(std::fs::read_to_string(w.join("real/f")).unwrap(), "content");
+        assert_eq!(std::fs::read_dir(w.join("real")).unwrap().count(), 1, "nothing created through the link");
+
+        // Listing shows a link as what it points to inside the project, and leaves out the rest.
+        let listed: Vec<(String, EntryKind)> =
+            files.list_dir(&WorkspacePath::root()).await.unwrap().into_iter().map(|e| (e.path, e.kind)).collect();
+        let want = [("dlink", EntryKind::Dir), ("flink", EntryKind::File), ("real", EntryKind::Dir)];
+        assert_eq!(listed, want.map(|(n, k)| (n.to_owned(), k)));
+
+        // delete and rename act on the link, never on its target.
+        files.rename(&wp("dlink"), &wp("moved")).await.unwrap();
+        assert!(std::fs::symlink_metadata(w.join("moved")).unwrap().file_type().is_symlink());
+        files.delete(&wp("flink")).await.unwrap();
+        files.delete(&wp("moved")).await.unwrap();
+        assert_eq!(std::fs::read_to_string(w.join("real/f")).unwrap(), "content");
+    });
+}
+
+#[test]
+fn a_fifo_in_the_project_is_refused_not_waited_on() {
+    let ws = tempfile::tempdir().unwrap();
+    let status = std::process::Command::new("mkfifo").arg(ws.path().join("pipe")).status().unwrap();
+    assert!(status.success());
+    let files = FsProjectFiles::open(ws.path()).unwrap();
+    let r = futures_executor::block_on(files.read(&wp("pipe")));
+    assert!(matches!(&r, Err(FilesError::Io { message, .. }) if message.contains("not a regular file")), "{r:?}");
+}
+
+/// fs.grep stops searching once its matches pass `max_bytes`, rather than collecting every match
+/// in the project and trimming afterwards.
+#[test]
+fn grep_stops_once_the_matches_pass_max_bytes() {
+    let ws = tempfile::tempdir().unwrap();
+    let line = format!("needle {}\n", "x".repeat(60));
+    for i in 0..200 {
+        std::fs::write(ws.path().join(format!("f{i:03}.txt")), line.repeat(200)).unwrap();
+    }
+    let files = FsProjectFiles::open(ws.path()).unwrap();
+    let one_file = 200 * (line.len() - 1 + 16) + "f000.txt".len();
+    let mut query = GrepQuery::new("needle", &[], &[], 0).unwrap();
+    let all = futures_executor::block_on(files.grep(&query)).unwrap();
+    assert_eq!(all.len(), 200, "unbounded by default");
+    query.max_bytes = 4096;
+    let some = futures_executor::block_on(files.grep(&query)).unwrap();
+    let total: usize = some.iter().map(match_bytes).sum();
+    assert!(!some.is_empty() && total > query.max_bytes, "the file that crossed the cap is kept: {total}");
+    assert!(total <= query.max_bytes + one_file, "{total} bytes in {} files for a cap of 4096", some.len());
 }
