@@ -294,6 +294,54 @@ async fn load_errors_are_clear() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_guest_cannot_probe_whether_a_denied_file_exists() {
+    let ws = workspace();
+    std::fs::create_dir_all(ws.path().join("secret")).unwrap();
+    std::fs::write(ws.path().join("secret/plans.txt"), "x").unwrap();
+    let policy = "[conversation.tools.t.access]\nfilesystem = [{ path = \".\", allow = [\"read\", \"write\"] }, { path = \"secret\", allow = [] }]\n";
+    let faults = config(&format!("wasm = \".jp/tools/jp_tool_faults.wasm\"\n{policy}"));
+    let rt = runtime(ws.path());
+    // An existing and a missing file below a denied directory fail the same way.
+    for path in ["secret/plans.txt", "secret/missing.txt"] {
+        let read = tool_err(&rt.run(call("read", json!({ "path": path })), &faults, None).await.unwrap());
+        assert!(read.contains("PermissionDenied"), "{path}: {read}");
+        let append =
+            tool_err(&rt.run(call("append", json!({ "path": path, "content": "y" })), &faults, None).await.unwrap());
+        assert!(append.contains("PermissionDenied"), "{path}: {append}");
+    }
+    assert_eq!(std::fs::read_to_string(ws.path().join("secret/plans.txt")).unwrap(), "x");
+}
+
+/// How many files the `hoard` guest kept open (from its panic message).
+fn hoarded(message: &str) -> usize {
+    message
+        .split("hoarded ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{message}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn open_file_buffers_are_charged_to_the_memory_limit_and_descriptors_are_counted() {
+    let ws = workspace();
+    let rt = runtime(ws.path()).limits(WasmLimits { memory: 64 << 20, ..WasmLimits::default() });
+    let faults = config("wasm = \".jp/tools/jp_tool_faults.wasm\"");
+    // 40 files of 8 MiB kept open: 320 MiB of host buffers against a 64 MiB limit.
+    let big = tool_err(&rt.run(call("hoard", json!({"files": 40, "mib": 8})), &faults, None).await.unwrap());
+    // Eight fit exactly; writing the ninth fails (EIO through a stream: wasi-libc does not ask
+    // the host for the code).
+    assert!(hoarded(&big) <= 8 && big.contains("first failure: write "), "{big}");
+    // Empty files cost no bytes: the descriptor limit stops them.
+    let many = tool_err(&rt.run(call("hoard", json!({"files": 1000, "mib": 0})), &faults, None).await.unwrap());
+    assert!(hoarded(&many) < 128 && many.contains("first failure: open "), "{many}");
+    // The trap committed nothing, and the next call has its whole budget again.
+    assert!(!ws.path().join("hoard/0.bin").exists());
+    let out = rt.run(call("hoard", json!({"files": 7, "mib": 8})), &faults, None).await.unwrap();
+    assert!(tool_err(&out).contains("hoarded 7 files; first failure: none"), "{out:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn limits_end_a_call_cleanly_and_the_next_call_is_unaffected() {
     let ws = workspace();
     let limits = WasmLimits { deadline: Duration::from_secs(1), memory: 64 << 20, output: 1 << 20, stdio: 64 << 10 };

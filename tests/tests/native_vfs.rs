@@ -269,6 +269,24 @@ async fn a_held_request_sends_pending_and_can_be_abandoned_with_cancelled() {
     assert_eq!(r[1]["error"]["code"], json!(-32005), "{}", r[1]);
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_malformed_result_is_reported_as_malformed_not_as_missing() {
+    let ws = workspace();
+    let (out, _) = raw(ws.path(), "malformed-result", "", fast()).await;
+    let message = tool_error(&out.unwrap());
+    assert!(message.contains("sent a malformed result notification"), "{message}");
+    assert!(message.contains("content must be a string or a list of content blocks"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stale_cancel_does_not_cancel_the_next_request() {
+    let ws = workspace();
+    let (out, _) = raw(ws.path(), "stale-cancel", "", fast()).await;
+    let r: Vec<Value> = serde_json::from_str(&text(&out.unwrap())).unwrap();
+    assert_eq!(r[0]["result"]["content"], json!("# demo\n"), "{}", r[0]);
+    assert_eq!(r[1]["result"], json!({"exists": true}), "{}", r[1]);
+}
+
 /// Live (non-zombie) processes whose command line contains `marker`.
 fn processes_with(marker: &str) -> Vec<String> {
     let mut found = Vec::new();

@@ -73,7 +73,8 @@ pub const GUESTS_DIR: &str = env!("JP_GUESTS_DIR");
 pub struct WasmLimits {
     /// Wall-clock time of one call.
     pub deadline: Duration,
-    /// Linear memory of one instance.
+    /// Linear memory of one instance, and separately the bytes its open files may buffer on
+    /// the host (`wasi:filesystem` buffers are charged to a budget of this size).
     pub memory: usize,
     /// Size of the result text.
     pub output: usize,
@@ -625,7 +626,7 @@ impl WasmRuntime {
         let state = CallState {
             wasi,
             table: ResourceTable::new(),
-            fs: GuestFs::new(mounts, events.clone()),
+            fs: GuestFs::new(mounts, events.clone(), self.limits.memory),
             host: HostImports::new(dispatcher, events),
             limits: StoreLimitsBuilder::new().memory_size(self.limits.memory).trap_on_grow_failure(true).build(),
             deadline: Instant::now() + self.limits.deadline,

@@ -1,7 +1,8 @@
 //! `jp-test-tools`: the tool binary of the integration tests. Run by a host with
 //! `runtime = "vfs"`, it serves the first-party file tools plus tools that exercise the protocol
 //! and probe the sandbox (`script`, `escape`, `big`). With `raw <behaviour>` as arguments it
-//! misbehaves on purpose, below the SDK: hangs, crashes, floods, ignores signals, leaves children.
+//! misbehaves on purpose, below the SDK: hangs, crashes, floods, ignores signals, leaves children,
+//! pipelines large requests, sends malformed results or stale cancels.
 
 #[cfg(target_arch = "wasm32")]
 fn main() {}
@@ -265,6 +266,54 @@ mod native {
         send(json!({"jsonrpc":"2.0","method":"result","params":{"content": text}}));
     }
 
+    /// Asks for something the host holds (`.env` needs the user), then pipelines 200 writes of
+    /// 8 MiB each from a second thread without reading a single answer, and reports on stderr
+    /// how many got through once the writer is done or has been held back for 2 s.
+    fn pipeline_writes() -> ExitCode {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        const TOTAL: usize = 200;
+        read_init();
+        send(json!({"jsonrpc":"2.0","id":0,"method":"fs.read","params":{"path":".env"}}));
+        let written = Arc::new(AtomicUsize::new(0));
+        let counter = written.clone();
+        std::thread::spawn(move || {
+            let content = "w".repeat(8 << 20);
+            let mut out = std::io::stdout().lock();
+            for id in 1..=TOTAL {
+                let line = format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"fs.write","params":{{"path":"pipelined.txt","content":"{content}"}}}}"#
+                );
+                if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
+                    return;
+                }
+                counter.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        let (mut last, mut still) = (0, 0);
+        loop {
+            std::thread::sleep(Duration::from_millis(100));
+            let n = written.load(Ordering::SeqCst);
+            if n == TOTAL {
+                break;
+            }
+            if n == last {
+                still += 1;
+                if still >= 20 {
+                    break;
+                }
+            } else {
+                (last, still) = (n, 0);
+            }
+        }
+        eprintln!("wrote {} of {TOTAL} requests", written.load(Ordering::SeqCst));
+        // Not `exit`: the writer thread may hold the stdout lock, blocked on the full pipe.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::_exit(0)
+        }
+    }
+
     fn raw(behaviour: &str) -> ExitCode {
         match behaviour {
             "hang" => {
@@ -388,6 +437,28 @@ mod native {
                 result(&format!("responses of {} and {} bytes", sizes[0], sizes[1]));
                 ExitCode::SUCCESS
             }
+            "malformed-result" => {
+                // Its last word is unreadable: a result whose content is a number.
+                read_init();
+                send(json!({"jsonrpc":"2.0","method":"result","params":{"content": 42}}));
+                ExitCode::SUCCESS
+            }
+            "stale-cancel" => {
+                // `cancel` with nothing in flight (before any request, and after an answer came
+                // back), each followed by a normal request: both must be served.
+                read_init();
+                let stdin = std::io::stdin();
+                let mut lines = stdin.lock().lines();
+                let mut responses = Vec::new();
+                for (id, method) in [(1, "fs.read"), (2, "fs.exists")] {
+                    send(json!({"jsonrpc":"2.0","method":"cancel"}));
+                    send(json!({"jsonrpc":"2.0","id":id,"method":method,"params":{"path":"README.md"}}));
+                    responses.push(lines.next().and_then(Result::ok).unwrap_or_default());
+                }
+                result(&format!("[{}]", responses.join(",")));
+                ExitCode::SUCCESS
+            }
+            "pipeline-writes" => pipeline_writes(),
             other => {
                 let mut s = String::new();
                 let _ = std::io::stdin().read_to_string(&mut s);

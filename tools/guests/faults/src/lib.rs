@@ -1,7 +1,8 @@
 //! Misbehaving on purpose, selected by the tool name: `ok` (does nothing: the benchmark's trivial
 //! tool), `spin` (an endless loop), `bomb` (allocates until it cannot), `flood` (a huge result),
 //! `print` (floods stdout), `write` / `read` / `list` / `remove` / `rename` (plain `std::fs` on
-//! `/workspace`, for the policy tests), `escape` (every way out of the preopen it can think of).
+//! `/workspace`, for the policy tests), `escape` (every way out of the preopen it can think of),
+//! `hoard` (keeps many files open with large unwritten buffers, then traps so nothing is kept).
 
 wit_bindgen::generate!({
     world: "tool",
@@ -93,6 +94,33 @@ impl Guest for Faults {
             .map(|()| "renamed".to_owned()),
             "mkdir" => io(std::fs::create_dir_all(format!("/workspace/{}", arg(&args, "path"))), "mkdir")
                 .map(|()| "created".to_owned()),
+            "hoard" => {
+                use std::io::Write as _;
+                let files = args["files"].as_u64().unwrap_or(100) as usize;
+                let mib = args["mib"].as_u64().unwrap_or(8) as usize;
+                let chunk = vec![b'h'; 1 << 20];
+                let _ = std::fs::create_dir_all("/workspace/hoard");
+                let mut open = Vec::new();
+                let mut failure = "none".to_owned();
+                'files: for i in 0..files {
+                    let mut f = match std::fs::File::create(format!("/workspace/hoard/{i}.bin")) {
+                        Ok(f) => f,
+                        Err(e) => {
+                            failure = format!("open {i}: {e} ({:?})", e.kind());
+                            break;
+                        }
+                    };
+                    for _ in 0..mib {
+                        if let Err(e) = f.write_all(&chunk) {
+                            failure = format!("write {i}: {e} ({:?})", e.kind());
+                            break 'files;
+                        }
+                    }
+                    open.push(f);
+                }
+                // A trap: the host commits nothing, and the report is the panic message.
+                panic!("hoarded {} files; first failure: {failure}", open.len());
+            }
             "escape" => Ok([
                 attempt("/etc/passwd"),
                 attempt("/workspace/../../etc/passwd"),

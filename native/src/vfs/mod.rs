@@ -1,0 +1,336 @@
+//! [`VfsRuntime`]: RFD D11's runtime. A tool is an ordinary program started under the OS sandbox;
+//! everything it needs from the host it asks for on stdout, and the core [`Dispatcher`] answers on
+//! its stdin.
+//!
+//! Reading the tool's stdout, serving its requests and writing to its stdin run concurrently (the
+//! reader loop, a dispatch task and a writer task), so neither side can block the other at any
+//! message size up to the cap, even when the tool is slow to read. The host gives up on a tool
+//! that sends nothing for the request timeout (default 60 s, not counted while a request of the
+//! tool is being served), that floods it with malformed messages, or that stops reading its
+//! stdin. At most a few requests wait to be served: beyond that the host stops reading the
+//! tool's stdout, so a tool that pipelines large requests is held back by its own pipe instead
+//! of filling the host's memory. Cancellation sends `cancel`, then `SIGTERM` after 5 s, then
+//! `SIGKILL`; at the end the tool's whole process group is killed, so nothing it started
+//! survives the call.
+
+mod session;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use jp_core::BoxFuture;
+use jp_core::files::ProjectFiles;
+use jp_core::host::{DenyInquirer, DispatchEvents, Dispatcher, HttpClient, Inquirer, ProcessRunner, Unavailable};
+use jp_core::policy::AccessPolicy;
+use jp_core::protocol::{DEFAULT_MAX_LINE, InitParams, InitTool, PROTOCOL_VERSION, ProtocolNotification};
+use jp_core::runtime::{ExecutionOutcome, RuntimeError, ToolCall, ToolConfig, ToolRuntime};
+use jp_core::state::ToolState;
+
+pub use self::session::VfsHandle;
+use self::session::{Session, Spawned, Step, stopped};
+use crate::process::{GroupGuard, find_program};
+use crate::sandbox::{SandboxMode, SandboxSpec, configured_read_paths};
+
+/// Timing and size limits of a VFS call.
+#[derive(Debug, Clone, Copy)]
+pub struct VfsOptions {
+    /// How long the tool may stay silent (no request, no result) before it is killed.
+    pub request_timeout: Duration,
+    /// How long a cancelled tool has to exit before `SIGTERM`, and again before `SIGKILL`.
+    pub cancel_grace: Duration,
+    /// How much of the tool's stderr is kept (the tail).
+    pub max_stderr: usize,
+    /// Largest protocol line.
+    pub max_line: usize,
+    /// Malformed messages tolerated before the tool is considered not to speak the protocol.
+    pub max_malformed: usize,
+}
+
+impl Default for VfsOptions {
+    fn default() -> Self {
+        Self {
+            request_timeout: Duration::from_secs(60),
+            cancel_grace: Duration::from_secs(5),
+            max_stderr: 64 * 1024,
+            max_line: DEFAULT_MAX_LINE,
+            max_malformed: 100,
+        }
+    }
+}
+
+/// How a tool program is started: the resolved program, its arguments and the files named in
+/// the command that the sandbox must let it read (scripts of interpreted tools).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolCommand {
+    /// Absolute path of the program.
+    pub program: PathBuf,
+    /// Arguments.
+    pub args: Vec<String>,
+    /// Existing files among the arguments (read + execute in the sandbox).
+    pub script_files: Vec<PathBuf>,
+}
+
+impl ToolCommand {
+    /// Parse a `command` string (shell words) relative to `base` (the workspace root), finding
+    /// the program on `path_var` when it has no `/`.
+    pub fn parse(command: &str, base: &Path, path_var: Option<&str>) -> Result<Self, RuntimeError> {
+        let words = shlex::split(command)
+            .ok_or_else(|| RuntimeError::Config(format!("`command` {command:?} has unbalanced quotes")))?;
+        let (first, rest) = words
+            .split_first()
+            .ok_or_else(|| RuntimeError::Config("`command` is empty; name the program to run".into()))?;
+        let program = find_program(first, path_var, base).ok_or_else(|| {
+            RuntimeError::Config(format!(
+                "program {first:?} of `command` was not found (looked on PATH and relative to {})",
+                base.display()
+            ))
+        })?;
+        let program = std::fs::canonicalize(&program).unwrap_or(program);
+        // Arguments naming existing files (`python3 tools/x.py`) become absolute: the tool does
+        // not start in the workspace, and the sandbox must let it read them.
+        let mut args = Vec::with_capacity(rest.len());
+        let mut script_files = Vec::new();
+        for arg in rest {
+            let path = base.join(arg);
+            if !arg.starts_with('-') && path.is_file() {
+                let path = std::fs::canonicalize(&path).unwrap_or(path);
+                args.push(path.to_string_lossy().into_owned());
+                script_files.push(path);
+            } else {
+                args.push(arg.clone());
+            }
+        }
+        Ok(Self { program, args, script_files })
+    }
+}
+
+/// Runs `runtime = "vfs"` tools.
+pub struct VfsRuntime {
+    files: Arc<dyn ProjectFiles>,
+    workspace: PathBuf,
+    http: Arc<dyn HttpClient>,
+    process: Arc<dyn ProcessRunner>,
+    inquirer: Arc<dyn Inquirer>,
+    env: BTreeMap<String, String>,
+    sandbox: SandboxMode,
+    options: VfsOptions,
+    trace: Option<Arc<dyn DispatchEvents>>,
+    home: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for VfsRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VfsRuntime")
+            .field("workspace", &self.workspace)
+            .field("sandbox", &self.sandbox)
+            .finish_non_exhaustive()
+    }
+}
+
+impl VfsRuntime {
+    /// A runtime serving `files`, whose real root (for relative commands and the home check) is
+    /// `workspace`. HTTP and processes are unavailable and inquiries denied until configured.
+    pub fn new(files: Arc<dyn ProjectFiles>, workspace: impl Into<PathBuf>) -> Self {
+        Self {
+            files,
+            workspace: workspace.into(),
+            http: Arc::new(Unavailable::no_http()),
+            process: Arc::new(Unavailable::no_process()),
+            inquirer: Arc::new(DenyInquirer),
+            env: BTreeMap::new(),
+            sandbox: SandboxMode::Enforce,
+            options: VfsOptions::default(),
+            trace: None,
+            home: None,
+        }
+    }
+    /// The HTTP client behind `http.*`.
+    pub fn http(mut self, http: Arc<dyn HttpClient>) -> Self {
+        self.http = http;
+        self
+    }
+    /// The runner behind `process.run`.
+    pub fn process(mut self, process: Arc<dyn ProcessRunner>) -> Self {
+        self.process = process;
+        self
+    }
+    /// Who answers inquiries.
+    pub fn inquirer(mut self, inquirer: Arc<dyn Inquirer>) -> Self {
+        self.inquirer = inquirer;
+        self
+    }
+    /// The host environment (filtered by each tool's policy).
+    pub fn env(mut self, env: BTreeMap<String, String>) -> Self {
+        self.env = env;
+        self
+    }
+    /// The home directory, so `~/…` sensitive paths apply when the workspace contains it.
+    pub fn home(mut self, home: Option<PathBuf>) -> Self {
+        self.home = home;
+        self
+    }
+    /// Enforce the OS sandbox (default) or run without it.
+    pub fn sandbox(mut self, mode: SandboxMode) -> Self {
+        self.sandbox = mode;
+        self
+    }
+    /// Limits.
+    pub fn options(mut self, options: VfsOptions) -> Self {
+        self.options = options;
+        self
+    }
+    /// Where every policy decision is reported (`--trace`, logs).
+    pub fn trace(mut self, events: Arc<dyn DispatchEvents>) -> Self {
+        self.trace = Some(events);
+        self
+    }
+
+    fn policy(&self, config: &ToolConfig, default: AccessPolicy) -> Result<AccessPolicy, RuntimeError> {
+        let mut policy = config.policy(default).map_err(|e| RuntimeError::Config(e.to_string()))?;
+        if let (Some(home), Ok(ws)) = (&self.home, std::fs::canonicalize(&self.workspace)) {
+            policy.set_home(&ws.to_string_lossy(), &home.to_string_lossy());
+        }
+        Ok(policy)
+    }
+
+    /// Run the tool once with `init` and serve it until it ends. Without a `sandbox` or `access`
+    /// table the tool gets the D11 default policy (workspace read-only).
+    pub async fn run(
+        &self,
+        call: ToolCall,
+        config: &ToolConfig,
+        action: Option<&str>,
+    ) -> Result<ExecutionOutcome, RuntimeError> {
+        self.run_with_default(call, config, action, AccessPolicy::vfs_default()).await
+    }
+
+    /// [`run`](Self::run) with another policy for a tool without a `sandbox` or `access` table
+    /// (first-party tools that write have a writable default).
+    pub async fn run_with_default(
+        &self,
+        call: ToolCall,
+        config: &ToolConfig,
+        action: Option<&str>,
+        default_policy: AccessPolicy,
+    ) -> Result<ExecutionOutcome, RuntimeError> {
+        let mut session = self.start(&call, config, action, default_policy)?;
+        let step = session.serve(&call.cancel, false).await;
+        session.end(step).await
+    }
+
+    /// Start a stateful tool (RFD 009 / D11 "stateful VFS tools"): the process stays alive
+    /// across `apply` cycles. Returns the tool's first state and, unless that state is
+    /// `stopped`, a handle for the registry (`fetch`, `apply`, `abort`).
+    pub async fn spawn_stateful(
+        &self,
+        call: ToolCall,
+        config: &ToolConfig,
+        default_policy: AccessPolicy,
+    ) -> Result<(ToolState, Option<VfsHandle>), RuntimeError> {
+        let mut session = self.start(&call, config, None, default_policy)?;
+        match session.serve(&call.cancel, true).await {
+            Step::State(state) => Ok((state.clone(), Some(VfsHandle::new(session, state, call.cancel)))),
+            step => Ok((stopped(session.end(step).await), None)),
+        }
+    }
+
+    /// Spawn the tool under the sandbox, send `init`, and start serving its requests.
+    fn start(
+        &self,
+        call: &ToolCall,
+        config: &ToolConfig,
+        action: Option<&str>,
+        default_policy: AccessPolicy,
+    ) -> Result<Session, RuntimeError> {
+        let name = call.name.clone();
+        let command =
+            config.command.as_deref().ok_or_else(|| RuntimeError::Config(format!("tool '{name}' has no `command`")))?;
+        let cmd = ToolCommand::parse(command, &self.workspace, self.env.get("PATH").map(String::as_str))?;
+        let policy = self.policy(config, default_policy)?;
+        let mut child_cmd = tokio::process::Command::new(&cmd.program);
+        child_cmd
+            .args(&cmd.args)
+            .env_clear()
+            .current_dir("/")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        match self.sandbox {
+            SandboxMode::Enforce => {
+                let spec = SandboxSpec::for_tool(
+                    &cmd.program,
+                    &cmd.script_files,
+                    &configured_read_paths(&self.workspace, config)?,
+                );
+                let prepared = spec.prepare().map_err(|e| RuntimeError::Sandbox(e.to_string()))?;
+                Arc::new(prepared).install(&mut child_cmd);
+            }
+            SandboxMode::Disabled => {
+                child_cmd.process_group(0);
+            }
+        }
+        let mut child = child_cmd.spawn().map_err(|e| RuntimeError::Spawn {
+            tool: name.clone(),
+            message: format!("{}: {e}", cmd.program.display()),
+        })?;
+        let pgid = child.id().unwrap_or(0);
+        let guard = GroupGuard(pgid);
+
+        let (stdin, stdout, stderr) = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
+            (Some(i), Some(o), Some(e)) => (i, o, e),
+            _ => return Err(RuntimeError::Spawn { tool: name, message: "pipes were not created".into() }),
+        };
+
+        let init = ProtocolNotification::Init(InitParams {
+            tool: InitTool {
+                name: name.clone(),
+                arguments: call.arguments.clone(),
+                answers: call.answers.clone(),
+                options: config.options.clone(),
+                action: action.map(str::to_owned),
+            },
+            protocol_version: PROTOCOL_VERSION.into(),
+        });
+        let dispatcher = Arc::new(
+            Dispatcher::builder(name.clone(), Arc::new(policy), self.files.clone())
+                .http(self.http.clone())
+                .process(self.process.clone())
+                .inquirer(self.inquirer.clone())
+                .env(self.env.clone())
+                .max_line(self.options.max_line)
+                .build(),
+        );
+        Ok(Session::start(Spawned {
+            name,
+            call_id: call.id.clone(),
+            opts: self.options,
+            child,
+            pgid,
+            guard,
+            stdin,
+            stdout,
+            stderr,
+            init,
+            dispatcher,
+            trace: self.trace.clone(),
+        }))
+    }
+}
+
+impl ToolRuntime for VfsRuntime {
+    fn kind(&self) -> &'static str {
+        "vfs"
+    }
+
+    fn execute<'a>(
+        &'a self,
+        call: ToolCall,
+        config: &'a ToolConfig,
+    ) -> BoxFuture<'a, Result<ExecutionOutcome, RuntimeError>> {
+        Box::pin(self.run(call, config, None))
+    }
+}
