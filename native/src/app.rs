@@ -33,6 +33,8 @@ use crate::stdio::StdioRuntime;
 use crate::vfs::{VfsOptions, VfsRuntime};
 use crate::wasm::{ComponentSource, LEARN_WASM, WasmEngine, WasmLimits, WasmRuntime, component_path};
 
+mod learn;
+
 /// The hidden first argument that makes `jp` serve one first-party tool over the VFS protocol.
 pub const TOOL_MODE_ARG: &str = "__tool";
 
@@ -172,6 +174,8 @@ pub struct App {
     self_exe: PathBuf,
     timeout: Duration,
     schemas: Mutex<HashMap<String, Result<String, String>>>,
+    /// The workspace handle `learn` resolves its knowledge base through.
+    kb_files: Arc<FsProjectFiles>,
 }
 
 impl std::fmt::Debug for App {
@@ -234,6 +238,7 @@ impl App {
             ReqwestHttpClient::new(options.timeout).map_err(|e| AppError::Config(format!("HTTP client: {e}")))?,
         );
         let (files_for_wasm, http_for_wasm) = (files.clone() as Arc<dyn ProjectFiles>, http.clone());
+        let kb_files = files.clone();
         let mut vfs = VfsRuntime::new(files, &workspace)
             .http(http)
             .process(Arc::new(TokioProcessRunner::new(options.timeout)))
@@ -264,6 +269,7 @@ impl App {
             self_exe: options.self_exe,
             timeout: options.timeout,
             schemas: Mutex::new(HashMap::new()),
+            kb_files,
         })
     }
 
@@ -421,7 +427,7 @@ impl App {
                 }
                 RuntimeChoice::Local(ToolRuntimeKind::Wasm) => self.wasm()?.run(call, &config, None).await,
                 RuntimeChoice::Builtin if name == LEARN => {
-                    let (call, source) = self.learn_call(call, &config)?;
+                    let (call, source) = self.learn_call(call, &config).await?;
                     self.wasm()?.run(call, &config, Some(source)).await
                 }
                 RuntimeChoice::Builtin => Err(RuntimeError::Config(format!("'{name}' is not a builtin tool"))),
@@ -495,53 +501,5 @@ impl App {
             })
             .as_ref()
             .map_err(Clone::clone)
-    }
-
-    /// `learn`: pick the topic (`topic` argument, or the only one there is) under the knowledge
-    /// base, mount it read-only at `/subjects`, and inject its metadata as `_topic` (seed 002).
-    fn learn_call(&self, mut call: ToolCall, config: &ToolConfig) -> Result<(ToolCall, ComponentSource), RuntimeError> {
-        let kb_rel = config.options.get("kb").and_then(Value::as_str).unwrap_or(DEFAULT_KB).to_owned();
-        let kb = self.workspace.join(&kb_rel);
-        let mut topics: Vec<String> = std::fs::read_dir(&kb)
-            .map_err(|_| {
-                RuntimeError::Config(format!(
-                    "learn has no knowledge base: {kb_rel}/ does not exist; create {kb_rel}/<topic>/<subject>.md (or set `options.kb` of the learn tool)"
-                ))
-            })?
-            .flatten()
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| !n.starts_with('.'))
-            .collect();
-        topics.sort();
-        let topic = match call.arguments.remove("topic") {
-            Some(Value::String(t)) => t,
-            Some(other) => return Err(RuntimeError::Config(format!("learn: `topic` must be a string, got {other}"))),
-            None if topics.len() == 1 => topics[0].clone(),
-            None => {
-                return Err(RuntimeError::Config(format!(
-                    "learn needs a `topic`; topics in {kb_rel}/: {}",
-                    if topics.is_empty() { "none".to_owned() } else { topics.join(", ") }
-                )));
-            }
-        };
-        if !topics.contains(&topic) {
-            return Err(RuntimeError::Config(format!(
-                "learn: no topic '{topic}' in {kb_rel}/; topics: {}",
-                topics.join(", ")
-            )));
-        }
-        let option_list = |key: &str| config.options.get(key).cloned().unwrap_or_else(|| Value::Array(Vec::new()));
-        call.arguments.insert(
-            "_topic".into(),
-            serde_json::json!({
-                "title": topic,
-                "description": config.description,
-                "disabled": option_list("disabled"),
-                "learned": option_list("learned"),
-            }),
-        );
-        let source = ComponentSource::Builtin { name: LEARN, bytes: LEARN_WASM, subjects: Some(kb.join(&topic)) };
-        Ok((call, source))
     }
 }
