@@ -7,6 +7,9 @@
 //! default to a read-only workspace, write tools to a writable one; neither gets network or
 //! processes. A `[conversation.tools.<name>]` table with `source = "builtin"` can override their
 //! policy, summary or parameters.
+//!
+//! A tool asked for its schema gets no host access and [`SCHEMA_TIMEOUT`] (`app/describe.rs`);
+//! `learn`'s knowledge base is resolved beneath the workspace (`app/learn.rs`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -21,7 +24,7 @@ use jp_core::runtime::{
     Config, ExecutionOutcome, RuntimeChoice, RuntimeError, ToolCall, ToolConfig, ToolRuntimeKind, ToolSource,
     resolve_runtime,
 };
-use jp_core::schema::{SchemaError, SchemaResponse, ToolDefinition, ToolSchema};
+use jp_core::schema::{SchemaResponse, ToolDefinition, ToolSchema};
 use serde_json::{Map, Value};
 use tokio::sync::Mutex;
 
@@ -31,7 +34,12 @@ use crate::process::TokioProcessRunner;
 use crate::sandbox::SandboxMode;
 use crate::stdio::StdioRuntime;
 use crate::vfs::{VfsOptions, VfsRuntime};
-use crate::wasm::{ComponentSource, LEARN_WASM, WasmEngine, WasmLimits, WasmRuntime, component_path};
+use crate::wasm::{ComponentSource, LEARN_WASM, WasmEngine, WasmLimits, WasmRuntime};
+
+mod describe;
+mod learn;
+
+pub use describe::{NOT_WHILE_DESCRIBING, SCHEMA_TIMEOUT};
 
 /// The hidden first argument that makes `jp` serve one first-party tool over the VFS protocol.
 pub const TOOL_MODE_ARG: &str = "__tool";
@@ -172,6 +180,10 @@ pub struct App {
     self_exe: PathBuf,
     timeout: Duration,
     schemas: Mutex<HashMap<String, Result<String, String>>>,
+    /// The workspace handle `learn` resolves its knowledge base through.
+    kb_files: Arc<FsProjectFiles>,
+    /// The runtimes that ask tools for their schema (no host access, a short deadline).
+    describers: describe::Describers,
 }
 
 impl std::fmt::Debug for App {
@@ -234,6 +246,14 @@ impl App {
             ReqwestHttpClient::new(options.timeout).map_err(|e| AppError::Config(format!("HTTP client: {e}")))?,
         );
         let (files_for_wasm, http_for_wasm) = (files.clone() as Arc<dyn ProjectFiles>, http.clone());
+        let kb_files = files.clone();
+        let describers = describe::Describers::new(
+            workspace.clone(),
+            options.sandbox,
+            options.env.clone(),
+            home.clone(),
+            options.trace.clone(),
+        );
         let mut vfs = VfsRuntime::new(files, &workspace)
             .http(http)
             .process(Arc::new(TokioProcessRunner::new(options.timeout).sandbox(options.sandbox)))
@@ -265,6 +285,8 @@ impl App {
             self_exe: options.self_exe,
             timeout: options.timeout,
             schemas: Mutex::new(HashMap::new()),
+            kb_files,
+            describers,
         })
     }
 
@@ -341,48 +363,8 @@ impl App {
         }
         let text = cache.get(&key).cloned().unwrap_or_else(|| Err("no answer".into()));
         drop(cache);
-        let text = text.map_err(|why| {
-            RuntimeError::Config(
-                SchemaError::Unparseable { tool: entry.name.clone(), why: format!("asking it failed: {why}") }
-                    .to_string(),
-            )
-        })?;
+        let text = text.map_err(RuntimeError::Config)?;
         SchemaResponse::parse_for(&entry.name, &text).map_err(|e| RuntimeError::Config(e.to_string()))
-    }
-
-    async fn ask_schema(
-        &self,
-        entry: &ToolEntry,
-        config: &ToolConfig,
-        kind: ToolRuntimeKind,
-    ) -> Result<String, String> {
-        let call = ToolCall {
-            name: entry.name.clone(),
-            id: "schema".into(),
-            arguments: Map::new(),
-            answers: Map::new(),
-            cancel: CancellationToken::new(),
-        };
-        let outcome = match kind {
-            ToolRuntimeKind::Stdio => self.stdio.run(call, config, Some("schema")).await,
-            ToolRuntimeKind::Vfs => {
-                self.vfs.run_with_default(call, config, Some("schema"), entry.default_policy()).await
-            }
-            ToolRuntimeKind::Wasm => {
-                let path = component_path(config, &self.workspace).ok_or_else(|| "it names no component".to_owned())?;
-                match self.wasm().map_err(|e| e.to_string())?.describe(&entry.name, ComponentSource::File(path)).await {
-                    Ok(Some(schema)) => return Ok(schema),
-                    Ok(None) => return Err("the component does not export jp:tool/describe".into()),
-                    Err(e) => Err(e),
-                }
-            }
-        };
-        match outcome {
-            Ok(ExecutionOutcome::Completed { result: Ok(r), .. }) => Ok(r.to_text()),
-            Ok(ExecutionOutcome::Completed { result: Err(e), .. }) => Err(e.message),
-            Ok(other) => Err(format!("it answered {other:?}")),
-            Err(e) => Err(e.to_string()),
-        }
     }
 
     /// Run one call. `arguments` are checked against the definition first (missing required
@@ -422,7 +404,7 @@ impl App {
                 }
                 RuntimeChoice::Local(ToolRuntimeKind::Wasm) => self.wasm()?.run(call, &config, None).await,
                 RuntimeChoice::Builtin if name == LEARN => {
-                    let (call, source) = self.learn_call(call, &config)?;
+                    let (call, source) = self.learn_call(call, &config).await?;
                     self.wasm()?.run(call, &config, Some(source)).await
                 }
                 RuntimeChoice::Builtin => Err(RuntimeError::Config(format!("'{name}' is not a builtin tool"))),
@@ -498,53 +480,5 @@ impl App {
             })
             .as_ref()
             .map_err(Clone::clone)
-    }
-
-    /// `learn`: pick the topic (`topic` argument, or the only one there is) under the knowledge
-    /// base, mount it read-only at `/subjects`, and inject its metadata as `_topic` (seed 002).
-    fn learn_call(&self, mut call: ToolCall, config: &ToolConfig) -> Result<(ToolCall, ComponentSource), RuntimeError> {
-        let kb_rel = config.options.get("kb").and_then(Value::as_str).unwrap_or(DEFAULT_KB).to_owned();
-        let kb = self.workspace.join(&kb_rel);
-        let mut topics: Vec<String> = std::fs::read_dir(&kb)
-            .map_err(|_| {
-                RuntimeError::Config(format!(
-                    "learn has no knowledge base: {kb_rel}/ does not exist; create {kb_rel}/<topic>/<subject>.md (or set `options.kb` of the learn tool)"
-                ))
-            })?
-            .flatten()
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| !n.starts_with('.'))
-            .collect();
-        topics.sort();
-        let topic = match call.arguments.remove("topic") {
-            Some(Value::String(t)) => t,
-            Some(other) => return Err(RuntimeError::Config(format!("learn: `topic` must be a string, got {other}"))),
-            None if topics.len() == 1 => topics[0].clone(),
-            None => {
-                return Err(RuntimeError::Config(format!(
-                    "learn needs a `topic`; topics in {kb_rel}/: {}",
-                    if topics.is_empty() { "none".to_owned() } else { topics.join(", ") }
-                )));
-            }
-        };
-        if !topics.contains(&topic) {
-            return Err(RuntimeError::Config(format!(
-                "learn: no topic '{topic}' in {kb_rel}/; topics: {}",
-                topics.join(", ")
-            )));
-        }
-        let option_list = |key: &str| config.options.get(key).cloned().unwrap_or_else(|| Value::Array(Vec::new()));
-        call.arguments.insert(
-            "_topic".into(),
-            serde_json::json!({
-                "title": topic,
-                "description": config.description,
-                "disabled": option_list("disabled"),
-                "learned": option_list("learned"),
-            }),
-        );
-        let source = ComponentSource::Builtin { name: LEARN, bytes: LEARN_WASM, subjects: Some(kb.join(&topic)) };
-        Ok((call, source))
     }
 }

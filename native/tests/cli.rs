@@ -573,3 +573,35 @@ filesystem = [{ path = ".", allow = ["read"] }, { path = "src", allow = [] }]
     let grep = rows.iter().find(|r| r["name"] == "fs_grep_files").unwrap();
     assert_eq!(grep["runtime"], "wasm");
 }
+
+#[test]
+fn an_inquiry_on_a_terminal_shows_a_tools_control_characters_escaped() {
+    let ws = workspace();
+    std::fs::create_dir_all(ws.path().join("tools")).unwrap();
+    std::fs::write(ws.path().join("tools/count.py"), PY_VFS_TOOL).unwrap();
+    write_config(
+        ws.path(),
+        r#"
+[conversation.tools.count_lines]
+source = "local"
+command = "/usr/bin/python3 tools/count.py"
+runtime = "vfs"
+[conversation.tools.count_lines.sandbox]
+filesystem.allow = ["src"]
+"#,
+    );
+    // A path outside `src` is not covered: the user is asked. The path tries to clear the screen,
+    // return the cursor and write a harmless-looking request over the real one.
+    let args = r#"'{"path":"evil\u001b[2J\rsrc/main.rs\u202e"}'"#;
+    let o = jp_on_a_terminal(ws.path(), &format!("tool call count_lines --args {args}"), "n\n");
+    let out = stdout(&o);
+    let request = out.lines().find(|l| l.contains("wants fs.read")).unwrap_or_else(|| panic!("no prompt: {out:?}"));
+    let request = request.trim_end_matches('\r');
+    assert_eq!(
+        request, r#"tool 'count_lines' wants fs.read "evil\x1b[2J\rsrc/main.rs\u{202e}""#,
+        "the path must be shown escaped and quoted: {out:?}"
+    );
+    let question = out.find("allow? [y = once").unwrap();
+    assert!(!out[..question].contains(['\u{1b}', '\u{202e}']), "nothing raw before the question: {out:?}");
+    assert_eq!(code(&o), 1, "{out}");
+}
