@@ -120,6 +120,18 @@ impl DispatcherBuilder {
     }
 }
 
+/// The argument vector as one unambiguous line for inquiries and traces: a plain word as is,
+/// anything else (spaces, quotes, controls, empty) as a JSON string, so `rm "a b"` and
+/// `rm a b` cannot look alike.
+pub fn command_line(program: &str, args: &[String]) -> String {
+    let plain = |a: &str| !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%^".contains(c));
+    std::iter::once(program)
+        .chain(args.iter().map(String::as_str))
+        .map(|a| if plain(a) { a.to_owned() } else { Value::String(a.to_owned()).to_string() })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn to_value<T: serde::Serialize>(v: &T) -> Result<Value, HostError> {
     serde_json::to_value(v).map_err(|e| HostError::Internal(format!("could not encode the result: {e}")))
 }
@@ -326,10 +338,7 @@ impl Dispatcher {
                 self.http(HttpMethod::Post, &p.url, &p.headers, body, id, events).await
             }
             HostRequest::ProcessRun(p) => {
-                let line = std::iter::once(p.program.as_str())
-                    .chain(p.args.iter().map(String::as_str))
-                    .collect::<Vec<_>>()
-                    .join(" ");
+                let line = command_line(&p.program, &p.args);
                 self.enforce(method, &line, self.policy.check_process(&p.program, &p.args, &p.envs), id, events)
                     .await?;
                 let cwd = self.files.materialize().await.ok().map(|m| m.root);
@@ -436,6 +445,15 @@ mod tests {
         assert!(!text.contains("\"size"), "{text}");
         let err = response.outcome.unwrap_err();
         assert!(err.message.contains("withheld"), "{}", err.message);
+    }
+
+    #[test]
+    fn a_command_line_shows_each_argument_unambiguously() {
+        let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(command_line("git", &args(&["status", "-s"])), "git status -s");
+        assert_eq!(command_line("rm", &args(&["a b"])), r#"rm "a b""#);
+        assert_ne!(command_line("rm", &args(&["a b"])), command_line("rm", &args(&["a", "b"])));
+        assert_eq!(command_line("echo", &args(&["", "x\ny\u{1b}"])), r#"echo "" "x\ny\u001b""#);
     }
 
     #[test]
