@@ -202,7 +202,8 @@ fn subjects() -> tempfile::TempDir {
 }
 
 fn learn(subjects: &Path) -> Option<ComponentSource> {
-    Some(ComponentSource::Builtin { name: "learn", bytes: LEARN_WASM, subjects: Some(subjects.to_path_buf()) })
+    let files = jp_native::files::FsProjectFiles::open(subjects).unwrap();
+    Some(ComponentSource::Builtin { name: "learn", bytes: LEARN_WASM, subjects: Some(std::sync::Arc::new(files)) })
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -9,6 +9,7 @@
 //! beneath-only resolution refuses links that leave the topic.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use jp_core::files::{FilesError, ProjectFiles};
 use jp_core::policy::WorkspacePath;
@@ -113,9 +114,13 @@ impl App {
                 "learned": option_list("learned"),
             }),
         );
-        // The topic's place with every link resolved (beneath the workspace, as checked above).
-        let subjects = self.workspace.join(resolved.as_str());
-        let source = ComponentSource::Builtin { name: LEARN, bytes: LEARN_WASM, subjects: Some(subjects) };
+        // The topic's place with every link resolved (beneath the workspace, as checked above),
+        // opened through the workspace's handle without following links: what was checked is
+        // what is mounted.
+        let subjects = files
+            .subtree(&resolved)
+            .map_err(|e| RuntimeError::Config(format!("learn: the topic {shown} cannot be opened: {e}")))?;
+        let source = ComponentSource::Builtin { name: LEARN, bytes: LEARN_WASM, subjects: Some(Arc::new(subjects)) };
         Ok((call, source))
     }
 }

@@ -69,6 +69,17 @@ impl FsProjectFiles {
         Ok(Self { dir: Arc::new(dir), root })
     }
 
+    /// The directory at `path` (already resolved: no link in it is followed) as a project of its
+    /// own, opened through this project's handle, so what was checked is what gets mounted: a
+    /// link swapped in after the check makes this fail instead of leading elsewhere.
+    pub fn subtree(&self, path: &WorkspacePath) -> FilesResult<FsProjectFiles> {
+        let fd = self
+            .open_nofollow(path, rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY)
+            .map_err(|e| map_err(path, e))?;
+        let dir = Dir::from_std_file(std::fs::File::from(fd));
+        Ok(Self { dir: Arc::new(dir), root: self.root.join(path.as_str()) })
+    }
+
     /// The absolute, canonical root.
     pub fn root(&self) -> &Path {
         &self.root

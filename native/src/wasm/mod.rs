@@ -395,8 +395,9 @@ pub enum ComponentSource {
         name: &'static str,
         /// The component.
         bytes: &'static [u8],
-        /// A directory the guest sees read-only at `/subjects`.
-        subjects: Option<PathBuf>,
+        /// A directory the guest sees read-only at `/subjects`, already opened (so the place
+        /// that was checked is the place mounted).
+        subjects: Option<Arc<FsProjectFiles>>,
     },
     /// A file (`wasm = "…"`, a `.wasm` command, or `runtime = "wasm"`).
     File(PathBuf),
@@ -598,11 +599,8 @@ impl WasmRuntime {
             ComponentSource::Builtin { bytes, subjects, .. } => {
                 let loaded = self.engine.load_static(&format!("builtin '{name}'"), bytes)?;
                 let mut mounts = Vec::new();
-                if let Some(dir) = subjects {
-                    let files = FsProjectFiles::open(dir).map_err(|e| {
-                        RuntimeError::Config(format!("the subjects directory {} cannot be opened: {e}", dir.display()))
-                    })?;
-                    let d = dispatcher(AccessPolicy::vfs_default(), Arc::new(files));
+                if let Some(files) = subjects {
+                    let d = dispatcher(AccessPolicy::vfs_default(), files.clone());
                     mounts.push(Mount { guest_path: "/subjects".into(), dispatcher: d });
                 }
                 Ok((loaded, mounts, None))
