@@ -64,7 +64,7 @@ pub struct ProcessRequest {
     pub cwd: Option<String>,
     /// Largest stdout/stderr kept, each.
     pub max_output: usize,
-    /// What an OS sandbox must grant the process ([`AccessPolicy::process_grant`]); an error
+    /// What an OS sandbox must grant the process ([`AccessPolicy::process_grant`](crate::policy::AccessPolicy::process_grant)); an error
     /// says why the policy cannot be held by a kernel sandbox (a runner that sandboxes refuses
     /// to run it).
     pub grant: Result<ProcessGrant, String>,

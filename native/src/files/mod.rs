@@ -2,7 +2,7 @@
 //!
 //! Every operation goes through a capability handle ([`cap_std::fs::Dir`]) opened once on the
 //! project root, and acts on exactly the path it is given: no symbolic link is followed in any
-//! component ([`nofollow`]). The dispatcher decides on a path with its links resolved
+//! component (`nofollow`). The dispatcher decides on a path with its links resolved
 //! ([`ProjectFiles::resolve`], the one place links are followed, beneath the root only) and hands
 //! that path to the operation, so the object the policy decided is the object touched; a link
 //! swapped in between makes the operation fail instead of redirecting it. Writes go to a

@@ -1,5 +1,5 @@
 //! The file operations of [`FsProjectFiles`], each acting on exactly the path it is given: every
-//! open goes through [`nofollow`], so no symbolic link in any component is followed.
+//! open goes through `nofollow`, so no symbolic link in any component is followed.
 //!
 //! A link in the *last* component: `read`, `write`, `metadata` and `list_dir` refuse it (the
 //! dispatcher passes resolved paths, which hold no links, so one there was swapped in);

@@ -12,7 +12,7 @@
 //! file + rename) when the descriptor is closed, synced, or the call ends normally. A call that
 //! traps or times out commits nothing it had not already closed, so a file is either as it was
 //! or fully written. The buffers of a call are charged to a byte budget (its memory limit, see
-//! [`buffer`]) and a call holds at most [`MAX_DESCRIPTORS`] descriptors and listings, so a guest
+//! `buffer`) and a call holds at most [`MAX_DESCRIPTORS`] descriptors and listings, so a guest
 //! cannot make the host hold more than its own memory limit in files.
 //!
 //! Every operation acts on the path the dispatcher authorized — with symlinks resolved beneath
