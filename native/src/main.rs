@@ -3,7 +3,7 @@
 //! Exit codes: 0 when the tool succeeded, 1 when it failed (its own error, a denial it could not
 //! recover from, a crash, a timeout), 2 for usage and configuration errors.
 
-use std::io::Write as _;
+use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -16,7 +16,7 @@ use jp_core::runtime::{ExecutionOutcome, RuntimeError};
 use jp_core::state::AnswerType;
 use jp_native::app::{App, AppError, AppOptions, TOOL_MODE_ARG};
 use jp_native::sandbox::{OPT_OUT_FLAG, SandboxMode, probe};
-use jp_native::terminal::{StderrTrace, TerminalInquirer};
+use jp_native::terminal::{self, StderrTrace, TerminalInquirer};
 use serde_json::{Map, Value, json};
 
 #[derive(Debug, Parser)]
@@ -305,7 +305,8 @@ async fn call(app: &App, args: &CallArgs, interactive: bool, json: bool) -> Resu
                     AnswerType::Text => String::new(),
                     AnswerType::Select { options } => format!(" [{}]", options.join("/")),
                 };
-                eprint!("{}{hint} ", question.text);
+                // The question is the tool's text: shown with its controls disarmed.
+                eprint!("{}{hint} ", terminal::neutralize(&question.text));
                 let _ = std::io::stderr().flush();
                 let mut line = String::new();
                 let _ = std::io::stdin().read_line(&mut line);
@@ -325,7 +326,10 @@ async fn call(app: &App, args: &CallArgs, interactive: bool, json: bool) -> Resu
             if json {
                 println!("{}", json!({"ok": true, "result": r, "text": r.to_text()}));
             } else {
-                let text = r.to_text();
+                let mut text = r.to_text();
+                if std::io::stdout().is_terminal() {
+                    text = terminal::neutralize(&text);
+                }
                 print!("{text}");
                 if !text.ends_with('\n') {
                     println!();
@@ -337,7 +341,8 @@ async fn call(app: &App, args: &CallArgs, interactive: bool, json: bool) -> Resu
             if json {
                 println!("{}", json!({"ok": false, "error": e.message, "transient": e.transient}));
             } else {
-                eprintln!("error: tool '{}' failed: {}", args.name, e.message);
+                let shown = if std::io::stderr().is_terminal() { terminal::neutralize(&e.message) } else { e.message };
+                eprintln!("error: tool '{}' failed: {shown}", args.name);
             }
             Ok(ExitCode::from(1))
         }

@@ -77,6 +77,31 @@ pub fn escape(text: &str) -> String {
     out
 }
 
+/// Tool output for a terminal: line breaks (`\n`, `\r\n`) and tabs stay as they are so a result
+/// reads normally, but no escape sequence, lone carriage return, backspace or bidi/invisible
+/// character reaches the terminal to act on it (they are written as in [`escape`];
+/// backslashes are left alone). Output to a pipe or file is not passed through this: it stays
+/// byte for byte what the tool returned.
+pub fn neutralize(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\n' | '\t' | '\\' | '"' | '\'' => out.push(c),
+            '\r' if chars.peek() == Some(&'\n') => out.push(c),
+            '\r' => out.push_str("\\r"),
+            c if c < ' ' || c == '\u{7f}' => {
+                let _ = write!(out, "\\x{:02x}", u32::from(c));
+            }
+            c if invisible(c) => {
+                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// A tool-controlled word as it appears in a prompt or trace line: as is when it is one plain
 /// word (nothing escaped, no space or quote), otherwise in double quotes with `"` escaped — so
 /// where it ends can never be mistaken, and no text of the tool can pass for `jp`'s own words.
@@ -245,6 +270,12 @@ mod tests {
         {
             assert_eq!(escape(plain), plain);
         }
+    }
+
+    #[test]
+    fn neutralize_keeps_lines_and_tabs_and_disarms_the_rest() {
+        assert_eq!(neutralize("a\tb\nc\r\nd\\e"), "a\tb\nc\r\nd\\e");
+        assert_eq!(neutralize("x\u{1b}[2Jy\rz\u{8}\u{202e}"), "x\\x1b[2Jy\\rz\\x08\\u{202e}");
     }
 
     #[test]

@@ -605,3 +605,18 @@ filesystem.allow = ["src"]
     assert!(!out[..question].contains(['\u{1b}', '\u{202e}']), "nothing raw before the question: {out:?}");
     assert_eq!(code(&o), 1, "{out}");
 }
+
+#[test]
+fn a_tools_output_cannot_drive_the_terminal_but_a_pipe_gets_it_unchanged() {
+    let ws = workspace();
+    std::fs::write(ws.path().join("evil.txt"), "line one\n\u{1b}[2J\u{1b}]0;pwned\u{7}gone\rfake\u{202e}\tx\n")
+        .unwrap();
+    // On a terminal: lines and tabs as they are, every escape sequence and control disarmed.
+    let o = jp_on_a_terminal(ws.path(), "tool call fs_read_file path=evil.txt", "");
+    let out = stdout(&o);
+    assert!(out.contains(r"\x1b[2J\x1b]0;pwned\x07gone\rfake\u{202e}"), "{out:?}");
+    assert!(!out.contains(['\u{1b}', '\u{7}', '\u{202e}']), "{out:?}");
+    // To a pipe: byte for byte what the file holds.
+    let o = jp(ws.path(), &["tool", "call", "fs_read_file", "path=evil.txt"]);
+    assert_eq!(stdout(&o), "line one\n\u{1b}[2J\u{1b}]0;pwned\u{7}gone\rfake\u{202e}\tx\n");
+}
