@@ -7,7 +7,7 @@
 //! and is held to the same answers by the conformance vectors.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use regex::Regex;
 
@@ -79,11 +79,32 @@ pub struct GrepQuery {
     pub extensions: Vec<String>,
     /// Context lines before and after each match.
     pub context: u32,
+    /// Which files the search may look into at all (the dispatcher sets it from the policy):
+    /// others are neither searched nor counted against `max_bytes`, so what comes back — and
+    /// whether it was cut — says nothing about them. `None`: every file.
+    pub filter: Option<GrepFilter>,
     /// Stop once the matched and context lines collected hold more than this many bytes
     /// (the dispatcher sets it to its size cap, so a hostile search cannot grow host memory
     /// without bound). The file whose lines crossed the limit is still returned; the caller
     /// trims it and marks the result truncated.
     pub max_bytes: usize,
+}
+
+/// A predicate over workspace paths deciding which files a grep may search ([`GrepQuery::filter`]).
+#[derive(Clone)]
+pub struct GrepFilter(Arc<dyn Fn(&WorkspacePath) -> bool + Send + Sync>);
+
+impl GrepFilter {
+    /// A filter from a predicate.
+    pub fn new(f: impl Fn(&WorkspacePath) -> bool + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+}
+
+impl std::fmt::Debug for GrepFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("GrepFilter(..)")
+    }
 }
 
 /// Largest compiled regex accepted, so a pattern cannot exhaust memory.
@@ -98,7 +119,12 @@ impl GrepQuery {
             .map_err(|e| FilesError::InvalidPattern(e.to_string()))?;
         let paths = paths.iter().map(|p| WorkspacePath::parse(p)).collect::<Result<Vec<_>, _>>()?;
         let extensions = extensions.iter().map(|e| e.trim_start_matches('.').to_owned()).collect();
-        Ok(Self { regex, paths, extensions, context, max_bytes: usize::MAX })
+        Ok(Self { regex, paths, extensions, context, filter: None, max_bytes: usize::MAX })
+    }
+
+    /// Whether the search may look into `path` ([`GrepQuery::filter`]).
+    pub fn searchable(&self, path: &WorkspacePath) -> bool {
+        self.filter.as_ref().is_none_or(|f| (f.0)(path))
     }
 
     /// Whether a walked file passes the extension filter.
@@ -115,12 +141,26 @@ impl GrepQuery {
 pub trait ProjectFiles: MaybeSend + MaybeSync {
     /// Read a file.
     fn read<'a>(&'a self, path: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<Vec<u8>>>;
+    /// Read at most `max + 1` bytes of a file, so a caller holding a size cap never holds more
+    /// than one byte over it, even when the file grows after its size was checked. Default:
+    /// [`read`](Self::read) (backends that already hold the file in memory).
+    fn read_at_most<'a>(&'a self, path: &'a WorkspacePath, max: usize) -> BoxFuture<'a, FilesResult<Vec<u8>>> {
+        let _ = max;
+        self.read(path)
+    }
     /// Write a file atomically, creating parent directories.
     fn write<'a>(&'a self, path: &'a WorkspacePath, content: &'a [u8]) -> BoxFuture<'a, FilesResult<()>>;
     /// Whether a path exists.
     fn exists<'a>(&'a self, path: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<bool>>;
     /// The entries of a directory, sorted by name (non-recursive).
     fn list_dir<'a>(&'a self, path: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<Vec<DirEntry>>>;
+    /// Every entry of a directory as stored, for decisions that must see everything an
+    /// operation moves (a directory rename): a symbolic link is an entry of its own (kind
+    /// file) whatever it points to, and nothing is left out. Default: [`list_dir`](Self::list_dir)
+    /// (backends without links).
+    fn entries<'a>(&'a self, path: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<Vec<DirEntry>>> {
+        self.list_dir(path)
+    }
     /// Kind and size of a path.
     fn metadata<'a>(&'a self, path: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<Metadata>>;
     /// Delete a file.
@@ -213,7 +253,10 @@ where
             }
             seen = true;
             let explicit = path == root;
-            if total > query.max_bytes || (!explicit && (is_hidden_below(path, root) || !query.extension_ok(path))) {
+            if total > query.max_bytes
+                || !query.searchable(path)
+                || (!explicit && (is_hidden_below(path, root) || !query.extension_ok(path)))
+            {
                 continue;
             }
             if let Some(m) = grep_one(path, bytes, &query.regex, query.context)

@@ -145,7 +145,8 @@ async fn run(cli: Cli) -> ExitCode {
             if json {
                 println!("{}", json!({"ok": false, "error": f.message}));
             } else {
-                eprintln!("error: {}", f.message);
+                // Runtime errors carry text of the tool (its stderr tail, its schema).
+                eprintln!("error: {}", terminal::neutralize(&f.message));
             }
             ExitCode::from(f.code)
         }
@@ -257,7 +258,8 @@ async fn list(app: &App, json: bool) -> Result<ExitCode, Failure> {
     let width = rows.iter().map(|r| r["name"].as_str().map_or(0, str::len)).max().unwrap_or(4).max(4);
     println!("{:width$}  {:7}  {:8}  SUMMARY", "NAME", "RUNTIME", "SOURCE");
     for r in &rows {
-        let s = |k: &str| r[k].as_str().unwrap_or_default().to_owned();
+        // Names and summaries can come from a tool's own schema.
+        let s = |k: &str| terminal::neutralize(r[k].as_str().unwrap_or_default());
         println!("{:width$}  {:7}  {:8}  {}", s("name"), s("runtime"), s("source"), s("summary"));
         println!("{:width$}  policy: {}", "", s("policy"));
     }
@@ -303,7 +305,7 @@ async fn call(app: &App, args: &CallArgs, interactive: bool, json: bool) -> Resu
                 let hint = match &question.answer_type {
                     AnswerType::Boolean => " [y/n]".to_owned(),
                     AnswerType::Text => String::new(),
-                    AnswerType::Select { options } => format!(" [{}]", options.join("/")),
+                    AnswerType::Select { options } => format!(" [{}]", terminal::neutralize(&options.join("/"))),
                 };
                 // The question is the tool's text: shown with its controls disarmed.
                 eprint!("{}{hint} ", terminal::neutralize(&question.text));

@@ -87,6 +87,8 @@ fn reading_through_a_directory_swapped_for_a_link_to_a_denied_path_never_returns
     stop.store(true, Ordering::Relaxed);
     let swaps = swaps.join().unwrap();
     println!("{allowed} reads of a/f, {refused} refused, {swaps} swaps; none returned secret/f");
+    // The race really ran: the link was swapped in and out, and reads got through in between.
+    assert!(swaps > 0 && allowed > 0, "{allowed} allowed, {refused} refused, {swaps} swaps");
 }
 
 #[test]
@@ -105,6 +107,7 @@ fn writing_through_a_directory_swapped_for_a_link_to_a_denied_path_never_changes
     }
     stop.store(true, Ordering::Relaxed);
     let swaps = swaps.join().unwrap();
+    assert!(swaps > 0, "the link was never swapped in");
     assert_eq!(secret(&w), "TOP SECRET", "a write reached the denied secret/f through the swapped link");
     let names: Vec<String> = std::fs::read_dir(w.join("secret"))
         .unwrap()

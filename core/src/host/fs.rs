@@ -15,7 +15,7 @@
 
 use serde_json::Value;
 
-use crate::files::{FilesError, GrepQuery, match_bytes};
+use crate::files::{FilesError, GrepFilter, GrepQuery, match_bytes};
 use crate::policy::{Capability, Decision, WorkspacePath};
 use crate::protocol::{
     EmptyResult, EntryKind, FsExistsResult, FsGrepParams, FsGrepResult, FsListDirResult, FsMetadataResult,
@@ -132,7 +132,8 @@ impl Dispatcher {
         if meta.size as usize > self.max_content {
             return Err(self.too_large(&format!("'{}'", path.display()), meta.size as usize));
         }
-        let bytes = self.files.read(&path).await?;
+        // Read no more than one byte over the cap, even if the file grew since its size was seen.
+        let bytes = self.files.read_at_most(&path, self.max_content).await?;
         if bytes.len() > self.max_content {
             return Err(self.too_large(&format!("'{}'", path.display()), bytes.len()));
         }
@@ -152,6 +153,7 @@ impl Dispatcher {
         if bytes.len() > self.max_content {
             return Err(self.too_large("the content", bytes.len()));
         }
+        // One resolution for the choice of capability, the decision and the write.
         let target = self.resolve(&path).await?;
         let cap = match self.files.metadata(&target).await {
             // Backends refuse to write over a directory; deciding "update" first keeps the
@@ -160,7 +162,7 @@ impl Dispatcher {
             Err(FilesError::NotFound(_) | FilesError::NotADirectory(_)) => Capability::Create,
             Err(e) => return Err(e.into()),
         };
-        let target = self.authorize_fs("fs.write", cap, &path, id, events).await?;
+        self.decide("fs.write", &[cap], &path, &[&target], id, events).await?;
         self.files.write(&target, &bytes).await?;
         to_value(&EmptyResult {})
     }
@@ -230,9 +232,10 @@ impl Dispatcher {
     }
 
     /// Decide every path below a directory that a rename moves: read + delete where it is,
-    /// create where it lands, each under its own rule. A symlink inside moves as a link (its
-    /// target stays where it is and is decided again whenever it is used), so it is decided as
-    /// an entry and not walked into. Allowed paths are not traced one by one (a tree can hold
+    /// create where it lands, each under its own rule. Every entry as stored is seen
+    /// ([`ProjectFiles::entries`]); a symlink inside moves as a link (its target stays where it
+    /// is and is decided again whenever it is used), so it is decided as an entry and not walked
+    /// into. Allowed paths are not traced one by one (a tree can hold
     /// thousands); a refusal or an inquiry is, naming the path.
     async fn authorize_subtree(
         &self,
@@ -247,7 +250,7 @@ impl Dispatcher {
         }
         let mut stack = vec![from.clone()];
         while let Some(dir) = stack.pop() {
-            for entry in self.files.list_dir(&dir).await? {
+            for entry in self.files.entries(&dir).await? {
                 let child = dir.join(&entry.path).map_err(|e| HostError::Internal(e.to_string()))?;
                 let landing =
                     WorkspacePath::parse(&format!("{}{}", to.as_str(), &child.as_str()[from.as_str().len()..]))
@@ -309,6 +312,10 @@ impl Dispatcher {
             self.authorize_fs(method, Capability::Read, &WorkspacePath::root(), id, events).await?;
         }
         query.max_bytes = self.max_content;
+        // Files the policy does not let this tool read are not even searched, so neither the
+        // matches nor the `truncated` flag can tell anything about their content.
+        let policy = self.policy.clone();
+        query.filter = Some(GrepFilter::new(move |p| policy.check_fs(Capability::Read, p).is_allow()));
         let matches = self.files.grep(&query).await?;
         // The backend stops once its matches pass the cap (keeping the file that crossed it).
         let mut truncated = matches.iter().map(match_bytes).sum::<usize>() > self.max_content;
@@ -371,6 +378,26 @@ mod tests {
         let r = grep(&d, "needle");
         assert_eq!(r.matches.len(), 1);
         assert_eq!(r.matches[0].path, "notes-[REDACTED].txt");
+    }
+
+    #[test]
+    fn denied_files_are_not_searched_so_the_answer_says_nothing_about_them() {
+        // A filler just under the cap in an allowed file, and a denied file that matches (or
+        // not): whether the search was cut, and what came back, must not depend on it.
+        let access: crate::policy::AccessConfig =
+            toml::from_str(r#"filesystem = [{ path = ".", allow = ["read"] }, { path = "secret", allow = [] }]"#)
+                .unwrap();
+        let policy = Arc::new(AccessPolicy::from_config(None, Some(&access)).unwrap());
+        let answer = |secret: &str| {
+            let filler = format!("FILLER {}\n", "x".repeat(3900));
+            let files = InMemoryProjectFiles::with_files([("a.txt", filler.as_str()), ("secret/key.txt", secret)]);
+            let d = Dispatcher::builder("t", policy.clone(), Arc::new(files.unwrap())).max_content(4096).build();
+            grep(&d, "FILLER|^SECRETPREFIX")
+        };
+        let matching = answer(&format!("SECRETPREFIX {}\n", "y".repeat(500)));
+        let not_matching = answer("nothing here\n");
+        assert_eq!(matching, not_matching);
+        assert!(!matching.truncated && matching.matches.len() == 1);
     }
 
     #[test]

@@ -535,16 +535,35 @@ impl AccessPolicy {
     /// extended to the process (narrower is safe). Sensitive-path inquiries cannot be asked for
     /// direct access.
     pub fn process_grant(&self) -> Result<ProcessGrant, String> {
-        let root_caps = self.fs_rules.iter().rev().find(|r| r.path.is_root()).map_or(Caps::default(), |r| r.caps);
-        let grant = |caps: Caps| {
-            let write =
-                [Capability::Create, Capability::Update, Capability::Delete].into_iter().any(|c| caps.contains(c));
-            WorkspaceGrant { read: caps.contains(Capability::Read) || write, write }
+        // The kernel grant is the workspace read-only or read-write as a whole, so each rule
+        // must be exactly nothing, read, or read + create + update + delete: a write-only or
+        // delete-only rule cannot be held (granting it would also grant read and the rest).
+        let rw = Caps::READ_WRITE;
+        let expressible = |caps: Caps, origin: &str, path: &WorkspacePath| -> Result<WorkspaceGrant, String> {
+            let held = Caps(caps.0 & rw.0);
+            if held == Caps::default() || held == Caps::READ || held == rw {
+                Ok(WorkspaceGrant { read: held.contains(Capability::Read), write: held == rw })
+            } else {
+                Err(format!(
+                    "its filesystem rule for '{}' ({origin}) grants {}, which the kernel cannot hold a process to (only nothing, read, or read and write of a whole tree)",
+                    path.display(),
+                    held.describe()
+                ))
+            }
         };
-        let workspace = grant(root_caps);
+        let root = self.fs_rules.iter().rev().find(|r| r.path.is_root());
+        let workspace = match root {
+            Some(r) => expressible(r.caps, &r.origin, &r.path)?,
+            None => WorkspaceGrant { read: false, write: false },
+        };
         for rule in self.fs_rules.iter().filter(|r| !r.path.is_root()) {
-            let below = grant(rule.caps);
-            if (workspace.read && !below.read) || (workspace.write && !below.write) {
+            // A rule that grants more than the root is not extended to the process (narrower
+            // is safe); one that grants less, or something the kernel cannot express, is refused.
+            let takes_away = Capability::ALL
+                .into_iter()
+                .filter(|c| *c != Capability::Execute)
+                .any(|c| root.is_some_and(|r| r.caps.contains(c)) && !rule.caps.contains(c));
+            if takes_away {
                 return Err(format!(
                     "its filesystem rule for '{}' ({}) takes away access that the rest of the workspace has, which the kernel cannot hold a process to",
                     rule.path.display(),
@@ -724,6 +743,14 @@ impl AccessPolicy {
             return Decision::Deny("Access denied: the program name is empty".into());
         }
         let Some(rule) = self.commands.get(program) else {
+            // A program without a rule of its own may only receive what every subprocess of
+            // the tool may (an answer to the inquiry below must not hand it another command's
+            // or the network's secrets).
+            if let Some(var) = envs.iter().find(|v| !is_base_env(v) && !self.env_allowed.contains(*v)) {
+                return Decision::Deny(format!(
+                    "Access denied: '{program}' may not receive {var}; give '{program}' a rule with commands.{program}.envs = [\"{var}\"]"
+                ));
+            }
             return match self.commands_fallback {
                 Fallback::Deny => Decision::Deny(format!(
                     "Access denied: running '{program}' is not allowed; add it to the tool's commands (e.g. commands.{program} = {{ args = [[\"**\"]] }})"
@@ -802,6 +829,33 @@ mod tests {
         assert!(pol.check_fs(Capability::Update, &p("src_gen/x")).is_allow());
         assert!(pol.check_fs(Capability::Create, &p("docs/new.md")).is_allow());
         assert!(pol.check_fs(Capability::Read, &p(".env")).kind() == "ask");
+    }
+
+    #[test]
+    fn process_grant_refuses_what_the_kernel_cannot_hold() {
+        let grant = |fs: &str| {
+            let ac: AccessConfig = toml::from_str(&format!("filesystem = {fs}")).unwrap();
+            AccessPolicy::from_config(None, Some(&ac)).unwrap().process_grant()
+        };
+        let rw = |read, write| Ok(ProcessGrant { workspace: WorkspaceGrant { read, write }, network: false });
+        assert_eq!(grant(r#"[{ path = ".", allow = ["read", "write"] }]"#), rw(true, true));
+        assert_eq!(
+            grant(r#"[{ path = ".", allow = ["read"] }, { path = "out", allow = ["read", "write"] }]"#),
+            rw(true, false)
+        );
+        assert_eq!(grant("[]"), rw(false, false));
+        // A write-only drop folder or a delete-only rule under a read-write workspace takes read away.
+        for below in [r#"["create"]"#, r#"["delete"]"#, "[]", r#"["read"]"#] {
+            let g = grant(&format!(
+                r#"[{{ path = ".", allow = ["read", "write"] }}, {{ path = "secrets", allow = {below} }}]"#
+            ));
+            assert!(g.as_ref().is_err_and(|e| e.contains("'secrets'")), "{below}: {g:?}");
+        }
+        // A root the kernel cannot express (create without read) is refused too.
+        for root in [r#"["create"]"#, r#"["read", "create"]"#, r#"["delete"]"#] {
+            let g = grant(&format!(r#"[{{ path = ".", allow = {root} }}]"#));
+            assert!(g.is_err(), "{root}: {g:?}");
+        }
     }
 
     #[test]

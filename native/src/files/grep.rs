@@ -19,8 +19,9 @@ use rustix::fs::FileType;
 
 use super::{FsProjectFiles, LINK_REFUSED, map_err, nofollow, rel};
 
-/// Largest file `grep` will search, so one huge file cannot stall a search.
-const GREP_MAX_FILE: u64 = 64 * 1024 * 1024;
+/// Largest file `grep` will search: each walker thread (at most 8) holds one file whole, so this
+/// bounds the search's memory besides the match budget; a bigger file is skipped.
+const GREP_MAX_FILE: u64 = 16 * 1024 * 1024;
 
 /// Bytes one line counts for, as in [`jp_core::files::match_bytes`].
 const LINE_OVERHEAD: usize = 16;
@@ -99,7 +100,9 @@ impl FsProjectFiles {
                 }
                 _ => {
                     // An explicitly named file is searched whatever its extension or name.
-                    if let Some(m) = self.grep_file(&mut new_searcher(), &matcher, root, &budget) {
+                    if query.searchable(root)
+                        && let Some(m) = self.grep_file(&mut new_searcher(), &matcher, root, &budget)
+                    {
                         push(m);
                     }
                     continue;
@@ -125,6 +128,7 @@ impl FsProjectFiles {
                             && let Ok(relative) = entry.path().strip_prefix(&self.root)
                             && let Some(p) = relative.to_str().and_then(|s| WorkspacePath::parse(s).ok())
                             && query.extension_ok(&p)
+                            && query.searchable(&p)
                             && let Some(m) = self.grep_file(&mut searcher, matcher, &p, budget)
                         {
                             push(m);

@@ -32,6 +32,11 @@ use jp_core::protocol::{DirEntry, GrepFileMatch};
 pub struct FsProjectFiles {
     dir: Arc<Dir>,
     root: PathBuf,
+    /// One blocking operation at a time per project handle. A request a tool cancels is
+    /// abandoned by the host, but its blocking work runs on: the permit travels with that work,
+    /// so the next operation starts only once it is done — abandoned searches cannot pile up
+    /// in memory, and an abandoned write cannot land in the middle of a later decision.
+    busy: Arc<tokio::sync::Semaphore>,
 }
 
 fn rel(path: &WorkspacePath) -> &Path {
@@ -66,7 +71,7 @@ impl FsProjectFiles {
     pub fn open(root: impl AsRef<Path>) -> io::Result<Self> {
         let root = std::fs::canonicalize(root.as_ref())?;
         let dir = Dir::open_ambient_dir(&root, ambient_authority())?;
-        Ok(Self { dir: Arc::new(dir), root })
+        Ok(Self { dir: Arc::new(dir), root, busy: Arc::new(tokio::sync::Semaphore::new(1)) })
     }
 
     /// The directory at `path` (already resolved: no link in it is followed) as a project of its
@@ -77,7 +82,11 @@ impl FsProjectFiles {
             .open_nofollow(path, rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY)
             .map_err(|e| map_err(path, e))?;
         let dir = Dir::from_std_file(std::fs::File::from(fd));
-        Ok(Self { dir: Arc::new(dir), root: self.root.join(path.as_str()) })
+        Ok(Self {
+            dir: Arc::new(dir),
+            root: self.root.join(path.as_str()),
+            busy: Arc::new(tokio::sync::Semaphore::new(1)),
+        })
     }
 
     /// The absolute, canonical root.
@@ -97,9 +106,20 @@ impl FsProjectFiles {
         let me = self.clone();
         Box::pin(async move {
             match tokio::runtime::Handle::try_current() {
-                Ok(_) => tokio::task::spawn_blocking(move || f(&me)).await.unwrap_or_else(|e| {
-                    Err(FilesError::Io { path: ".".into(), message: format!("worker failed: {e}") })
-                }),
+                Ok(_) => {
+                    let permit = me.busy.clone().acquire_owned().await.map_err(|e| FilesError::Io {
+                        path: ".".into(),
+                        message: format!("the project handle is closed: {e}"),
+                    })?;
+                    tokio::task::spawn_blocking(move || {
+                        let _held_until_done = permit;
+                        f(&me)
+                    })
+                    .await
+                    .unwrap_or_else(|e| {
+                        Err(FilesError::Io { path: ".".into(), message: format!("worker failed: {e}") })
+                    })
+                }
                 Err(_) => f(&me),
             }
         })
@@ -182,7 +202,11 @@ impl FsProjectFiles {
 impl ProjectFiles for FsProjectFiles {
     fn read<'a>(&'a self, path: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<Vec<u8>>> {
         let path = path.clone();
-        self.run(move |me| me.read_sync(&path))
+        self.run(move |me| me.read_sync(&path, usize::MAX - 1))
+    }
+    fn read_at_most<'a>(&'a self, path: &'a WorkspacePath, max: usize) -> BoxFuture<'a, FilesResult<Vec<u8>>> {
+        let path = path.clone();
+        self.run(move |me| me.read_sync(&path, max))
     }
     fn write<'a>(&'a self, path: &'a WorkspacePath, content: &'a [u8]) -> BoxFuture<'a, FilesResult<()>> {
         let (path, content) = (path.clone(), content.to_vec());
@@ -194,7 +218,11 @@ impl ProjectFiles for FsProjectFiles {
     }
     fn list_dir<'a>(&'a self, path: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<Vec<DirEntry>>> {
         let path = path.clone();
-        self.run(move |me| me.list_sync(&path))
+        self.run(move |me| me.list_sync(&path, false))
+    }
+    fn entries<'a>(&'a self, path: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<Vec<DirEntry>>> {
+        let path = path.clone();
+        self.run(move |me| me.list_sync(&path, true))
     }
     fn metadata<'a>(&'a self, path: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<Metadata>> {
         let path = path.clone();

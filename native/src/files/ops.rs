@@ -56,10 +56,11 @@ impl FsProjectFiles {
         }
     }
 
-    pub(super) fn read_sync(&self, path: &WorkspacePath) -> FilesResult<Vec<u8>> {
-        let (mut file, len) = self.open_regular(path)?;
-        let mut bytes = Vec::with_capacity(len as usize);
-        file.read_to_end(&mut bytes).map_err(|e| map_err(path, e))?;
+    pub(super) fn read_sync(&self, path: &WorkspacePath, max: usize) -> FilesResult<Vec<u8>> {
+        let (file, len) = self.open_regular(path)?;
+        let limit = (max as u64).saturating_add(1);
+        let mut bytes = Vec::with_capacity(len.min(limit) as usize);
+        file.take(limit).read_to_end(&mut bytes).map_err(|e| map_err(path, e))?;
         Ok(bytes)
     }
 
@@ -106,16 +107,27 @@ impl FsProjectFiles {
         }
     }
 
-    pub(super) fn list_sync(&self, path: &WorkspacePath) -> FilesResult<Vec<DirEntry>> {
+    /// The entries of a directory. With `all`, every entry as stored — a symbolic link or an
+    /// entry of unknown type as a file of its own, whatever it points to — for decisions that
+    /// must see everything an operation moves; without, links are shown as what they point to
+    /// inside the project and left out otherwise.
+    pub(super) fn list_sync(&self, path: &WorkspacePath, all: bool) -> FilesResult<Vec<DirEntry>> {
         let fd = self.open_nofollow(path, OFlags::RDONLY | OFlags::DIRECTORY).map_err(|e| map_err(path, e))?;
         let dir = Dir::from_std_file(File::from(fd));
         let mut entries = Vec::new();
         for entry in dir.entries().map_err(|e| map_err(path, e))? {
             let entry = entry.map_err(|e| map_err(path, e))?;
             let name = entry.file_name().to_string_lossy().into_owned();
-            let Ok(kind) = entry.file_type() else { continue };
+            let Ok(kind) = entry.file_type() else {
+                if all {
+                    entries.push(DirEntry { path: name, kind: EntryKind::File });
+                }
+                continue;
+            };
             let kind = if kind.is_dir() {
                 EntryKind::Dir
+            } else if kind.is_symlink() && all {
+                EntryKind::File
             } else if kind.is_symlink() {
                 // Information only: a link is listed as what it points to when that is inside the
                 // project (following it beneath the root), and left out otherwise.

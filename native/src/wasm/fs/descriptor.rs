@@ -245,7 +245,12 @@ impl types::HostDescriptor for GuestFsView<'_> {
             if kind.is_some() && !truncate && !read {
                 // Writing into an existing file without reading it: start from its content (the
                 // guest cannot read it back; it is charged to the budget like any buffer).
-                data = self.dispatcher(mount).files().read(&target).await.map_err(files_err)?;
+                // Never more than the size cap (a huge or growing file in the workspace).
+                let d = self.dispatcher(mount);
+                data = d.files().read_at_most(&target, d.max_content()).await.map_err(files_err)?;
+                if data.len() > d.max_content() {
+                    return Err(ErrorCode::FileTooLarge.into());
+                }
             }
         }
         let dirty = kind.is_none() || truncate;
