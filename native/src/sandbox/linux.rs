@@ -80,6 +80,11 @@ const DENIED_SYSCALLS: &[i64] = &[
     // Leaving the process group would let a grandchild outlive the tool's cleanup.
     libc::SYS_setsid,
     libc::SYS_setpgid,
+    // A child granted the network may connect, never serve: `listen` on an unbound socket binds
+    // an ephemeral port without the bind that Landlock checks.
+    libc::SYS_listen,
+    libc::SYS_accept,
+    libc::SYS_accept4,
 ];
 
 fn seccomp_fail(e: &dyn std::fmt::Display) -> SandboxError {
@@ -140,7 +145,40 @@ fn seccomp_programs(network: bool) -> Result<Vec<BpfProgram>, SandboxError> {
     // clone3 passes its flags in memory where seccomp cannot look. Answer ENOSYS, on which libc
     // falls back to clone(), whose flags the rule above sees.
     let clone3 = [(libc::SYS_clone3, Vec::new())].into_iter().collect();
-    Ok(vec![compile(rules, libc::EPERM)?, compile(clone3, libc::ENOSYS)?])
+    let mut programs = vec![compile(rules, libc::EPERM)?, compile(clone3, libc::ENOSYS)?];
+    #[cfg(target_arch = "x86_64")]
+    programs.push(x32_program());
+    Ok(programs)
+}
+
+/// seccompiler's filters match x86_64 syscall numbers and allow the rest, but an x86_64 process
+/// may also issue x32 syscalls (the same number with bit 30 set, `__X32_SYSCALL_BIT`), which a
+/// kernel built with x32 support runs: every rule above could be bypassed. Refuse any number in
+/// the x32 range with EPERM (not ENOSYS, so a test tells the filter from a kernel without x32).
+/// Numbers at or above 2^31 (`syscall(-1)`) run nothing, and the kernel answers ENOSYS itself.
+#[cfg(target_arch = "x86_64")]
+fn x32_program() -> BpfProgram {
+    use seccompiler::sock_filter;
+    const AUDIT_ARCH_X86_64: u32 = 62 | 0x8000_0000 | 0x4000_0000;
+    const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+    // Offsets in `struct seccomp_data`.
+    const NR: u32 = 0;
+    const ARCH: u32 = 4;
+    let load = |k: u32| sock_filter { code: (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16, jt: 0, jf: 0, k };
+    let jump_ge =
+        |k: u32, jt: u8, jf: u8| sock_filter { code: (libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K) as u16, jt, jf, k };
+    let ret = |k: u32| sock_filter { code: (libc::BPF_RET | libc::BPF_K) as u16, jt: 0, jf: 0, k };
+    vec![
+        load(ARCH),
+        sock_filter { code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16, jt: 1, jf: 0, k: AUDIT_ARCH_X86_64 },
+        // Another ABI (i386 through int 0x80): what seccompiler's filters do too.
+        ret(libc::SECCOMP_RET_KILL_PROCESS),
+        load(NR),
+        jump_ge(0x8000_0000, 2, 0),
+        jump_ge(X32_SYSCALL_BIT, 0, 1),
+        ret(libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),
+        ret(libc::SECCOMP_RET_ALLOW),
+    ]
 }
 
 // Linux uapi values the libc crate does not define for glibc targets.

@@ -10,9 +10,10 @@
 //! TCP bind and connect denied — connect allowed for a `process.run` child whose policy allows
 //! some URL; abstract Unix sockets and signals scoped to the sandbox where the kernel has ABI 6),
 //! then seccomp (no sockets — only unnamed Unix socket pairs, plus Internet sockets with the
-//! network —, no ptrace, no namespaces, mounts, keyrings, BPF, io_uring or file-handle tricks, no
-//! leaving the process group; below ABI 6, no signals outside the process group). The child runs in its own process group
-//! with an environment that holds only what the policy forwards.
+//! network —, no `listen`/`accept`, no ptrace, no namespaces, mounts, keyrings, BPF, io_uring or
+//! file-handle tricks, no leaving the process group, no x32 syscalls on x86_64; below ABI 6, no
+//! signals outside the process group). The child runs in its own process group with an
+//! environment that holds only what the policy forwards.
 
 #[cfg(target_os = "linux")]
 mod linux;

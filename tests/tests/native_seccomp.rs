@@ -1,0 +1,87 @@
+//! The seccomp filters of the OS sandbox, seen from a real sandboxed `python3` child under real
+//! Landlock and seccomp: no x32 syscalls past the x86_64 rules, no listening socket.
+
+#![cfg(all(not(target_arch = "wasm32"), target_os = "linux"))]
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::sync::Arc;
+
+use jp_native::sandbox::SandboxSpec;
+
+/// Runs `python3 -c script` sandboxed as a tool, with or without the network; its stdout.
+async fn sandboxed_python(script: &str, network: bool) -> String {
+    let mut spec = SandboxSpec::for_tool(Path::new("/usr/bin/python3"), &[], &[]);
+    spec.network = network;
+    let mut command = tokio::process::Command::new("/usr/bin/python3");
+    command.args(["-c", script]).env_clear().env("PATH", "/usr/bin:/bin").current_dir("/").kill_on_drop(true);
+    Arc::new(spec.prepare().unwrap()).install(&mut command);
+    let out = command.output().await.unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{stdout} {}", String::from_utf8_lossy(&out.stderr));
+    stdout
+}
+
+/// Whether this kernel runs x32 syscalls for an unsandboxed process (for the log: the filter
+/// must hold either way).
+fn x32_enabled() -> bool {
+    // SAFETY: getpid takes no arguments and has no effect.
+    #[allow(unsafe_code)]
+    let pid = unsafe { libc::syscall(0x4000_0000 | libc::SYS_getpid) };
+    pid == i64::from(std::process::id() as i32)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[tokio::test(flavor = "multi_thread")]
+async fn x32_syscalls_are_refused_so_they_cannot_bypass_the_x86_64_rules() {
+    println!("x32 syscalls enabled on this kernel: {}", x32_enabled());
+    let (getpid, setsid) = (libc::SYS_getpid, libc::SYS_setsid);
+    // The filter answers EPERM, the kernel without x32 ENOSYS: the errno tells which refused.
+    let script = format!(
+        "import ctypes, os\n\
+         libc = ctypes.CDLL(None, use_errno=True)\n\
+         def call(nr):\n    ctypes.set_errno(0)\n    return libc.syscall(nr), ctypes.get_errno()\n\
+         print('getpid', call({getpid})[0] == os.getpid())\n\
+         print('x32-getpid', *call(0x40000000 + {getpid}))\n\
+         print('x32-setsid', *call(0x40000000 + {setsid}))\n\
+         print('setsid', *call({setsid}))\n"
+    );
+    let text = sandboxed_python(&script, false).await;
+    let eperm = libc::EPERM;
+    assert!(text.contains("getpid True\n"), "a plain syscall still runs: {text}");
+    assert!(text.contains(&format!("x32-getpid -1 {eperm}\n")), "x32 getpid refused by the filter: {text}");
+    assert!(text.contains(&format!("x32-setsid -1 {eperm}\n")), "a denied syscall's x32 form too: {text}");
+    assert!(text.contains(&format!("setsid -1 {eperm}\n")), "{text}");
+}
+
+const LISTEN: &str = "import socket\n\
+    try:\n    s = socket.socket()\n    s.listen()\n    print('listening on', s.getsockname()[1])\n\
+    except OSError as e:\n    print('listen', e.errno)\n\
+    try:\n    s = socket.socket()\n    s.accept()\n\
+    except OSError as e:\n    print('accept', e.errno)\n";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_child_with_the_network_connects_but_cannot_listen() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let script = format!(
+        "{LISTEN}import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=10)\nprint('connected')\n"
+    );
+    let text = sandboxed_python(&script, true).await;
+    let eperm = libc::EPERM;
+    // Before: `listen` bound an ephemeral port (Landlock's bind rule never saw it); `accept` on a
+    // socket that does not listen was EINVAL.
+    assert!(text.contains(&format!("listen {eperm}\n")), "{text}");
+    assert!(text.contains(&format!("accept {eperm}\n")), "{text}");
+    assert!(text.ends_with("connected\n"), "a client connection still works: {text}");
+    listener.set_nonblocking(true).unwrap();
+    assert!(listener.accept().is_ok(), "the listener saw the connection");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_child_without_the_network_cannot_listen_either() {
+    let text = sandboxed_python(LISTEN, false).await;
+    let eperm = libc::EPERM;
+    assert!(text.contains(&format!("listen {eperm}\n")) && text.contains(&format!("accept {eperm}\n")), "{text}");
+    assert!(!text.contains("listening"), "{text}");
+}
