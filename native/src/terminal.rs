@@ -58,23 +58,7 @@ impl TerminalInquirer {
 /// other invisible or format characters as `\u{202e}`; a backslash is doubled so an escape in
 /// the output always means the character. Quotes are kept (see [`shown`]).
 pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\\' => out.push_str("\\\\"),
-            c if c < ' ' || c == '\u{7f}' => {
-                let _ = write!(out, "\\x{:02x}", u32::from(c));
-            }
-            c if invisible(c) => {
-                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out
+    disarm(text, false)
 }
 
 /// Tool output for a terminal: line breaks (`\n`, `\r\n`) and tabs stay as they are so a result
@@ -83,13 +67,21 @@ pub fn escape(text: &str) -> String {
 /// backslashes are left alone). Output to a pipe or file is not passed through this: it stays
 /// byte for byte what the tool returned.
 pub fn neutralize(text: &str) -> String {
+    disarm(text, true)
+}
+
+/// The one escaping routine; `layout` keeps line breaks, tabs and backslashes as they are.
+fn disarm(text: &str, layout: bool) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
         match c {
-            '\n' | '\t' | '\\' | '"' | '\'' => out.push(c),
-            '\r' if chars.peek() == Some(&'\n') => out.push(c),
+            '\n' | '\t' | '\\' if layout => out.push(c),
+            '\r' if layout && chars.peek() == Some(&'\n') => out.push(c),
+            '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\\' => out.push_str("\\\\"),
             c if c < ' ' || c == '\u{7f}' => {
                 let _ = write!(out, "\\x{:02x}", u32::from(c));
             }

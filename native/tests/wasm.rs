@@ -376,7 +376,9 @@ async fn limits_end_a_call_cleanly_and_the_next_call_is_unaffected() {
     let out = runtime(ws.path()).run(spin, &faults, None).await.unwrap();
     stopper.await.unwrap();
     assert!(matches!(out, ExecutionOutcome::Cancelled { .. }), "{out:?}");
-    assert!(t.elapsed() < Duration::from_secs(5));
+    // Not a speed claim: the spin never ends by itself and the default deadline is 60 s, so
+    // ending well before that proves the cancellation stopped it.
+    assert!(t.elapsed() < Duration::from_secs(30), "the cancellation, not the 60 s deadline, stopped it");
 }
 
 #[test]
