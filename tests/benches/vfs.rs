@@ -162,7 +162,10 @@ mod bench {
             let t = Instant::now();
             let v = rt.block_on(dispatcher.handle(&req, &Id::Number(1), &NoEvents)).unwrap();
             ours.push(t.elapsed());
-            let found = v["matches"].as_array().map_or(0, Vec::len);
+            let found = match v {
+                jp_core::protocol::HostResponse::FsGrep(r) => r.matches.len(),
+                _ => 0,
+            };
             assert_eq!(found, expected, "fs.grep found {found} files, expected {expected}");
             if rg_ok {
                 let t = Instant::now();

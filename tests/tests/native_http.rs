@@ -7,7 +7,7 @@ use std::sync::Arc;
 use jp_core::files::InMemoryProjectFiles;
 use jp_core::host::{Dispatcher, NoEvents};
 use jp_core::policy::{AccessConfig, AccessPolicy};
-use jp_core::protocol::{HostRequest, HttpResult, Id, decode_content};
+use jp_core::protocol::{HostRequest, HostResponse, Id};
 use jp_native::http::ReqwestHttpClient;
 use serde_json::json;
 
@@ -66,10 +66,9 @@ async fn get_through_redirect(start: &str, allowed: &[&str]) -> String {
         ]}),
     )
     .unwrap();
-    let v = d.handle(&req, &Id::Number(1), &NoEvents).await.unwrap();
-    let r: HttpResult = serde_json::from_value(v).unwrap();
+    let HostResponse::Http(r) = d.handle(&req, &Id::Number(1), &NoEvents).await.unwrap() else { panic!("not HTTP") };
     assert_eq!(r.status, 200);
-    String::from_utf8(decode_content(&r.body, r.encoding).unwrap()).unwrap()
+    String::from_utf8(r.body).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread")]

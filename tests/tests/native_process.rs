@@ -249,13 +249,13 @@ async fn process_run_through_the_dispatcher_gets_the_policy_grant() {
     let req = HostRequest::parse("process.run", json!({"program": "sh", "args": ["-c", script]})).unwrap();
 
     let read_only = dispatcher("filesystem = [{ path = \".\", allow = [\"read\"] }]");
-    let out = read_only.handle(&req, &Id::Number(1), &NoEvents).await.unwrap();
+    let out = serde_json::to_value(read_only.handle(&req, &Id::Number(1), &NoEvents).await.unwrap()).unwrap();
     let stdout = out["stdout"].as_str().unwrap();
     assert!(stdout.contains("write=2") && stdout.contains("cat=1") && !stdout.contains("outside"), "{out}");
     assert!(!ws.path().join("made.txt").exists());
 
     let writable = dispatcher("filesystem = [{ path = \".\", allow = [\"read\", \"write\"] }]");
-    let out = writable.handle(&req, &Id::Number(2), &NoEvents).await.unwrap();
+    let out = serde_json::to_value(writable.handle(&req, &Id::Number(2), &NoEvents).await.unwrap()).unwrap();
     assert!(out["stdout"].as_str().unwrap().contains("write=0"), "{out}");
     assert!(ws.path().join("made.txt").exists());
 

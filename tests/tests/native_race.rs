@@ -49,7 +49,9 @@ fn swapper(w: PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<usize> 
 
 fn call(d: &Dispatcher, method: &str, params: Value) -> Result<Value, String> {
     let req = HostRequest::parse(method, params).unwrap();
-    futures_executor::block_on(d.handle(&req, &Id::Number(1), &NoEvents)).map_err(|e| e.to_string())
+    futures_executor::block_on(d.handle(&req, &Id::Number(1), &NoEvents))
+        .map(|r| serde_json::to_value(r).unwrap())
+        .map_err(|e| e.to_string())
 }
 
 fn secret(w: &Path) -> String {

@@ -18,15 +18,15 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use jp_core::files::{InMemoryProjectFiles, ProjectFiles};
-use jp_core::host::{DenyInquirer, DispatchEvents, Dispatcher, HostError, TraceEvent, Unavailable};
+use jp_core::host::{DenyInquirer, DispatchEvents, Dispatcher, TraceEvent, Unavailable};
 use jp_core::policy::{AccessConfig, AccessPolicy, SandboxConfig, WorkspacePath};
 use jp_core::protocol::{
-    EntryKind, FsExistsResult, FsGrepResult, FsListDirResult, FsMetadataResult, FsReadResult, HostRequest, Id, Request,
-    decode_content, encode_content,
+    EntryKind, FsGrepParams, FsReadParams, FsRenameParams, FsWriteParams, Header, HostRequest, HostResponse,
+    HttpGetParams, HttpPostParams, Id, PathParams, ProcessRunParams,
 };
 use js_sys::{Array, Object, Reflect, Uint8Array};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
 use crate::files::IndexedDbProjectFiles;
@@ -246,13 +246,17 @@ impl JpHost {
             *n += 1;
             *n
         };
-        let request = Request { id: Id::Number(id), method, params };
-        let response = dispatcher.handle_request(&request, &events).await;
-        Ok(match response.outcome {
-            Ok(result) => json!({ "result": result }),
-            Err(e) => json!({ "error": { "code": e.code, "message": e.message } }),
+        let request = HostRequest::parse(&method, params);
+        let line = dispatcher.respond(&Id::Number(id), &method, request, &events).await;
+        // The response line minus the envelope: `{"result":…}` or `{"error":{"code","message"}}`.
+        let mut v: Value = serde_json::from_slice(&line).map_err(err)?;
+        let mut out = serde_json::Map::new();
+        for key in ["result", "error"] {
+            if let Some(x) = v.get_mut(key) {
+                out.insert(key.into(), x.take());
+            }
         }
-        .to_string())
+        Ok(Value::Object(out).to_string())
     }
 
     /// Write a file (text or bytes), creating its parents. The host's own file operations are
@@ -341,49 +345,65 @@ fn kind(k: EntryKind) -> JsValue {
 }
 
 impl CallSession {
-    fn call<T: serde::de::DeserializeOwned>(&mut self, method: &str, params: Value) -> Result<T, JsValue> {
-        let fail = |e: HostError| {
-            let rpc = e.to_rpc();
-            host_error(rpc.code, &rpc.message)
-        };
+    /// One typed request through the dispatcher; its typed answer comes back as is.
+    fn call(&mut self, request: HostRequest) -> Result<HostResponse, JsValue> {
+        let method = request.method();
         self.next_id += 1;
-        let req = HostRequest::parse(method, params).map_err(|e| fail(HostError::from_rpc(&e)))?;
         let id = Id::Number(self.next_id);
-        let value = now(self.dispatcher.handle(&req, &id, &self.events))
+        now(self.dispatcher.handle(&request, &id, &self.events))
             .ok_or_else(|| host_error(-32603, &format!("{method} cannot complete synchronously in the browser")))?
-            .map_err(fail)?;
-        serde_json::from_value(value).map_err(|e| host_error(-32603, &e.to_string()))
+            .map_err(|e| {
+                let rpc = e.to_rpc();
+                host_error(rpc.code, &rpc.message)
+            })
     }
+
+    fn done(&mut self, request: HostRequest) -> Result<(), JsValue> {
+        match self.call(request)? {
+            HostResponse::Done => Ok(()),
+            other => Err(unexpected(&other)),
+        }
+    }
+}
+
+/// An answer of the wrong kind: a dispatcher bug, reported rather than trusted.
+fn unexpected(got: &HostResponse) -> JsValue {
+    host_error(-32603, &format!("unexpected answer from the host: {got:?}"))
+}
+
+fn at(path: String) -> PathParams {
+    PathParams { path }
 }
 
 #[wasm_bindgen]
 impl CallSession {
     /// `jp:host/filesystem.read`.
     pub fn read(&mut self, path: String) -> Result<Uint8Array, JsValue> {
-        let r: FsReadResult = self.call("fs.read", json!({ "path": path }))?;
-        let bytes = decode_content(&r.content, r.encoding).map_err(|e| host_error(-32603, &e))?;
-        Ok(Uint8Array::from(bytes.as_slice()))
+        match self.call(HostRequest::FsRead(FsReadParams { path }))? {
+            HostResponse::FsRead(r) => Ok(Uint8Array::from(r.content.as_slice())),
+            other => Err(unexpected(&other)),
+        }
     }
 
     /// `jp:host/filesystem.write`.
     pub fn write(&mut self, path: String, content: Vec<u8>) -> Result<(), JsValue> {
-        let (text, encoding) = encode_content(content);
-        let mut params = json!({ "path": path, "content": text });
-        if let Some(e) = encoding {
-            params["encoding"] = json!(e);
-        }
-        self.call::<Value>("fs.write", params).map(|_| ())
+        self.done(HostRequest::FsWrite(FsWriteParams { path, content }))
     }
 
     /// `jp:host/filesystem.exists`.
     pub fn exists(&mut self, path: String) -> Result<bool, JsValue> {
-        self.call::<FsExistsResult>("fs.exists", json!({ "path": path })).map(|r| r.exists)
+        match self.call(HostRequest::FsExists(at(path)))? {
+            HostResponse::FsExists(r) => Ok(r.exists),
+            other => Err(unexpected(&other)),
+        }
     }
 
     /// `jp:host/filesystem.list-dir`.
     #[wasm_bindgen(js_name = listDir)]
     pub fn list_dir(&mut self, path: String) -> Result<Array, JsValue> {
-        let r: FsListDirResult = self.call("fs.list_dir", json!({ "path": path }))?;
+        let HostResponse::FsListDir(r) = self.call(HostRequest::FsListDir(at(path)))? else {
+            return Err(host_error(-32603, "unexpected answer to fs.list_dir"));
+        };
         Ok(r.entries
             .into_iter()
             .map(|e| obj(&[("path", JsValue::from_str(&e.path)), ("kind", kind(e.kind))]))
@@ -392,18 +412,22 @@ impl CallSession {
 
     /// `jp:host/filesystem.metadata`.
     pub fn metadata(&mut self, path: String) -> Result<JsValue, JsValue> {
-        let r: FsMetadataResult = self.call("fs.metadata", json!({ "path": path }))?;
-        Ok(obj(&[("kind", kind(r.kind)), ("size", js_sys::BigInt::from(r.size).into())]))
+        match self.call(HostRequest::FsMetadata(at(path)))? {
+            HostResponse::FsMetadata(r) => {
+                Ok(obj(&[("kind", kind(r.kind)), ("size", js_sys::BigInt::from(r.size).into())]))
+            }
+            other => Err(unexpected(&other)),
+        }
     }
 
     /// `jp:host/filesystem.delete`.
     pub fn delete(&mut self, path: String) -> Result<(), JsValue> {
-        self.call::<Value>("fs.delete", json!({ "path": path })).map(|_| ())
+        self.done(HostRequest::FsDelete(at(path)))
     }
 
     /// `jp:host/filesystem.rename`.
     pub fn rename(&mut self, from: String, to: String) -> Result<(), JsValue> {
-        self.call::<Value>("fs.rename", json!({ "from": from, "to": to })).map(|_| ())
+        self.done(HostRequest::FsRename(FsRenameParams { from, to }))
     }
 
     /// `jp:host/filesystem.grep`; `options` is the WIT record `{ paths, extensions, context }`.
@@ -416,15 +440,16 @@ impl CallSession {
         };
         let context =
             Reflect::get(&options, &JsValue::from_str("context")).ok().and_then(|v| v.as_f64()).unwrap_or(0.0);
-        let mut params = json!({ "pattern": pattern, "context": context as u32 });
         let (paths, extensions) = (list("paths"), list("extensions"));
-        if !paths.is_empty() {
-            params["paths"] = json!(paths);
-        }
-        if !extensions.is_empty() {
-            params["extensions"] = json!(extensions);
-        }
-        let r: FsGrepResult = self.call("fs.grep", params)?;
+        let params = FsGrepParams {
+            pattern,
+            paths: (!paths.is_empty()).then_some(paths),
+            extensions: (!extensions.is_empty()).then_some(extensions),
+            context: (context >= 1.0).then_some(context as u32),
+        };
+        let HostResponse::FsGrep(r) = self.call(HostRequest::FsGrep(params))? else {
+            return Err(host_error(-32603, "unexpected answer to fs.grep"));
+        };
         Ok(r.matches
             .into_iter()
             .map(|m| {
@@ -446,7 +471,8 @@ impl CallSession {
 
     /// `jp:host/http.get` and `.post` (`method` is `http.get` or `http.post`): decided by the
     /// policy like any request; a component's synchronous call cannot wait for `fetch`, so an
-    /// allowed one answers that HTTP is not available to components in the browser.
+    /// allowed one answers that HTTP is not available to components in the browser. The answer
+    /// is the WIT `response` record (`{ status, headers, body: Uint8Array }`).
     pub fn http(
         &mut self,
         method: String,
@@ -454,29 +480,51 @@ impl CallSession {
         headers: JsValue,
         body: Option<Vec<u8>>,
     ) -> Result<JsValue, JsValue> {
-        let headers: Vec<Value> = Array::from(&headers)
+        let headers: Vec<Header> = Array::from(&headers)
             .iter()
             .map(|h| {
                 let field = |k: &str| {
                     Reflect::get(&h, &JsValue::from_str(k)).ok().and_then(|v| v.as_string()).unwrap_or_default()
                 };
-                json!({ "name": field("name"), "value": field("value") })
+                Header { name: field("name"), value: field("value") }
             })
             .collect();
-        let mut params = json!({ "url": url, "headers": headers });
-        if let Some(b) = body {
-            params["body"] = json!(String::from_utf8_lossy(&b));
+        let request = match method.as_str() {
+            "http.get" => HostRequest::HttpGet(HttpGetParams { url, headers }),
+            "http.post" => HostRequest::HttpPost(HttpPostParams { url, headers, body: body.unwrap_or_default() }),
+            other => {
+                return Err(host_error(-32601, &format!("Method not found: \"{other}\"; use http.get or http.post")));
+            }
+        };
+        match self.call(request)? {
+            HostResponse::Http(r) => {
+                let headers: Array = r
+                    .headers
+                    .iter()
+                    .map(|h| obj(&[("name", JsValue::from_str(&h.name)), ("value", JsValue::from_str(&h.value))]))
+                    .collect();
+                Ok(obj(&[
+                    ("status", JsValue::from(r.status)),
+                    ("headers", headers.into()),
+                    ("body", Uint8Array::from(r.body.as_slice()).into()),
+                ]))
+            }
+            other => Err(unexpected(&other)),
         }
-        let v = self.call::<Value>(&method, params)?;
-        js_sys::JSON::parse(&v.to_string())
     }
 
     /// `jp:host/process.run`: decided by the policy; an allowed one answers that processes do
-    /// not exist in the browser.
+    /// not exist in the browser. The answer is the WIT `output` record.
     #[wasm_bindgen(js_name = processRun)]
     pub fn process_run(&mut self, program: String, args: Vec<String>) -> Result<JsValue, JsValue> {
-        let v = self.call::<Value>("process.run", json!({ "program": program, "args": args }))?;
-        js_sys::JSON::parse(&v.to_string())
+        match self.call(HostRequest::ProcessRun(ProcessRunParams { program, args, envs: Vec::new() }))? {
+            HostResponse::ProcessRun(r) => Ok(obj(&[
+                ("stdout", Uint8Array::from(r.stdout.as_slice()).into()),
+                ("stderr", Uint8Array::from(r.stderr.as_slice()).into()),
+                ("exitCode", r.exit_code.map_or(JsValue::UNDEFINED, JsValue::from)),
+            ])),
+            other => Err(unexpected(&other)),
+        }
     }
 
     /// End the call. With `commit`, every change the tool made is written back in one

@@ -13,16 +13,14 @@
 //!   where it lands, under its own most specific rule (sensitive paths ask). One refusal refuses
 //!   the whole operation before anything moves.
 
-use serde_json::Value;
-
 use crate::files::{FilesError, GrepFilter, GrepQuery, match_bytes};
 use crate::policy::{Capability, Decision, WorkspacePath};
 use crate::protocol::{
-    EmptyResult, EntryKind, FsExistsResult, FsGrepParams, FsGrepResult, FsListDirResult, FsMetadataResult,
-    FsReadResult, FsWriteParams, Id, decode_content, encode_content,
+    EntryKind, FsExistsResult, FsGrepParams, FsGrepResult, FsListDirResult, FsMetadataResult, FsReadResult,
+    FsWriteParams, HostResponse, Id,
 };
 
-use super::{DispatchEvents, Dispatcher, HostError, to_value};
+use super::{DispatchEvents, Dispatcher, HostError};
 
 /// Combine the decisions on a path as written and on the places it really is: any refusal
 /// refuses, then any inquiry asks.
@@ -125,7 +123,12 @@ impl Dispatcher {
         Ok(entry)
     }
 
-    pub(super) async fn fs_read(&self, path: &str, id: &Id, events: &dyn DispatchEvents) -> Result<Value, HostError> {
+    pub(super) async fn fs_read(
+        &self,
+        path: &str,
+        id: &Id,
+        events: &dyn DispatchEvents,
+    ) -> Result<HostResponse, HostError> {
         let path = self.parse_path(path)?;
         let path = self.authorize_fs("fs.read", Capability::Read, &path, id, events).await?;
         let meta = self.files.metadata(&path).await?;
@@ -137,9 +140,7 @@ impl Dispatcher {
         if bytes.len() > self.max_content {
             return Err(self.too_large(&format!("'{}'", path.display()), bytes.len()));
         }
-        let size = bytes.len() as u64;
-        let (content, encoding) = encode_content(self.scrubbed(bytes));
-        to_value(&FsReadResult { content, encoding, size })
+        Ok(HostResponse::FsRead(FsReadResult { size: bytes.len() as u64, content: bytes }))
     }
 
     pub(super) async fn fs_write(
@@ -147,9 +148,9 @@ impl Dispatcher {
         p: &FsWriteParams,
         id: &Id,
         events: &dyn DispatchEvents,
-    ) -> Result<Value, HostError> {
+    ) -> Result<HostResponse, HostError> {
         let path = self.parse_path(&p.path)?;
-        let bytes = decode_content(&p.content, p.encoding).map_err(HostError::InvalidParams)?;
+        let bytes = &p.content;
         if bytes.len() > self.max_content {
             return Err(self.too_large("the content", bytes.len()));
         }
@@ -163,14 +164,19 @@ impl Dispatcher {
             Err(e) => return Err(e.into()),
         };
         self.decide("fs.write", &[cap], &path, &[&target], id, events).await?;
-        self.files.write(&target, &bytes).await?;
-        to_value(&EmptyResult {})
+        self.files.write(&target, bytes).await?;
+        Ok(HostResponse::Done)
     }
 
-    pub(super) async fn fs_exists(&self, path: &str, id: &Id, events: &dyn DispatchEvents) -> Result<Value, HostError> {
+    pub(super) async fn fs_exists(
+        &self,
+        path: &str,
+        id: &Id,
+        events: &dyn DispatchEvents,
+    ) -> Result<HostResponse, HostError> {
         let path = self.parse_path(path)?;
         let path = self.authorize_fs("fs.exists", Capability::Read, &path, id, events).await?;
-        to_value(&FsExistsResult { exists: self.files.exists(&path).await? })
+        Ok(HostResponse::FsExists(FsExistsResult { exists: self.files.exists(&path).await? }))
     }
 
     pub(super) async fn fs_list_dir(
@@ -178,14 +184,10 @@ impl Dispatcher {
         path: &str,
         id: &Id,
         events: &dyn DispatchEvents,
-    ) -> Result<Value, HostError> {
+    ) -> Result<HostResponse, HostError> {
         let path = self.parse_path(path)?;
         let path = self.authorize_fs("fs.list_dir", Capability::Read, &path, id, events).await?;
-        let mut entries = self.files.list_dir(&path).await?;
-        for e in &mut entries {
-            e.path = self.scrubber.scrub_str(&e.path).into_owned();
-        }
-        to_value(&FsListDirResult { entries })
+        Ok(HostResponse::FsListDir(FsListDirResult { entries: self.files.list_dir(&path).await? }))
     }
 
     pub(super) async fn fs_metadata(
@@ -193,18 +195,23 @@ impl Dispatcher {
         path: &str,
         id: &Id,
         events: &dyn DispatchEvents,
-    ) -> Result<Value, HostError> {
+    ) -> Result<HostResponse, HostError> {
         let path = self.parse_path(path)?;
         let path = self.authorize_fs("fs.metadata", Capability::Read, &path, id, events).await?;
         let m = self.files.metadata(&path).await?;
-        to_value(&FsMetadataResult { kind: m.kind, size: m.size })
+        Ok(HostResponse::FsMetadata(FsMetadataResult { kind: m.kind, size: m.size }))
     }
 
-    pub(super) async fn fs_delete(&self, path: &str, id: &Id, events: &dyn DispatchEvents) -> Result<Value, HostError> {
+    pub(super) async fn fs_delete(
+        &self,
+        path: &str,
+        id: &Id,
+        events: &dyn DispatchEvents,
+    ) -> Result<HostResponse, HostError> {
         let path = self.parse_path(path)?;
         let entry = self.authorize_entry("fs.delete", &[Capability::Delete], &path, id, events).await?;
         self.files.delete(&entry).await?;
-        to_value(&EmptyResult {})
+        Ok(HostResponse::Done)
     }
 
     pub(super) async fn fs_rename(
@@ -213,7 +220,7 @@ impl Dispatcher {
         to: &str,
         id: &Id,
         events: &dyn DispatchEvents,
-    ) -> Result<Value, HostError> {
+    ) -> Result<HostResponse, HostError> {
         let method = "fs.rename";
         let from = self.parse_path(from)?;
         let to = self.parse_path(to)?;
@@ -224,11 +231,11 @@ impl Dispatcher {
         if from_entry.is_root() || to_entry.starts_with(&from_entry) {
             // The backend refuses these with its own message; nothing to walk.
             self.files.rename(&from_entry, &to_entry).await?;
-            return to_value(&EmptyResult {});
+            return Ok(HostResponse::Done);
         }
         self.authorize_subtree(&from_entry, &to_entry, id, events).await?;
         self.files.rename(&from_entry, &to_entry).await?;
-        to_value(&EmptyResult {})
+        Ok(HostResponse::Done)
     }
 
     /// Decide every path below a directory that a rename moves: read + delete where it is,
@@ -290,7 +297,7 @@ impl Dispatcher {
         p: &FsGrepParams,
         id: &Id,
         events: &dyn DispatchEvents,
-    ) -> Result<Value, HostError> {
+    ) -> Result<HostResponse, HostError> {
         let method = "fs.grep";
         let paths = p.paths.clone().unwrap_or_default();
         let mut query =
@@ -342,13 +349,10 @@ impl Dispatcher {
                 truncated = true;
                 break;
             }
-            m.path = self.scrubber.scrub_str(shown.as_str()).into_owned();
-            for line in &mut m.lines {
-                line.content = self.scrubber.scrub_str(&line.content).into_owned();
-            }
+            m.path = shown.as_str().to_owned();
             kept.push(m);
         }
-        to_value(&FsGrepResult { matches: kept, truncated })
+        Ok(HostResponse::FsGrep(FsGrepResult { matches: kept, truncated }))
     }
 }
 
@@ -362,11 +366,14 @@ mod tests {
     use crate::files::InMemoryProjectFiles;
     use crate::host::{Dispatcher, NoEvents};
     use crate::policy::AccessPolicy;
-    use crate::protocol::{FsGrepResult, HostRequest, Id};
+    use crate::protocol::{FsGrepResult, HostRequest, HostResponse, Id};
 
     fn grep(d: &Dispatcher, pattern: &str) -> FsGrepResult {
         let req = HostRequest::parse("fs.grep", json!({ "pattern": pattern })).unwrap();
-        serde_json::from_value(block_on(d.handle(&req, &Id::Number(1), &NoEvents)).unwrap()).unwrap()
+        match block_on(d.handle(&req, &Id::Number(1), &NoEvents)).unwrap() {
+            HostResponse::FsGrep(r) => r,
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -3,12 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
-
 use crate::policy::{AccessPolicy, Decision};
-use crate::protocol::{Header, HttpResult, Id, encode_content};
+use crate::protocol::{Header, HostResponse, HttpResult, Id};
 
-use super::{DispatchEvents, Dispatcher, HostError, HttpMethod, HttpRequest, MAX_REDIRECTS, to_value};
+use super::{DispatchEvents, Dispatcher, HostError, HttpMethod, HttpRequest, MAX_REDIRECTS};
 
 /// Headers a browser or curl never carries to another origin on a redirect.
 const CREDENTIAL_HEADERS: [&str; 3] = ["authorization", "cookie", "proxy-authorization"];
@@ -58,7 +56,7 @@ impl Dispatcher {
         body: Vec<u8>,
         id: &Id,
         events: &dyn DispatchEvents,
-    ) -> Result<Value, HostError> {
+    ) -> Result<HostResponse, HostError> {
         let name = match method {
             HttpMethod::Get => "http.get",
             HttpMethod::Post => "http.post",
@@ -103,13 +101,11 @@ impl Dispatcher {
                     if response.body.len() > self.max_content {
                         return Err(self.too_large("the response body", response.body.len()));
                     }
-                    let (body, encoding) = encode_content(self.scrubbed(response.body));
-                    let headers = response
-                        .headers
-                        .into_iter()
-                        .map(|h| Header { value: self.scrubber.scrub_str(&h.value).into_owned(), name: h.name })
-                        .collect();
-                    return to_value(&HttpResult { status: response.status, body, encoding, headers });
+                    return Ok(HostResponse::Http(HttpResult {
+                        status: response.status,
+                        body: response.body,
+                        headers: response.headers,
+                    }));
                 }
             }
         }

@@ -26,8 +26,8 @@ use serde_json::Value;
 use crate::files::ProjectFiles;
 use crate::policy::{AccessPolicy, Capability, Decision, Scrubber, WorkspacePath, is_base_env};
 use crate::protocol::{
-    DEFAULT_MAX_CONTENT, DEFAULT_MAX_LINE, Frame, HostRequest, Id, Message, ProcessRunResult, Request, Response,
-    decode_content, decode_frame, encode_message,
+    DEFAULT_MAX_CONTENT, DEFAULT_MAX_LINE, Frame, HostRequest, HostResponse, Id, Incoming, Message, ProcessRunResult,
+    Request, Response, RpcError, decode_incoming, encode_message,
 };
 
 /// How many redirects the dispatcher follows, each re-checked against the policy.
@@ -132,10 +132,6 @@ pub fn command_line(program: &str, args: &[String]) -> String {
         .join(" ")
 }
 
-fn to_value<T: serde::Serialize>(v: &T) -> Result<Value, HostError> {
-    serde_json::to_value(v).map_err(|e| HostError::Internal(format!("could not encode the result: {e}")))
-}
-
 impl Dispatcher {
     /// Start building a dispatcher for `tool` with its policy and project files.
     pub fn builder(
@@ -201,49 +197,84 @@ impl Dispatcher {
     /// Serve one NDJSON frame: a request gets a response line; notifications and responses are
     /// not for the dispatcher and get `None`; malformed input gets a -32600 response.
     pub async fn handle_frame(&self, frame: &Frame, events: &dyn DispatchEvents) -> Option<Vec<u8>> {
-        match decode_frame(frame, self.max_line) {
+        match decode_incoming(frame, self.max_line) {
             Err((id, e)) => Some(encode_message(&Message::Response(Response { id, outcome: Err(e) }))),
-            Ok(Message::Request(req)) => {
-                Some(encode_message(&Message::Response(self.handle_request(&req, events).await)))
-            }
-            Ok(_) => None,
+            Ok(Incoming::Request { id, method, request }) => Some(self.respond(&id, &method, request, events).await),
+            Ok(Incoming::Other(_)) => None,
         }
     }
 
-    /// Serve one request envelope.
+    /// Serve one request envelope (params as a `Value`); see [`respond`](Self::respond) for the
+    /// wire path without one.
     pub async fn handle_request(&self, req: &Request, events: &dyn DispatchEvents) -> Response {
-        let outcome = match HostRequest::parse(&req.method, req.params.clone()) {
+        let line =
+            self.respond(&req.id, &req.method, HostRequest::parse(&req.method, req.params.clone()), events).await;
+        match serde_json::from_slice::<Value>(&line).map(Message::from_value) {
+            Ok(Ok(Message::Response(r))) => r,
+            _ => Response {
+                id: Some(req.id.clone()),
+                outcome: Err(HostError::Internal("the response could not be read back".into()).to_rpc()),
+            },
+        }
+    }
+
+    /// Serve one typed request and encode its JSON-RPC response as one NDJSON line — the only
+    /// place a response becomes JSON. The typed answer is already scrubbed
+    /// ([`handle`](Self::handle)); as a backstop the encoded line is scanned once more (a secret
+    /// could hide in JSON escaping). If it still holds a secret it is scrubbed as text, and when
+    /// that breaks the JSON (a secret spanning JSON syntax) the answer is withheld: never sent
+    /// unscrubbed. A line over the message limit becomes a -32602-style "too large" error.
+    pub async fn respond(
+        &self,
+        id: &Id,
+        method: &str,
+        request: Result<HostRequest, RpcError>,
+        events: &dyn DispatchEvents,
+    ) -> Vec<u8> {
+        let outcome = match request {
             Err(e) => Err(e),
-            Ok(typed) => self.handle(&typed, &req.id, events).await.map_err(|e| e.to_rpc()),
+            Ok(typed) => self.handle(&typed, id, events).await.map_err(|e| e.to_rpc()),
         };
-        let mut response = Response { id: Some(req.id.clone()), outcome };
-        // Backstop: scrub the whole answer (also error messages), keeping it valid JSON. When
-        // the scrubbed text no longer parses (a secret spans JSON syntax), the answer is
-        // withheld: never fall back to the unscrubbed value.
-        if let Ok(v) = &response.outcome {
-            let text = v.to_string();
-            if let std::borrow::Cow::Owned(scrubbed) = self.scrubber.scrub_str(&text) {
-                response.outcome = serde_json::from_str(&scrubbed).map_err(|_| {
-                    HostError::Internal(format!(
-                        "the answer to {} contained a secret that could not be removed without corrupting it, so it was withheld",
-                        req.method
+        let fail = |e: RpcError| {
+            let mut e = e;
+            e.message = self.scrubber.scrub_str(&e.message).into_owned();
+            encode_message(&Message::Response(Response { id: Some(id.clone()), outcome: Err(e) }))
+        };
+        let response = match outcome {
+            Err(e) => return fail(e),
+            Ok(r) => r,
+        };
+        #[derive(serde::Serialize)]
+        struct Envelope<'a> {
+            jsonrpc: &'static str,
+            id: &'a Id,
+            result: &'a HostResponse,
+        }
+        let mut line = match serde_json::to_vec(&Envelope { jsonrpc: "2.0", id, result: &response }) {
+            Ok(line) => line,
+            Err(e) => return fail(HostError::Internal(format!("could not encode the result: {e}")).to_rpc()),
+        };
+        drop(response);
+        if let std::borrow::Cow::Owned(scrubbed) = self.scrubber.scrub_bytes(&line) {
+            match serde_json::from_slice::<Value>(&scrubbed) {
+                Ok(_) => line = scrubbed,
+                Err(_) => {
+                    return fail(HostError::Internal(format!(
+                        "the answer to {method} contained a secret that could not be removed without corrupting it, so it was withheld"
                     ))
-                    .to_rpc()
-                });
+                    .to_rpc());
+                }
             }
         }
-        if let Err(e) = &mut response.outcome {
-            e.message = self.scrubber.scrub_str(&e.message).into_owned();
-        }
-        let size = encode_message(&Message::Response(response.clone())).len();
-        if size > self.max_line {
-            response.outcome = Err(HostError::TooLarge(format!(
-                "the response to {} would be {size} bytes, over the {}-byte message limit; narrow the request (fewer paths, a more specific pattern)",
-                req.method, self.max_line
+        line.push(b'\n');
+        if line.len() > self.max_line {
+            return fail(HostError::TooLarge(format!(
+                "the response to {method} would be {} bytes, over the {}-byte message limit; narrow the request (fewer paths, a more specific pattern)",
+                line.len(), self.max_line
             ))
             .to_rpc());
         }
-        response
+        line
     }
 
     async fn enforce(
@@ -298,13 +329,6 @@ impl Dispatcher {
         result
     }
 
-    fn scrubbed(&self, bytes: Vec<u8>) -> Vec<u8> {
-        match self.scrubber.scrub_bytes(&bytes) {
-            std::borrow::Cow::Borrowed(_) => bytes,
-            std::borrow::Cow::Owned(b) => b,
-        }
-    }
-
     fn too_large(&self, what: &str, size: usize) -> HostError {
         HostError::TooLarge(format!(
             "{what} is {size} bytes, over the {}-byte limit; process it in pieces or through process.run",
@@ -312,13 +336,64 @@ impl Dispatcher {
         ))
     }
 
-    /// Serve one typed request; the result is the JSON `result` value.
+    /// Serve one typed request: decided, performed, and its answer scrubbed of every secret
+    /// (each text and byte field of the typed value, see [`HostResponse`]).
     pub async fn handle(
         &self,
         request: &HostRequest,
         id: &Id,
         events: &dyn DispatchEvents,
-    ) -> Result<Value, HostError> {
+    ) -> Result<HostResponse, HostError> {
+        let mut response = self.serve(request, id, events).await?;
+        self.scrub(&mut response);
+        Ok(response)
+    }
+
+    /// Scrub every field of an answer that can carry text a tool reads.
+    fn scrub(&self, response: &mut HostResponse) {
+        if self.scrubber.is_empty() {
+            return;
+        }
+        let bytes = |b: &mut Vec<u8>| {
+            if let std::borrow::Cow::Owned(s) = self.scrubber.scrub_bytes(b) {
+                *b = s;
+            }
+        };
+        let text = |t: &mut String| {
+            if let std::borrow::Cow::Owned(s) = self.scrubber.scrub_str(t) {
+                *t = s;
+            }
+        };
+        match response {
+            HostResponse::FsRead(r) => bytes(&mut r.content),
+            HostResponse::FsListDir(r) => r.entries.iter_mut().for_each(|e| text(&mut e.path)),
+            HostResponse::FsGrep(r) => {
+                for m in &mut r.matches {
+                    text(&mut m.path);
+                    m.lines.iter_mut().for_each(|l| text(&mut l.content));
+                }
+            }
+            HostResponse::Http(r) => {
+                bytes(&mut r.body);
+                for h in &mut r.headers {
+                    text(&mut h.name);
+                    text(&mut h.value);
+                }
+            }
+            HostResponse::ProcessRun(r) => {
+                bytes(&mut r.stdout);
+                bytes(&mut r.stderr);
+            }
+            HostResponse::FsExists(_) | HostResponse::FsMetadata(_) | HostResponse::Done => {}
+        }
+    }
+
+    async fn serve(
+        &self,
+        request: &HostRequest,
+        id: &Id,
+        events: &dyn DispatchEvents,
+    ) -> Result<HostResponse, HostError> {
         let method = request.method();
         match request {
             HostRequest::FsRead(p) => self.fs_read(&p.path, id, events).await,
@@ -331,11 +406,10 @@ impl Dispatcher {
             HostRequest::FsGrep(p) => self.fs_grep(p, id, events).await,
             HostRequest::HttpGet(p) => self.http(HttpMethod::Get, &p.url, &p.headers, Vec::new(), id, events).await,
             HostRequest::HttpPost(p) => {
-                let body = decode_content(&p.body, p.encoding).map_err(HostError::InvalidParams)?;
-                if body.len() > self.max_content {
-                    return Err(self.too_large("the request body", body.len()));
+                if p.body.len() > self.max_content {
+                    return Err(self.too_large("the request body", p.body.len()));
                 }
-                self.http(HttpMethod::Post, &p.url, &p.headers, body, id, events).await
+                self.http(HttpMethod::Post, &p.url, &p.headers, p.body.clone(), id, events).await
             }
             HostRequest::ProcessRun(p) => {
                 let line = command_line(&p.program, &p.args);
@@ -364,11 +438,11 @@ impl Dispatcher {
                         grant: self.policy.process_grant(),
                     })
                     .await?;
-                to_value(&ProcessRunResult {
-                    stdout: String::from_utf8_lossy(&self.scrubbed(out.stdout)).into_owned(),
-                    stderr: String::from_utf8_lossy(&self.scrubbed(out.stderr)).into_owned(),
+                Ok(HostResponse::ProcessRun(ProcessRunResult {
+                    stdout: out.stdout,
+                    stderr: out.stderr,
                     exit_code: out.exit_code,
-                })
+                }))
             }
         }
     }
@@ -445,6 +519,35 @@ mod tests {
         assert!(!text.contains("\"size"), "{text}");
         let err = response.outcome.unwrap_err();
         assert!(err.message.contains("withheld"), "{}", err.message);
+    }
+
+    #[test]
+    fn typed_answers_are_scrubbed_in_every_field_that_carries_text() {
+        // Binary content (base64 on the wire), a file name and text content: the typed value a
+        // component gets holds no secret, and neither does the wire line built from it.
+        let mut binary = vec![0xff, 0xfe];
+        binary.extend_from_slice(b"key=s3cr3t-value;");
+        let files = InMemoryProjectFiles::with_files([("dir/s3cr3t-value.txt", "x")]).unwrap();
+        block_on(files.write(&WorkspacePath::parse("bin.dat").unwrap(), &binary)).unwrap();
+        let d = Dispatcher::builder("t", Arc::new(AccessPolicy::vfs_default()), Arc::new(files))
+            .secrets(vec!["s3cr3t-value".into()])
+            .build();
+        let ask = |method: &str, params: Value| {
+            let req = HostRequest::parse(method, params).unwrap();
+            block_on(d.handle(&req, &Id::Number(1), &NoEvents)).unwrap()
+        };
+        let HostResponse::FsRead(r) = ask("fs.read", json!({"path": "bin.dat"})) else { panic!() };
+        assert_eq!(&r.content[2..], b"key=[REDACTED];");
+        let HostResponse::FsListDir(l) = ask("fs.list_dir", json!({"path": "dir"})) else { panic!() };
+        assert_eq!(l.entries[0].path, "[REDACTED].txt");
+        let line = block_on(d.respond(
+            &Id::Number(2),
+            "fs.read",
+            HostRequest::parse("fs.read", json!({"path": "bin.dat"})),
+            &NoEvents,
+        ));
+        let text = String::from_utf8(line).unwrap();
+        assert!(text.contains("\"encoding\":\"base64\"") && !text.contains("s3cr3t"), "{text}");
     }
 
     #[test]

@@ -8,6 +8,7 @@
 use serde_json::Value;
 
 use super::envelope::{ErrorCode, Id, Message, RpcError};
+use super::methods::HostRequest;
 
 /// One framed unit from the stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,6 +118,54 @@ pub fn decode_frame(frame: &Frame, max_line: usize) -> Result<Message, (Option<I
     }
 }
 
+/// One frame read from a tool, as the host serves it: a request typed straight from its JSON
+/// text, or any other message.
+#[derive(Debug)]
+pub enum Incoming {
+    /// A request: its id and method, and its typed params (or why they are not valid).
+    Request {
+        /// Correlates the response.
+        id: Id,
+        /// The method as sent.
+        method: String,
+        /// The typed request, or the -32601/-32602 error for it.
+        request: Result<HostRequest, RpcError>,
+    },
+    /// A notification or a response.
+    Other(Message),
+}
+
+/// The envelope of a well-formed request, borrowed from its line; anything else goes the
+/// `Value` route of [`decode_frame`], which says precisely what is wrong.
+#[derive(serde::Deserialize)]
+struct FastRequest<'a> {
+    jsonrpc: &'a str,
+    id: Id,
+    #[serde(borrow)]
+    method: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default)]
+    params: Option<&'a serde_json::value::RawValue>,
+}
+
+/// Like [`decode_frame`], but a request's params are typed straight from the line (no `Value`
+/// in between). Errors and classification are those of [`decode_frame`].
+pub fn decode_incoming(frame: &Frame, max_line: usize) -> Result<Incoming, (Option<Id>, RpcError)> {
+    if let Frame::Line(line) = frame
+        && let Ok(fast) = serde_json::from_slice::<FastRequest<'_>>(line)
+        && fast.jsonrpc == "2.0"
+        && fast.params.is_none_or(|p| p.get().starts_with(['{', '[']) || p.get() == "null")
+    {
+        let request = HostRequest::parse_json(&fast.method, fast.params.map(|p| p.get()));
+        return Ok(Incoming::Request { id: fast.id, method: fast.method.into_owned(), request });
+    }
+    match decode_frame(frame, max_line)? {
+        Message::Request(r) => {
+            Ok(Incoming::Request { request: HostRequest::parse(&r.method, r.params), id: r.id, method: r.method })
+        }
+        other => Ok(Incoming::Other(other)),
+    }
+}
+
 /// Serialise a message as one NDJSON line (JSON escapes every newline inside it).
 pub fn encode_message(message: &Message) -> Vec<u8> {
     let mut line = serde_json::to_vec(&message.to_value()).unwrap_or_default();
@@ -178,6 +227,41 @@ mod tests {
         assert!(e.message.contains("not valid JSON"));
         let (_, e) = decode_frame(&Frame::TooLong { len: 99 }, 10).unwrap_err();
         assert!(e.message.contains("99 bytes exceeds the 10-byte"));
+    }
+
+    #[test]
+    fn the_typed_decoder_classifies_and_fails_exactly_like_the_value_route() {
+        let lines = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"fs.read","params":{"path":"a.txt"}}"#,
+            r#"{"jsonrpc":"2.0","id":"x","method":"fs.write","params":{"path":"a","content":"AAE=","encoding":"base64"}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"fs.read","params":{"pth":"a"}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"fs.read"}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"fs.read","params":null}"#,
+            r#"{"jsonrpc":"2.0","id":5,"method":"fs.read","params":["a.txt"]}"#,
+            r#"{"jsonrpc":"2.0","id":6,"method":"fs.read","params":"a.txt"}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"read","params":{}}"#,
+            r#"{"jsonrpc":"2.0","id":8,"method":"fs.read","params":{"path":"a"},"id":9}"#,
+            r#"{"jsonrpc":"2.0","id":10,"method":"fs.read","params":{"path":"a"}}"#,
+            r#"{"jsonrpc":"1.0","id":11,"method":"fs.read","params":{"path":"a"}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"fs.read","params":{"path":"a"}}"#,
+            r#"{"jsonrpc":"2.0","id":12,"method":"fs.write","params":{"path":"a","content":"%","encoding":"base64"}}"#,
+            r#"{"jsonrpc":"2.0","method":"cancel"}"#,
+            r#"{"jsonrpc":"2.0","id":13,"result":{}}"#,
+            r#"[1]"#,
+            r#"{nope"#,
+        ];
+        for line in lines {
+            let frame = Frame::Line(line.as_bytes().to_vec());
+            let slow = decode_frame(&frame, 1000).map(|m| match m {
+                Message::Request(r) => Ok((r.id.clone(), r.method.clone(), HostRequest::parse(&r.method, r.params))),
+                other => Err(other),
+            });
+            let fast = decode_incoming(&frame, 1000).map(|i| match i {
+                Incoming::Request { id, method, request } => Ok((id, method, request)),
+                Incoming::Other(m) => Err(m),
+            });
+            assert_eq!(format!("{fast:?}"), format!("{slow:?}"), "{line}");
+        }
     }
 
     #[test]

@@ -7,7 +7,6 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::content::Encoding;
 use super::envelope::{ErrorCode, RpcError};
 use crate::state::{ToolError, ToolResult, ToolState};
 
@@ -18,28 +17,22 @@ pub struct FsReadParams {
     pub path: String,
 }
 
-/// `fs.read` result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `fs.read` result. On the wire `content` is text, or base64 with `"encoding":"base64"`.
+#[derive(Debug, Clone, PartialEq)]
 pub struct FsReadResult {
-    /// Text, or base64 when `encoding` is set.
-    pub content: String,
-    /// `base64` for binary content; absent for UTF-8 text.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub encoding: Option<Encoding>,
+    /// The file's bytes.
+    pub content: Vec<u8>,
     /// Size in bytes of the file.
     pub size: u64,
 }
 
-/// `fs.write` params.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `fs.write` params. On the wire `content` is text, or base64 with `"encoding":"base64"`.
+#[derive(Debug, Clone, PartialEq)]
 pub struct FsWriteParams {
     /// Path relative to the project root; parents are created.
     pub path: String,
-    /// Text, or base64 when `encoding` is set.
-    pub content: String,
-    /// `base64` for binary content.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub encoding: Option<Encoding>,
+    /// The bytes to write.
+    pub content: Vec<u8>,
 }
 
 /// Params of the methods that take one path (`fs.exists`, `fs.list_dir`, `fs.metadata`,
@@ -167,34 +160,26 @@ pub struct HttpGetParams {
     pub headers: Vec<Header>,
 }
 
-/// `http.post` params.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `http.post` params. On the wire `body` is text, or base64 with `"encoding":"base64"`.
+#[derive(Debug, Clone, PartialEq)]
 pub struct HttpPostParams {
     /// Absolute http(s) URL.
     pub url: String,
     /// Request headers.
-    #[serde(default)]
     pub headers: Vec<Header>,
-    /// Request body (text, or base64 with `encoding`).
-    #[serde(default)]
-    pub body: String,
-    /// `base64` for a binary body.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub encoding: Option<Encoding>,
+    /// Request body.
+    pub body: Vec<u8>,
 }
 
-/// `http.get` / `http.post` result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `http.get` / `http.post` result. On the wire `body` is text, or base64 with
+/// `"encoding":"base64"`.
+#[derive(Debug, Clone, PartialEq)]
 pub struct HttpResult {
     /// HTTP status code.
     pub status: u16,
-    /// Response body (text, or base64 with `encoding`).
-    pub body: String,
-    /// `base64` for a binary body.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub encoding: Option<Encoding>,
+    /// Response body.
+    pub body: Vec<u8>,
     /// Response headers.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub headers: Vec<Header>,
 }
 
@@ -211,13 +196,13 @@ pub struct ProcessRunParams {
     pub envs: Vec<String>,
 }
 
-/// `process.run` result. Output that is not UTF-8 is converted lossily.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `process.run` result. On the wire output that is not UTF-8 is converted lossily.
+#[derive(Debug, Clone, PartialEq)]
 pub struct ProcessRunResult {
     /// Standard output (scrubbed).
-    pub stdout: String,
+    pub stdout: Vec<u8>,
     /// Standard error (scrubbed).
-    pub stderr: String,
+    pub stderr: Vec<u8>,
     /// Exit code; `null` when killed by a signal.
     pub exit_code: Option<i32>,
 }
@@ -225,6 +210,43 @@ pub struct ProcessRunResult {
 /// An empty result object (`{}`), for `fs.write`, `fs.delete`, `fs.rename`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct EmptyResult {}
+
+/// The answer to a [`HostRequest`], typed: file bytes as bytes, entries as structs. Its JSON
+/// (`Serialize`) is the wire `result` of the method.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HostResponse {
+    /// `fs.read`
+    FsRead(FsReadResult),
+    /// `fs.exists`
+    FsExists(FsExistsResult),
+    /// `fs.list_dir`
+    FsListDir(FsListDirResult),
+    /// `fs.metadata`
+    FsMetadata(FsMetadataResult),
+    /// `fs.grep`
+    FsGrep(FsGrepResult),
+    /// `http.get` / `http.post`
+    Http(HttpResult),
+    /// `process.run`
+    ProcessRun(ProcessRunResult),
+    /// `fs.write`, `fs.delete`, `fs.rename`: `{}`.
+    Done,
+}
+
+impl Serialize for HostResponse {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::FsRead(r) => r.serialize(s),
+            Self::FsExists(r) => r.serialize(s),
+            Self::FsListDir(r) => r.serialize(s),
+            Self::FsMetadata(r) => r.serialize(s),
+            Self::FsGrep(r) => r.serialize(s),
+            Self::Http(r) => r.serialize(s),
+            Self::ProcessRun(r) => r.serialize(s),
+            Self::Done => EmptyResult {}.serialize(s),
+        }
+    }
+}
 
 /// A request from a tool to the host, parsed and typed.
 #[derive(Debug, Clone, PartialEq)]
@@ -274,21 +296,55 @@ fn params<T: DeserializeOwned>(method: &str, params: Value) -> Result<T, RpcErro
         .map_err(|e| RpcError::new(ErrorCode::InvalidParams, format!("Invalid params for {method}: {e}")))
 }
 
+/// Where a request's params come from.
+enum RawParams<'a> {
+    Value(Value),
+    Json(Option<&'a str>),
+}
+
+impl RawParams<'_> {
+    fn typed<T: DeserializeOwned>(self, method: &str) -> Result<T, RpcError> {
+        match self {
+            Self::Value(v) => params(method, v),
+            Self::Json(None) => params(method, Value::Null),
+            // On failure, the `Value` route gives the error its usual wording (no positions).
+            Self::Json(Some(text)) => serde_json::from_str(text).or_else(|_| {
+                params(
+                    method,
+                    serde_json::from_str(text).map_err(|e| {
+                        RpcError::new(ErrorCode::InvalidParams, format!("Invalid params for {method}: {e}"))
+                    })?,
+                )
+            }),
+        }
+    }
+}
+
 impl HostRequest {
     /// Type a request's method and params: -32601 for an unknown method, -32602 for bad params.
     pub fn parse(method: &str, raw: Value) -> Result<Self, RpcError> {
+        Self::parse_raw(method, RawParams::Value(raw))
+    }
+
+    /// Type a request straight from the JSON text of its params (`None`: absent), without an
+    /// intermediate `Value` (the VFS codec's path). Errors are those of [`parse`](Self::parse).
+    pub fn parse_json(method: &str, params: Option<&str>) -> Result<Self, RpcError> {
+        Self::parse_raw(method, RawParams::Json(params))
+    }
+
+    fn parse_raw(method: &str, raw: RawParams<'_>) -> Result<Self, RpcError> {
         Ok(match method {
-            "fs.read" => Self::FsRead(params(method, raw)?),
-            "fs.write" => Self::FsWrite(params(method, raw)?),
-            "fs.exists" => Self::FsExists(params(method, raw)?),
-            "fs.list_dir" => Self::FsListDir(params(method, raw)?),
-            "fs.metadata" => Self::FsMetadata(params(method, raw)?),
-            "fs.delete" => Self::FsDelete(params(method, raw)?),
-            "fs.rename" => Self::FsRename(params(method, raw)?),
-            "fs.grep" => Self::FsGrep(params(method, raw)?),
-            "http.get" => Self::HttpGet(params(method, raw)?),
-            "http.post" => Self::HttpPost(params(method, raw)?),
-            "process.run" => Self::ProcessRun(params(method, raw)?),
+            "fs.read" => Self::FsRead(raw.typed(method)?),
+            "fs.write" => Self::FsWrite(raw.typed(method)?),
+            "fs.exists" => Self::FsExists(raw.typed(method)?),
+            "fs.list_dir" => Self::FsListDir(raw.typed(method)?),
+            "fs.metadata" => Self::FsMetadata(raw.typed(method)?),
+            "fs.delete" => Self::FsDelete(raw.typed(method)?),
+            "fs.rename" => Self::FsRename(raw.typed(method)?),
+            "fs.grep" => Self::FsGrep(raw.typed(method)?),
+            "http.get" => Self::HttpGet(raw.typed(method)?),
+            "http.post" => Self::HttpPost(raw.typed(method)?),
+            "process.run" => Self::ProcessRun(raw.typed(method)?),
             other => {
                 let hint = METHODS
                     .iter()

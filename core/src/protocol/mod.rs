@@ -9,15 +9,19 @@
 //! - [`methods`] — typed params and results of every method and notification.
 //! - [`framing`] — NDJSON framing over any byte stream with a maximum line size.
 //! - [`content`] — text-or-base64 content encoding.
+//!
+//! Content travels as bytes in the typed values ([`FsReadResult::content`], [`FsWriteParams::content`],
+//! …); the text-or-base64 form exists only in their JSON (de)serialization (module `wire`).
 
 pub mod content;
 pub mod envelope;
 pub mod framing;
 pub mod methods;
+mod wire;
 
-pub use content::{Encoding, decode_content, encode_content};
+pub use content::{Encoding, decode_content, encode_content, encode_content_ref};
 pub use envelope::{ErrorCode, Id, Message, Notification, Request, Response, RpcError};
-pub use framing::{Frame, LineDecoder, decode_frame, encode_message};
+pub use framing::{Frame, Incoming, LineDecoder, decode_frame, decode_incoming, encode_message};
 pub use methods::*;
 
 /// The protocol version sent in `init` (D11 "Initial context").

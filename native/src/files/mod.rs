@@ -43,6 +43,9 @@ fn rel(path: &WorkspacePath) -> &Path {
     if path.is_root() { Path::new(".") } else { Path::new(path.as_str()) }
 }
 
+/// Files up to this size are read on the calling task (see `FsProjectFiles::inline`).
+pub const INLINE_READ: u64 = 256 * 1024;
+
 /// What a symbolic link met by an operation is reported as.
 const LINK_REFUSED: &str = "a component of this path is a symbolic link, which file operations do not follow \
      (the path changed while in use, or it was not resolved first); nothing was done: retry the request";
@@ -122,6 +125,26 @@ impl FsProjectFiles {
                 }
                 Err(_) => f(&me),
             }
+        })
+    }
+
+    /// Run a small, bounded operation (a stat, a walk of a path's components, a read under
+    /// [`INLINE_READ`]) on the calling task: a hop to a blocking thread costs more than the
+    /// operation. It still waits for the permit, so it never overtakes an abandoned blocking
+    /// operation that is still running.
+    fn inline<'a, T: 'a>(
+        &'a self,
+        f: impl FnOnce(&FsProjectFiles) -> FilesResult<T> + Send + 'a,
+    ) -> BoxFuture<'a, FilesResult<T>> {
+        Box::pin(async move {
+            let _permit = match self.busy.try_acquire() {
+                Ok(p) => p,
+                Err(_) => self.busy.acquire().await.map_err(|e| FilesError::Io {
+                    path: ".".into(),
+                    message: format!("the project handle is closed: {e}"),
+                })?,
+            };
+            f(self)
         })
     }
 
@@ -205,16 +228,30 @@ impl ProjectFiles for FsProjectFiles {
         self.run(move |me| me.read_sync(&path, usize::MAX - 1))
     }
     fn read_at_most<'a>(&'a self, path: &'a WorkspacePath, max: usize) -> BoxFuture<'a, FilesResult<Vec<u8>>> {
-        let path = path.clone();
-        self.run(move |me| me.read_sync(&path, max))
+        Box::pin(async move {
+            // Small files (what tools mostly read) are read right here; a big one on a blocking
+            // thread, so a slow read never holds up the runtime. Either way from the one open.
+            let opened = self
+                .inline(|me| {
+                    let (file, len) = me.open_regular(path)?;
+                    if len <= INLINE_READ { ops::read_open(path, file, len, max).map(Ok) } else { Ok(Err((file, len))) }
+                })
+                .await?;
+            match opened {
+                Ok(bytes) => Ok(bytes),
+                Err((file, len)) => {
+                    let path = path.clone();
+                    self.run(move |_| ops::read_open(&path, file, len, max)).await
+                }
+            }
+        })
     }
     fn write<'a>(&'a self, path: &'a WorkspacePath, content: &'a [u8]) -> BoxFuture<'a, FilesResult<()>> {
         let (path, content) = (path.clone(), content.to_vec());
         self.run(move |me| me.write_sync(&path, &content))
     }
     fn exists<'a>(&'a self, path: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<bool>> {
-        let path = path.clone();
-        self.run(move |me| me.exists_sync(&path))
+        self.inline(move |me| me.exists_sync(path))
     }
     fn list_dir<'a>(&'a self, path: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<Vec<DirEntry>>> {
         let path = path.clone();
@@ -225,8 +262,7 @@ impl ProjectFiles for FsProjectFiles {
         self.run(move |me| me.list_sync(&path, true))
     }
     fn metadata<'a>(&'a self, path: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<Metadata>> {
-        let path = path.clone();
-        self.run(move |me| me.metadata_sync(&path))
+        self.inline(move |me| me.metadata_sync(path))
     }
     fn delete<'a>(&'a self, path: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<()>> {
         let path = path.clone();
@@ -245,8 +281,7 @@ impl ProjectFiles for FsProjectFiles {
         self.run(move |me| me.create_dir_sync(&path))
     }
     fn resolve<'a>(&'a self, path: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<WorkspacePath>> {
-        let path = path.clone();
-        self.run(move |me| me.resolve_sync(&path))
+        self.inline(move |me| me.resolve_sync(path))
     }
     fn materialize(&self) -> BoxFuture<'_, FilesResult<Materialized>> {
         let root = self.root.to_string_lossy().into_owned();

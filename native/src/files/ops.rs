@@ -28,6 +28,15 @@ fn prefix(comps: &[&str], n: usize) -> WorkspacePath {
     WorkspacePath::parse(&comps[..n].join("/")).unwrap_or_default()
 }
 
+/// Read at most `max` + 1 bytes of an open file whose size was `len` when opened (one more than
+/// the cap shows the file grew past it).
+pub(super) fn read_open(path: &WorkspacePath, file: File, len: u64, max: usize) -> FilesResult<Vec<u8>> {
+    let limit = (max as u64).saturating_add(1);
+    let mut bytes = Vec::with_capacity(len.min(limit) as usize);
+    file.take(limit).read_to_end(&mut bytes).map_err(|e| map_err(path, e))?;
+    Ok(bytes)
+}
+
 impl FsProjectFiles {
     /// Open `path` beneath the root without following links.
     pub(super) fn open_nofollow(&self, path: &WorkspacePath, flags: OFlags) -> io::Result<OwnedFd> {
@@ -58,10 +67,7 @@ impl FsProjectFiles {
 
     pub(super) fn read_sync(&self, path: &WorkspacePath, max: usize) -> FilesResult<Vec<u8>> {
         let (file, len) = self.open_regular(path)?;
-        let limit = (max as u64).saturating_add(1);
-        let mut bytes = Vec::with_capacity(len.min(limit) as usize);
-        file.take(limit).read_to_end(&mut bytes).map_err(|e| map_err(path, e))?;
-        Ok(bytes)
+        read_open(path, file, len, max)
     }
 
     pub(super) fn write_sync(&self, path: &WorkspacePath, content: &[u8]) -> FilesResult<()> {

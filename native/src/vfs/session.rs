@@ -11,8 +11,8 @@ use jp_core::cancel::CancellationToken;
 use jp_core::handles::{AnyToolHandle, ApplyInput};
 use jp_core::host::{DispatchEvents, Dispatcher, HostError, TraceEvent};
 use jp_core::protocol::{
-    ApplyParams, Frame, Id, LineDecoder, Message, PendingParams, ProtocolNotification, Request, Response, decode_frame,
-    encode_message,
+    ApplyParams, Frame, HostRequest, Id, Incoming, LineDecoder, Message, PendingParams, ProtocolNotification, Response,
+    RpcError, decode_incoming, encode_message,
 };
 use jp_core::runtime::{ExecutionOutcome, RuntimeError};
 use jp_core::state::{ToolError, ToolResult, ToolState};
@@ -56,10 +56,17 @@ pub(super) enum Step {
     Misbehaved(String),
 }
 
+/// A request as read from the tool, typed straight from its line.
+struct Pending {
+    id: Id,
+    method: String,
+    request: Result<HostRequest, RpcError>,
+}
+
 /// A request in the queue, numbered in the order the tool sent it (from 1).
 struct Queued {
     seq: u64,
-    req: Request,
+    req: Pending,
 }
 
 /// A spawned tool being served.
@@ -86,7 +93,7 @@ pub(super) struct Session {
     /// Frames read but not handled yet (what one read brought beyond a full queue).
     backlog: VecDeque<Frame>,
     /// A request waiting for room in the queue; nothing more is read from the tool meanwhile.
-    blocked: Option<Request>,
+    blocked: Option<Pending>,
     decoder: LineDecoder,
     buf: Vec<u8>,
     stdout: tokio::process::ChildStdout,
@@ -104,9 +111,22 @@ impl Session {
         let writer_pending = pending_bytes.clone();
         let mut stdin = s.stdin;
         let writer = tokio::spawn(async move {
+            // Lines that are ready together go out in one write (the pipe is unbuffered).
+            let mut batch = Vec::new();
             while let Some(line) = write_rx.recv().await {
-                let len = line.len();
-                let ok = stdin.write_all(&line).await.is_ok() && stdin.flush().await.is_ok();
+                let mut len = line.len();
+                let ok = if let Ok(next) = write_rx.try_recv() {
+                    batch.clear();
+                    batch.extend_from_slice(&line);
+                    batch.extend_from_slice(&next);
+                    while let Ok(more) = write_rx.try_recv() {
+                        batch.extend_from_slice(&more);
+                    }
+                    len = batch.len();
+                    stdin.write_all(&batch).await.is_ok()
+                } else {
+                    stdin.write_all(&line).await.is_ok()
+                };
                 writer_pending.fetch_sub(len, Ordering::SeqCst);
                 if !ok {
                     break;
@@ -152,14 +172,15 @@ impl Session {
                             std::future::pending::<()>().await;
                         }
                     };
-                    let response = tokio::select! {
-                        r = dispatcher.handle_request(&req, events.as_ref()) => r,
-                        () = cancelled => Response {
-                            id: Some(req.id.clone()),
-                            outcome: Err(HostError::Cancelled(format!("{} was abandoned by the tool", req.method)).to_rpc()),
-                        },
+                    let Pending { id, method, request } = req;
+                    let line = tokio::select! {
+                        line = dispatcher.respond(&id, &method, request, events.as_ref()) => line,
+                        () = cancelled => encode_message(&Message::Response(Response {
+                            id: Some(id.clone()),
+                            outcome: Err(HostError::Cancelled(format!("{method} was abandoned by the tool")).to_rpc()),
+                        })),
                     };
-                    out.send(encode_message(&Message::Response(response)));
+                    out.send(line);
                     answered.store(seq, Ordering::SeqCst);
                     served.notify_one();
                 }
@@ -259,7 +280,7 @@ impl Session {
         if self.pending_bytes.load(Ordering::SeqCst) > opts.max_line.saturating_mul(4) {
             return Some(Step::Misbehaved("it stopped reading its stdin while sending requests".into()));
         }
-        match decode_frame(frame, opts.max_line) {
+        match decode_incoming(frame, opts.max_line) {
             Err((id, e)) => {
                 self.malformed += 1;
                 self.out.send(encode_message(&Message::Response(Response { id, outcome: Err(e) })));
@@ -270,8 +291,8 @@ impl Session {
                     )));
                 }
             }
-            Ok(Message::Request(req)) => self.enqueue(req),
-            Ok(Message::Notification(n)) => {
+            Ok(Incoming::Request { id, method, request }) => self.enqueue(Pending { id, method, request }),
+            Ok(Incoming::Other(Message::Notification(n))) => {
                 let id = self.call_id.clone();
                 let done = |result| Some(Step::Final(Ok(ExecutionOutcome::Completed { id: id.clone(), result })));
                 match ProtocolNotification::parse(&n.method, n.params) {
@@ -298,13 +319,13 @@ impl Session {
                     Ok(_) | Err(_) => {}
                 }
             }
-            Ok(Message::Response(_)) => {}
+            Ok(Incoming::Other(_)) => {}
         }
         None
     }
 
     /// Queue a request, or hold it (and stop reading) when the queue is full.
-    fn enqueue(&mut self, req: Request) {
+    fn enqueue(&mut self, req: Pending) {
         if self.exited.is_some() {
             // The tool is gone: nobody would read the answer.
             return;

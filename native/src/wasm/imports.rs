@@ -5,19 +5,28 @@ use std::sync::Arc;
 
 use jp_core::host::{DispatchEvents, Dispatcher, HostError};
 use jp_core::protocol::{
-    Encoding, FsExistsResult, FsGrepParams, FsGrepResult, FsListDirResult, FsMetadataResult, FsReadResult, HostRequest,
-    HttpResult, Id, ProcessRunResult, decode_content, encode_content,
+    FsGrepParams, FsRenameParams, FsWriteParams, Header, HostRequest, HostResponse, HttpGetParams, HttpPostParams,
+    HttpResult, Id, PathParams, ProcessRunParams,
 };
-use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
 
 use super::bindings::jp::host::{filesystem, http, process, types};
 
-/// Serves one call's `jp:host` imports.
+/// Serves one call's `jp:host` imports: each import is a typed request to the dispatcher and
+/// its typed answer is handed back as is (bytes stay bytes; no JSON on the way).
 pub(super) struct HostImports {
     dispatcher: Option<Arc<Dispatcher>>,
     events: Arc<dyn DispatchEvents>,
     requests: i64,
+}
+
+fn fail(e: HostError) -> types::HostError {
+    let rpc = e.to_rpc();
+    types::HostError { code: rpc.code, message: rpc.message }
+}
+
+/// An answer of the wrong kind: a bug in the dispatcher, reported rather than trusted.
+fn unexpected(method: &str, got: &HostResponse) -> types::HostError {
+    fail(HostError::Internal(format!("{method} was answered with {got:?}")))
 }
 
 impl HostImports {
@@ -27,34 +36,24 @@ impl HostImports {
         Self { dispatcher, events, requests: 0 }
     }
 
-    async fn call<T: DeserializeOwned>(&mut self, method: &str, params: Value) -> Result<T, types::HostError> {
-        let fail = |e: HostError| {
-            let rpc = e.to_rpc();
-            types::HostError { code: rpc.code, message: rpc.message }
-        };
+    async fn call(&mut self, request: HostRequest) -> Result<HostResponse, types::HostError> {
         let Some(d) = &self.dispatcher else {
             return Err(fail(HostError::Unavailable(format!(
-                "{method} is not available to this tool: it has no project"
+                "{} is not available to this tool: it has no project",
+                request.method()
             ))));
         };
         self.requests += 1;
-        let req = HostRequest::parse(method, params).map_err(|e| fail(HostError::from_rpc(&e)))?;
-        let value = d.handle(&req, &Id::Number(self.requests), self.events.as_ref()).await.map_err(fail)?;
-        serde_json::from_value(value).map_err(|e| fail(HostError::Internal(e.to_string())))
+        d.handle(&request, &Id::Number(self.requests), self.events.as_ref()).await.map_err(fail)
     }
-}
 
-fn with_content(mut params: Value, key: &str, bytes: Vec<u8>) -> Value {
-    let (text, encoding) = encode_content(bytes);
-    params[key] = json!(text);
-    if encoding == Some(Encoding::Base64) {
-        params["encoding"] = json!("base64");
+    async fn done(&mut self, request: HostRequest) -> Result<(), types::HostError> {
+        let method = request.method();
+        match self.call(request).await? {
+            HostResponse::Done => Ok(()),
+            other => Err(unexpected(method, &other)),
+        }
     }
-    params
-}
-
-fn bytes(text: &str, encoding: Option<Encoding>) -> Result<Vec<u8>, types::HostError> {
-    decode_content(text, encoding).map_err(|e| types::HostError { code: -32603, message: e })
 }
 
 fn kind(k: jp_core::protocol::EntryKind) -> filesystem::EntryKind {
@@ -64,32 +63,47 @@ fn kind(k: jp_core::protocol::EntryKind) -> filesystem::EntryKind {
     }
 }
 
+fn path(path: String) -> PathParams {
+    PathParams { path }
+}
+
 impl types::Host for HostImports {}
 
 impl filesystem::Host for HostImports {
-    async fn read(&mut self, path: String) -> Result<Vec<u8>, types::HostError> {
-        let r: FsReadResult = self.call("fs.read", json!({ "path": path })).await?;
-        bytes(&r.content, r.encoding)
+    async fn read(&mut self, p: String) -> Result<Vec<u8>, types::HostError> {
+        match self.call(HostRequest::FsRead(jp_core::protocol::FsReadParams { path: p })).await? {
+            HostResponse::FsRead(r) => Ok(r.content),
+            other => Err(unexpected("fs.read", &other)),
+        }
     }
     async fn write(&mut self, path: String, content: Vec<u8>) -> Result<(), types::HostError> {
-        self.call::<Value>("fs.write", with_content(json!({ "path": path }), "content", content)).await.map(|_| ())
+        self.done(HostRequest::FsWrite(FsWriteParams { path, content })).await
     }
-    async fn exists(&mut self, path: String) -> Result<bool, types::HostError> {
-        self.call::<FsExistsResult>("fs.exists", json!({ "path": path })).await.map(|r| r.exists)
+    async fn exists(&mut self, p: String) -> Result<bool, types::HostError> {
+        match self.call(HostRequest::FsExists(path(p))).await? {
+            HostResponse::FsExists(r) => Ok(r.exists),
+            other => Err(unexpected("fs.exists", &other)),
+        }
     }
-    async fn list_dir(&mut self, path: String) -> Result<Vec<filesystem::DirEntry>, types::HostError> {
-        let r: FsListDirResult = self.call("fs.list_dir", json!({ "path": path })).await?;
-        Ok(r.entries.into_iter().map(|e| filesystem::DirEntry { path: e.path, kind: kind(e.kind) }).collect())
+    async fn list_dir(&mut self, p: String) -> Result<Vec<filesystem::DirEntry>, types::HostError> {
+        match self.call(HostRequest::FsListDir(path(p))).await? {
+            HostResponse::FsListDir(r) => {
+                Ok(r.entries.into_iter().map(|e| filesystem::DirEntry { path: e.path, kind: kind(e.kind) }).collect())
+            }
+            other => Err(unexpected("fs.list_dir", &other)),
+        }
     }
-    async fn metadata(&mut self, path: String) -> Result<filesystem::FileMetadata, types::HostError> {
-        let r: FsMetadataResult = self.call("fs.metadata", json!({ "path": path })).await?;
-        Ok(filesystem::FileMetadata { kind: kind(r.kind), size: r.size })
+    async fn metadata(&mut self, p: String) -> Result<filesystem::FileMetadata, types::HostError> {
+        match self.call(HostRequest::FsMetadata(path(p))).await? {
+            HostResponse::FsMetadata(r) => Ok(filesystem::FileMetadata { kind: kind(r.kind), size: r.size }),
+            other => Err(unexpected("fs.metadata", &other)),
+        }
     }
-    async fn delete(&mut self, path: String) -> Result<(), types::HostError> {
-        self.call::<Value>("fs.delete", json!({ "path": path })).await.map(|_| ())
+    async fn delete(&mut self, p: String) -> Result<(), types::HostError> {
+        self.done(HostRequest::FsDelete(path(p))).await
     }
     async fn rename(&mut self, from: String, to: String) -> Result<(), types::HostError> {
-        self.call::<Value>("fs.rename", json!({ "from": from, "to": to })).await.map(|_| ())
+        self.done(HostRequest::FsRename(FsRenameParams { from, to })).await
     }
     async fn grep(
         &mut self,
@@ -102,8 +116,10 @@ impl filesystem::Host for HostImports {
             extensions: (!options.extensions.is_empty()).then_some(options.extensions),
             context: (options.context > 0).then_some(options.context),
         };
-        let params = serde_json::to_value(params).unwrap_or_default();
-        let r: FsGrepResult = self.call("fs.grep", params).await?;
+        let r = match self.call(HostRequest::FsGrep(params)).await? {
+            HostResponse::FsGrep(r) => r,
+            other => return Err(unexpected("fs.grep", &other)),
+        };
         Ok(r.matches
             .into_iter()
             .map(|m| filesystem::GrepFile {
@@ -122,30 +138,33 @@ impl filesystem::Host for HostImports {
     }
 }
 
-fn response(r: HttpResult) -> Result<http::Response, types::HostError> {
-    Ok(http::Response {
-        status: r.status,
-        headers: r.headers.into_iter().map(|h| http::Header { name: h.name, value: h.value }).collect(),
-        body: bytes(&r.body, r.encoding)?,
-    })
+fn response(method: &str, r: HostResponse) -> Result<http::Response, types::HostError> {
+    match r {
+        HostResponse::Http(HttpResult { status, body, headers }) => Ok(http::Response {
+            status,
+            headers: headers.into_iter().map(|h| http::Header { name: h.name, value: h.value }).collect(),
+            body,
+        }),
+        other => Err(unexpected(method, &other)),
+    }
 }
 
-fn header_json(headers: &[http::Header]) -> Value {
-    Value::Array(headers.iter().map(|h| json!({ "name": h.name, "value": h.value })).collect())
+fn headers(headers: Vec<http::Header>) -> Vec<Header> {
+    headers.into_iter().map(|h| Header { name: h.name, value: h.value }).collect()
 }
 
 impl http::Host for HostImports {
-    async fn get(&mut self, url: String, headers: Vec<http::Header>) -> Result<http::Response, types::HostError> {
-        response(self.call("http.get", json!({ "url": url, "headers": header_json(&headers) })).await?)
+    async fn get(&mut self, url: String, h: Vec<http::Header>) -> Result<http::Response, types::HostError> {
+        response("http.get", self.call(HostRequest::HttpGet(HttpGetParams { url, headers: headers(h) })).await?)
     }
     async fn post(
         &mut self,
         url: String,
-        headers: Vec<http::Header>,
+        h: Vec<http::Header>,
         body: Vec<u8>,
     ) -> Result<http::Response, types::HostError> {
-        let params = with_content(json!({ "url": url, "headers": header_json(&headers) }), "body", body);
-        response(self.call("http.post", params).await?)
+        let request = HostRequest::HttpPost(HttpPostParams { url, headers: headers(h), body });
+        response("http.post", self.call(request).await?)
     }
 }
 
@@ -156,8 +175,11 @@ impl process::Host for HostImports {
         args: Vec<String>,
         envs: Vec<String>,
     ) -> Result<process::Output, types::HostError> {
-        let r: ProcessRunResult =
-            self.call("process.run", json!({ "program": program, "args": args, "envs": envs })).await?;
-        Ok(process::Output { stdout: r.stdout.into_bytes(), stderr: r.stderr.into_bytes(), exit_code: r.exit_code })
+        match self.call(HostRequest::ProcessRun(ProcessRunParams { program, args, envs })).await? {
+            HostResponse::ProcessRun(r) => {
+                Ok(process::Output { stdout: r.stdout, stderr: r.stderr, exit_code: r.exit_code })
+            }
+            other => Err(unexpected("process.run", &other)),
+        }
     }
 }

@@ -39,9 +39,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 pub use jp_core::host::HostError;
 use jp_core::protocol::{
-    DEFAULT_MAX_LINE, EmptyResult, Encoding, FsExistsResult, FsGrepResult, FsListDirResult, FsMetadataResult,
-    FsReadResult, HttpResult, Id, InitParams, Message, ProcessRunResult, ProtocolNotification, Request, decode_content,
-    encode_content, encode_message,
+    DEFAULT_MAX_LINE, EmptyResult, FsExistsResult, FsGrepResult, FsListDirResult, FsMetadataResult, FsReadResult,
+    FsWriteParams, HttpPostParams, HttpResult, Id, InitParams, Message, ProcessRunResult, ProtocolNotification,
+    Request, encode_message,
 };
 pub use jp_core::protocol::{DirEntry, EntryKind, FsGrepParams, GrepFileMatch, GrepLine, Header, InitTool};
 pub use jp_core::state::{AnswerType, ContentBlock, Question, ToolError, ToolResult};
@@ -374,22 +374,20 @@ impl VfsHost {
 }
 
 fn http(v: HttpResult) -> Result<HttpResponse, HostError> {
-    let body = decode_content(&v.body, v.encoding).map_err(HostError::Internal)?;
-    Ok(HttpResponse { status: v.status, headers: v.headers, body })
+    Ok(HttpResponse { status: v.status, headers: v.headers, body: v.body })
+}
+
+fn params<T: serde::Serialize>(p: &T) -> Result<Value, HostError> {
+    serde_json::to_value(p).map_err(|e| HostError::Internal(e.to_string()))
 }
 
 impl Host for VfsHost {
     fn read(&self, path: &str) -> Result<Vec<u8>, HostError> {
-        let r: FsReadResult = self.typed("fs.read", json!({ "path": path }))?;
-        decode_content(&r.content, r.encoding).map_err(HostError::Internal)
+        self.typed::<FsReadResult>("fs.read", json!({ "path": path })).map(|r| r.content)
     }
     fn write(&self, path: &str, content: &[u8]) -> Result<(), HostError> {
-        let (content, encoding) = encode_content(content.to_vec());
-        let mut params = json!({ "path": path, "content": content });
-        if encoding == Some(Encoding::Base64) {
-            params["encoding"] = json!("base64");
-        }
-        self.typed::<EmptyResult>("fs.write", params).map(|_| ())
+        let p = params(&FsWriteParams { path: path.into(), content: content.to_vec() })?;
+        self.typed::<EmptyResult>("fs.write", p).map(|_| ())
     }
     fn exists(&self, path: &str) -> Result<bool, HostError> {
         self.typed::<FsExistsResult>("fs.exists", json!({ "path": path })).map(|r| r.exists)
@@ -415,17 +413,13 @@ impl Host for VfsHost {
         http(self.typed("http.get", json!({ "url": url, "headers": headers }))?)
     }
     fn http_post(&self, url: &str, headers: &[Header], body: &[u8]) -> Result<HttpResponse, HostError> {
-        let (body, encoding) = encode_content(body.to_vec());
-        let mut params = json!({ "url": url, "headers": headers, "body": body });
-        if encoding == Some(Encoding::Base64) {
-            params["encoding"] = json!("base64");
-        }
-        http(self.typed("http.post", params)?)
+        let p = params(&HttpPostParams { url: url.into(), headers: headers.to_vec(), body: body.to_vec() })?;
+        http(self.typed("http.post", p)?)
     }
     fn run(&self, program: &str, args: &[String], envs: &[String]) -> Result<Output, HostError> {
         let r: ProcessRunResult =
             self.typed("process.run", json!({ "program": program, "args": args, "envs": envs }))?;
-        Ok(Output { stdout: r.stdout.into_bytes(), stderr: r.stderr.into_bytes(), exit_code: r.exit_code })
+        Ok(Output { stdout: r.stdout, stderr: r.stderr, exit_code: r.exit_code })
     }
 }
 

@@ -3,8 +3,7 @@
 use std::sync::{Arc, Mutex};
 
 use jp_core::policy::Capability;
-use jp_core::protocol::{EntryKind, FsListDirResult, FsReadResult, decode_content};
-use serde_json::json;
+use jp_core::protocol::{EntryKind, FsRenameParams, HostRequest, HostResponse, PathParams};
 use wasmtime::component::Resource;
 use wasmtime_wasi::p2::bindings::filesystem::types;
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, FsError, FsResult};
@@ -12,6 +11,11 @@ use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, FsError, FsResult};
 use super::buffer::{BufferInput, BufferStream, FileBuf, WriteError, write_at};
 use super::{GuestFsView, Node, files_err, hash};
 use types::{DescriptorFlags, DescriptorStat, DescriptorType, DirectoryEntry, ErrorCode, MetadataHashValue, OpenFlags};
+
+/// The params naming one workspace path.
+fn at(path: &jp_core::policy::WorkspacePath) -> PathParams {
+    PathParams { path: path.as_str().to_owned() }
+}
 
 fn memory(_: super::buffer::OverBudget) -> FsError {
     ErrorCode::InsufficientMemory.into()
@@ -108,8 +112,9 @@ impl types::HostDescriptor for GuestFsView<'_> {
     ) -> FsResult<Resource<types::DirectoryEntryStream>> {
         let (mount, path) = self.dir(&fd)?;
         self.fs.room()?;
-        let v = self.request(mount, "fs.list_dir", json!({ "path": path.as_str() })).await?;
-        let listing: FsListDirResult = serde_json::from_value(v).map_err(|_| FsError::from(ErrorCode::Io))?;
+        let HostResponse::FsListDir(listing) = self.request(mount, HostRequest::FsListDir(at(&path))).await? else {
+            return Err(ErrorCode::Io.into());
+        };
         let entries = listing
             .entries
             .into_iter()
@@ -161,9 +166,10 @@ impl types::HostDescriptor for GuestFsView<'_> {
         path: String,
     ) -> FsResult<DescriptorStat> {
         let (mount, p) = self.at(&fd, &path)?;
-        let v = self.request(mount, "fs.metadata", json!({ "path": p.as_str() })).await?;
-        let kind: EntryKind = serde_json::from_value(v["kind"].clone()).map_err(|_| FsError::from(ErrorCode::Io))?;
-        Ok(Self::stat_of(kind, v["size"].as_u64().unwrap_or(0)))
+        let HostResponse::FsMetadata(m) = self.request(mount, HostRequest::FsMetadata(at(&p))).await? else {
+            return Err(ErrorCode::Io.into());
+        };
+        Ok(Self::stat_of(m.kind, m.size))
     }
 
     async fn set_times_at(
@@ -231,9 +237,11 @@ impl types::HostDescriptor for GuestFsView<'_> {
         let mut target = p.clone();
         if read {
             if kind.is_some() && !truncate {
-                let v = self.request(mount, "fs.read", json!({ "path": p.as_str() })).await?;
-                let r: FsReadResult = serde_json::from_value(v).map_err(|_| FsError::from(ErrorCode::Io))?;
-                data = decode_content(&r.content, r.encoding).map_err(|_| FsError::from(ErrorCode::Io))?;
+                let read = HostRequest::FsRead(jp_core::protocol::FsReadParams { path: p.as_str().to_owned() });
+                let HostResponse::FsRead(r) = self.request(mount, read).await? else {
+                    return Err(ErrorCode::Io.into());
+                };
+                data = r.content;
             } else {
                 target = self.authorize(mount, "fs.read", Capability::Read, &p).await?;
             }
@@ -287,7 +295,8 @@ impl types::HostDescriptor for GuestFsView<'_> {
         if mount != new_mount {
             return Err(ErrorCode::CrossDevice.into());
         }
-        self.request(mount, "fs.rename", json!({ "from": from.as_str(), "to": to.as_str() })).await?;
+        let rename = FsRenameParams { from: from.as_str().to_owned(), to: to.as_str().to_owned() };
+        self.request(mount, HostRequest::FsRename(rename)).await?;
         Ok(())
     }
 
@@ -297,7 +306,7 @@ impl types::HostDescriptor for GuestFsView<'_> {
 
     async fn unlink_file_at(&mut self, fd: Resource<types::Descriptor>, path: String) -> FsResult<()> {
         let (mount, p) = self.at(&fd, &path)?;
-        self.request(mount, "fs.delete", json!({ "path": p.as_str() })).await?;
+        self.request(mount, HostRequest::FsDelete(at(&p))).await?;
         Ok(())
     }
 

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use jp_core::files::FilesError;
 use jp_core::host::{DispatchEvents, Dispatcher, HostError};
 use jp_core::policy::{Capability, Decision, WorkspacePath};
-use jp_core::protocol::{EntryKind, HostRequest, Id};
+use jp_core::protocol::{EntryKind, HostRequest, HostResponse, Id};
 use wasmtime::component::{HasData, Resource, ResourceTable};
 use wasmtime_wasi::p2::bindings::filesystem::{preopens, types};
 use wasmtime_wasi::p2::{FsError, FsResult};
@@ -226,9 +226,9 @@ impl GuestFsView<'_> {
         d.authorize(method, cap, path, self.fs.events.as_ref()).await.map_err(err)
     }
 
-    async fn request(&mut self, mount: usize, method: &str, params: serde_json::Value) -> FsResult<serde_json::Value> {
+    /// Serve a typed request through the mount's dispatcher (decision, inquiry, trace, scrub).
+    async fn request(&mut self, mount: usize, req: HostRequest) -> FsResult<HostResponse> {
         self.fs.commit_pending().await.map_err(|_| FsError::from(ErrorCode::Io))?;
-        let req = HostRequest::parse(method, params).map_err(|_| FsError::from(ErrorCode::Invalid))?;
         let id = self.fs.id();
         let d = self.dispatcher(mount);
         d.handle(&req, &id, self.fs.events.as_ref()).await.map_err(err)
