@@ -152,6 +152,14 @@ impl FsProjectFiles {
     /// error when it leads outside. A path that does not exist yet resolves through its deepest
     /// existing ancestor.
     pub fn resolve_sync(&self, path: &WorkspacePath) -> FilesResult<WorkspacePath> {
+        // The common case in one `openat2`: an existing path with no link in any component is
+        // its own resolution. Anything else (a link somewhere, a path not there yet) takes the
+        // walk below.
+        if let Ok(fd) = self.open_nofollow(path, nofollow::STAT)
+            && nofollow::file_type(&fd).is_ok_and(|(kind, _)| kind != rustix::fs::FileType::Symlink)
+        {
+            return Ok(path.clone());
+        }
         let mut existing = path.clone();
         let mut rest: Vec<String> = Vec::new();
         let mut hops = 0;

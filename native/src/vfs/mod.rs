@@ -217,8 +217,22 @@ impl VfsRuntime {
         default_policy: AccessPolicy,
     ) -> Result<ExecutionOutcome, RuntimeError> {
         let mut session = self.start(&call, config, action, default_policy)?;
-        let step = session.serve(&call.cancel, false).await;
-        session.end(step).await
+        let cancel = call.cancel.clone();
+        // Served on a runtime worker rather than on the caller's thread (`jp` drives its main
+        // future with `block_on`): the pipe's readiness then wakes the serving task on the
+        // worker that saw it, instead of a hop to the caller's thread for every line. Dropping
+        // this future aborts the task, and the session's group guard kills the tool.
+        let mut task = AbortOnDrop(tokio::spawn(async move {
+            let step = session.serve(&cancel, false).await;
+            session.end(step).await
+        }));
+        match (&mut task.0).await {
+            Ok(outcome) => outcome,
+            Err(e) => Err(RuntimeError::Protocol {
+                tool: call.name.clone(),
+                message: format!("serving the tool failed: {e}"),
+            }),
+        }
     }
 
     /// Start a stateful tool (RFD 009 / D11 "stateful VFS tools"): the process stays alive
@@ -332,5 +346,14 @@ impl ToolRuntime for VfsRuntime {
         config: &'a ToolConfig,
     ) -> BoxFuture<'a, Result<ExecutionOutcome, RuntimeError>> {
         Box::pin(self.run(call, config, None))
+    }
+}
+
+/// A spawned task that is aborted when its handle is dropped (the caller gave up on it).
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
