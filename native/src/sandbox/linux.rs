@@ -13,7 +13,7 @@ use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
 };
 
-use super::{Limits, SandboxError, SandboxProbe, SandboxSpec};
+use super::{Limits, SandboxError, SandboxProbe, SandboxSpec, SandboxSteps};
 
 /// Ask the kernel what it enforces, without restricting anything.
 pub fn probe() -> SandboxProbe {
@@ -337,13 +337,30 @@ fn set_limit(resource: Resource, value: u64) -> io::Result<()> {
 
 impl PreparedSandbox {
     /// Apply in the current process. Only ever called in a forked child before `exec`.
-    fn apply_in_child(&self) -> io::Result<()> {
-        rustix::process::set_parent_process_death_signal(Some(Signal::KILL)).map_err(io::Error::from)?;
-        set_limit(Resource::As, self.limits.address_space)?;
-        set_limit(Resource::Nofile, self.limits.open_files)?;
-        set_limit(Resource::Nproc, self.limits.processes)?;
-        set_limit(Resource::Fsize, self.limits.file_size)?;
-        set_limit(Resource::Core, 0)?;
+    fn apply_in_child(&self, steps: SandboxSteps) -> io::Result<()> {
+        if steps.pdeathsig {
+            rustix::process::set_parent_process_death_signal(Some(Signal::KILL)).map_err(io::Error::from)?;
+        }
+        if steps.rlimits {
+            set_limit(Resource::As, self.limits.address_space)?;
+            set_limit(Resource::Nofile, self.limits.open_files)?;
+            set_limit(Resource::Nproc, self.limits.processes)?;
+            set_limit(Resource::Fsize, self.limits.file_size)?;
+            set_limit(Resource::Core, 0)?;
+        }
+        if steps.no_new_privs {
+            rustix::thread::set_no_new_privs(true).map_err(io::Error::from)?;
+        }
+        if steps.landlock {
+            self.apply_landlock()?;
+        }
+        if steps.seccomp {
+            self.apply_seccomp()?;
+        }
+        Ok(())
+    }
+
+    fn apply_landlock(&self) -> io::Result<()> {
         let ruleset = self
             .ruleset
             .try_lock()
@@ -354,6 +371,10 @@ impl PreparedSandbox {
         if status.ruleset == RulesetStatus::NotEnforced || !status.no_new_privs {
             return Err(io::Error::other("Landlock was not enforced"));
         }
+        Ok(())
+    }
+
+    fn apply_seccomp(&self) -> io::Result<()> {
         for program in self.seccomp.iter() {
             seccompiler::apply_filter(program).map_err(io::Error::other)?;
         }
@@ -373,13 +394,20 @@ impl PreparedSandbox {
 
     /// Make `command`'s child apply this sandbox before `exec` (in its own process group).
     pub fn install(self: Arc<Self>, command: &mut tokio::process::Command) {
+        self.install_steps(command.as_std_mut(), SandboxSteps::ALL);
+    }
+
+    /// [`install`](Self::install) applying only `steps`, for the cold-start benchmark's breakdown.
+    /// A tool must never run with less than [`SandboxSteps::ALL`].
+    #[doc(hidden)]
+    pub fn install_steps(self: Arc<Self>, command: &mut std::process::Command, steps: SandboxSteps) {
         command.process_group(0);
         // SAFETY: the closure runs in the forked child before exec. It only makes system calls
         // (prctl, setrlimit, landlock, seccomp) on data prepared in the parent; it takes a lock that
         // no other code in the child can hold.
         #[allow(unsafe_code)]
         unsafe {
-            command.as_std_mut().pre_exec(move || self.apply_in_child());
+            command.pre_exec(move || self.apply_in_child(steps));
         }
     }
 }

@@ -66,6 +66,30 @@ impl Default for Limits {
     }
 }
 
+/// Which parts of the sandbox a child applies: all of them for every tool. The cold-start
+/// benchmark times each part alone with [`PreparedSandbox::install_steps`].
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SandboxSteps {
+    /// Parent-death `SIGKILL`.
+    pub pdeathsig: bool,
+    /// The resource limits.
+    pub rlimits: bool,
+    /// `no_new_privs` alone (Landlock and seccomp set it too).
+    pub no_new_privs: bool,
+    /// The Landlock ruleset.
+    pub landlock: bool,
+    /// The seccomp filter (and the signal filter where there is one).
+    pub seccomp: bool,
+}
+
+impl SandboxSteps {
+    /// Everything: what every sandboxed child applies.
+    pub const ALL: Self = Self { pdeathsig: true, rlimits: true, no_new_privs: true, landlock: true, seccomp: true };
+    /// Nothing (a fork with an empty `pre_exec`).
+    pub const NONE: Self = Self { pdeathsig: false, rlimits: false, no_new_privs: false, landlock: false, seccomp: false };
+}
+
 /// What a sandboxed child may reach.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SandboxSpec {
