@@ -127,6 +127,33 @@ mod bench {
             assert!(c.status().unwrap().success());
             t.elapsed()
         };
+        // The same through `PreparedSandbox::spawn`: clone(CLONE_VM | CLONE_VFORK), no fork.
+        let null_in = std::fs::File::open("/dev/null").unwrap();
+        let null_out = std::fs::OpenOptions::new().write(true).open("/dev/null").unwrap();
+        let vfork = |steps: SandboxSteps| {
+            use std::ffi::OsStr;
+            use std::os::fd::AsFd as _;
+            let prepared = spec.prepare().unwrap();
+            let t = Instant::now();
+            let pid = prepared
+                .spawn(
+                    OsStr::new(TOOL),
+                    &[OsStr::new("raw"), OsStr::new("no-stdin")],
+                    &[],
+                    OsStr::new("/"),
+                    [null_in.as_fd(), null_out.as_fd(), null_out.as_fd()],
+                    steps,
+                )
+                .unwrap();
+            let mut status = 0;
+            // SAFETY: waits for the child just spawned.
+            #[allow(unsafe_code)]
+            unsafe {
+                assert_eq!(libc::waitpid(pid, &mut status, 0), pid);
+            }
+            assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "status {status:#x}");
+            t.elapsed()
+        };
         let only = |f: fn(&mut SandboxSteps)| {
             let mut s = SandboxSteps::NONE;
             f(&mut s);
@@ -142,6 +169,8 @@ mod bench {
             ("  + Landlock only", Box::new(|| spawn(only(|s| s.landlock = true)))),
             ("  + seccomp only", Box::new(|| spawn(only(|s| s.seccomp = true)))),
             ("  + every step (the sandbox)", Box::new(|| spawn(Some(SandboxSteps::ALL)))),
+            ("clone(CLONE_VM|CLONE_VFORK) + exec, own group, no step", Box::new(|| vfork(SandboxSteps::NONE))),
+            ("  + every step (the sandbox, without fork)", Box::new(|| vfork(SandboxSteps::ALL))),
             (
                 "building the sandbox in the parent (prepare)",
                 Box::new(|| {
@@ -207,24 +236,27 @@ mod bench {
         // touch: the same comparison with 64 MiB more resident in this process.
         let ballast = vec![1u8; 64 << 20];
         std::hint::black_box(&ballast);
-        let mut heavy: [Vec<Duration>; 3] = Default::default();
+        let mut heavy: [Vec<Duration>; 4] = Default::default();
         for round in 0..rounds.div_ceil(3) {
-            for k in 0..3 {
-                let i = (k + round) % 3;
+            for k in 0..4 {
+                let i = (k + round) % 4;
                 heavy[i].push(match i {
                     0 => variants[0].1(),
-                    1 => variants[1].1(),
+                    1 => spawn(Some(SandboxSteps::ALL)),
+                    2 => vfork(SandboxSteps::ALL),
                     _ => variants[variants.len() - 1].1(),
                 });
             }
         }
         drop(ballast);
-        let [b, f, c] = heavy.map(median);
+        let [b, f, v, c] = heavy.map(median);
         println!(
-            "  with 64 MiB more resident in the host: bare spawn {}, fork + exec {} (+{}), cold VFS run {} ({:.2}x)",
+            "  with 64 MiB more resident in the host: bare spawn {}, sandboxed with fork {} (+{}), without fork {} (+{}), cold VFS run {} ({:.2}x)",
             show(b),
             show(f),
             show(f.saturating_sub(b)),
+            show(v),
+            show(v.saturating_sub(b)),
             show(c),
             c.as_secs_f64() / b.as_secs_f64()
         );

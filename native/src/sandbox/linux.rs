@@ -284,15 +284,11 @@ impl SandboxSpec {
     }
 }
 
-fn set_limit(resource: Resource, value: u64) -> io::Result<()> {
-    rustix::process::setrlimit(resource, Rlimit { current: Some(value), maximum: Some(value) }).map_err(io::Error::from)
-}
-
 /// Attach `program` to the calling thread (after `no_new_privs`, which an unprivileged filter
-/// needs). Only system calls: safe between fork and exec.
-fn attach(program: &[sock_filter]) -> io::Result<()> {
-    rustix::thread::set_no_new_privs(true).map_err(io::Error::from)?;
-    let len = u16::try_from(program.len()).map_err(|_| io::Error::other("seccomp program too long"))?;
+/// needs). Only system calls, no allocation: safe between clone and exec.
+fn attach(program: &[sock_filter]) -> Result<(), i32> {
+    rustix::thread::set_no_new_privs(true).map_err(|e| e.raw_os_error())?;
+    let len = u16::try_from(program.len()).map_err(|_| libc::E2BIG)?;
     let fprog = libc::sock_fprog { len, filter: program.as_ptr().cast_mut() };
     // SAFETY: `fprog` points at `len` valid instructions for the duration of the call; the kernel
     // copies them.
@@ -301,26 +297,40 @@ fn attach(program: &[sock_filter]) -> io::Result<()> {
         libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, &fprog as *const libc::sock_fprog)
     };
     if rc != 0 {
-        return Err(io::Error::last_os_error());
+        return Err(io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL));
     }
     Ok(())
 }
 
 impl PreparedSandbox {
-    /// Apply in the current process. Only ever called in a forked child before `exec`.
+    /// Apply in the current process. Only ever called in a child before `exec`.
     fn apply_in_child(&self, steps: SandboxSteps) -> io::Result<()> {
+        self.apply_raw(steps).map_err(io::Error::from_raw_os_error)
+    }
+
+    /// [`apply_in_child`](Self::apply_in_child) without allocating, the error an errno: also
+    /// safe in a child that shares the host's memory (`spawn`). (std passes only the errno of a
+    /// `pre_exec` failure to the parent anyway.)
+    pub(super) fn apply_raw(&self, steps: SandboxSteps) -> Result<(), i32> {
+        let errno = |e: rustix::io::Errno| e.raw_os_error();
         if steps.pdeathsig {
-            rustix::process::set_parent_process_death_signal(Some(Signal::KILL)).map_err(io::Error::from)?;
+            rustix::process::set_parent_process_death_signal(Some(Signal::KILL)).map_err(errno)?;
         }
         if steps.rlimits {
-            set_limit(Resource::As, self.limits.address_space)?;
-            set_limit(Resource::Nofile, self.limits.open_files)?;
-            set_limit(Resource::Nproc, self.limits.processes)?;
-            set_limit(Resource::Fsize, self.limits.file_size)?;
-            set_limit(Resource::Core, 0)?;
+            let l = &self.limits;
+            for (resource, value) in [
+                (Resource::As, l.address_space),
+                (Resource::Nofile, l.open_files),
+                (Resource::Nproc, l.processes),
+                (Resource::Fsize, l.file_size),
+                (Resource::Core, 0),
+            ] {
+                rustix::process::setrlimit(resource, Rlimit { current: Some(value), maximum: Some(value) })
+                    .map_err(errno)?;
+            }
         }
         if steps.no_new_privs {
-            rustix::thread::set_no_new_privs(true).map_err(io::Error::from)?;
+            rustix::thread::set_no_new_privs(true).map_err(errno)?;
         }
         if steps.landlock {
             self.apply_landlock()?;
@@ -331,30 +341,30 @@ impl PreparedSandbox {
         Ok(())
     }
 
-    fn apply_landlock(&self) -> io::Result<()> {
-        let ruleset = self
-            .ruleset
-            .try_lock()
-            .ok()
-            .and_then(|mut r| r.take())
-            .ok_or_else(|| io::Error::other("sandbox already used"))?;
-        let status = ruleset.restrict_self().map_err(io::Error::other)?;
+    fn apply_landlock(&self) -> Result<(), i32> {
+        let last = || io::Error::last_os_error().raw_os_error().unwrap_or(libc::EPERM);
+        // Restrict with a duplicate of the ruleset: the host keeps (and closes) its own, also
+        // when the child shares its memory.
+        let ruleset = self.ruleset.try_lock().map_err(|_| libc::EBUSY)?;
+        let ruleset =
+            ruleset.as_ref().ok_or(libc::EBUSY)?.try_clone().map_err(|e| e.raw_os_error().unwrap_or(libc::EBADF))?;
+        let status = ruleset.restrict_self().map_err(|_| last())?;
         if status.ruleset == RulesetStatus::NotEnforced || !status.no_new_privs {
-            return Err(io::Error::other("Landlock was not enforced"));
+            return Err(libc::EPERM);
         }
         Ok(())
     }
 
-    fn apply_seccomp(&self) -> io::Result<()> {
+    fn apply_seccomp(&self) -> Result<(), i32> {
         match &self.seccomp {
             Seccomp::Shared(program) => attach(program),
             Seccomp::Patched(program) => {
-                let mut program = program.try_lock().map_err(|_| io::Error::other("sandbox already used"))?;
+                let mut program = program.try_lock().map_err(|_| libc::EBUSY)?;
                 // The child leads its own process group (set before this runs, and setpgid/setsid
                 // are denied), so its pid is the group every descendant stays in.
                 let pgid = rustix::process::getpgrp().as_raw_nonzero().get();
                 if pgid != rustix::process::getpid().as_raw_nonzero().get() {
-                    return Err(io::Error::other("the sandboxed child does not lead its process group"));
+                    return Err(libc::EPERM);
                 }
                 patch_pgid(&mut program, pgid as u32);
                 attach(&program)

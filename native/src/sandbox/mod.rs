@@ -20,6 +20,8 @@ mod bpf;
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
+mod spawn;
+#[cfg(target_os = "linux")]
 pub use linux::*;
 
 #[cfg(not(target_os = "linux"))]
