@@ -165,9 +165,9 @@ pub(super) fn run(program: &[sock_filter], arch: u32, nr: u32, args: [u64; 6]) -
         match offset {
             NR => nr,
             ARCH => arch,
-            o if o >= ARGS && (o - ARGS) % 4 == 0 && o < ARGS + 48 => {
+            o if o >= ARGS && (o - ARGS).is_multiple_of(4) && o < ARGS + 48 => {
                 let a = args[((o - ARGS) / 8) as usize];
-                if (o - ARGS) % 8 == 0 { a as u32 } else { (a >> 32) as u32 }
+                if (o - ARGS).is_multiple_of(8) { a as u32 } else { (a >> 32) as u32 }
             }
             o => panic!("load of offset {o}"),
         }

@@ -4,11 +4,11 @@ use std::io;
 use std::os::unix::process::CommandExt as _;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use libc::sock_filter;
 use landlock::{
     ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
     RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope,
 };
+use libc::sock_filter;
 use rustix::process::{Resource, Rlimit, Signal};
 
 use super::bpf::{self, Arg, Refusal};
@@ -153,10 +153,7 @@ fn signal_refusals() -> Vec<Refusal> {
         eperm(libc::SYS_pidfd_send_signal, vec![vec![Ne(1, 0)]]),
         eperm(
             libc::SYS_fcntl,
-            vec![
-                vec![Eq(1, libc::F_SETOWN as u32), Ne(2, 0), Ne(2, pgid), Ne(2, neg_pgid)],
-                vec![Eq(1, F_SETOWN_EX)],
-            ],
+            vec![vec![Eq(1, libc::F_SETOWN as u32), Ne(2, 0), Ne(2, pgid), Ne(2, neg_pgid)], vec![Eq(1, F_SETOWN_EX)]],
         ),
         eperm(libc::SYS_ioctl, vec![vec![Eq(1, FIOSETOWN)], vec![Eq(1, SIOCSPGRP)]]),
     ]
@@ -261,11 +258,11 @@ impl SandboxSpec {
     pub fn prepare(&self) -> Result<PreparedSandbox, SandboxError> {
         // What the kernel offers and the seccomp programs do not change while we run: find and
         // build them once per process. The Landlock ruleset holds file descriptors and is
-        // consumed by the child, so it is built per child.
+        // used by one child, so it is built per child.
+        type Program = OnceLock<Result<Vec<sock_filter>, SandboxError>>;
         static PROBE: OnceLock<SandboxProbe> = OnceLock::new();
         // [network][signals]
-        static SECCOMP: [[OnceLock<Result<Vec<sock_filter>, SandboxError>>; 2]; 2] =
-            [[OnceLock::new(), OnceLock::new()], [OnceLock::new(), OnceLock::new()]];
+        static SECCOMP: [[Program; 2]; 2] = [[OnceLock::new(), OnceLock::new()], [OnceLock::new(), OnceLock::new()]];
         let probe = PROBE.get_or_init(probe);
         if let Some(missing) = probe.missing() {
             return Err(SandboxError(missing));
@@ -425,7 +422,9 @@ mod tests {
                     } else if n == nr(libc::SYS_socket) || n == nr(libc::SYS_socketpair) {
                         // Domain 0 (AF_UNSPEC) is neither Unix nor Internet.
                         EPERM
-                    } else if signals && [libc::SYS_rt_sigqueueinfo, libc::SYS_rt_tgsigqueueinfo].contains(&i64::from(n)) {
+                    } else if signals
+                        && [libc::SYS_rt_sigqueueinfo, libc::SYS_rt_tgsigqueueinfo].contains(&i64::from(n))
+                    {
                         // Queued signals to pid 0: not the group (the placeholder is not patched).
                         EPERM
                     } else {
@@ -456,7 +455,9 @@ mod tests {
         let thread = libc::CLONE_VM | libc::CLONE_FS | libc::CLONE_FILES | libc::CLONE_SIGHAND | libc::CLONE_THREAD;
         assert_eq!(decide(&closed, clone, a(thread)), ALLOW);
         assert_eq!(decide(&closed, clone, a(libc::SIGCHLD)), ALLOW);
-        for ns in [libc::CLONE_NEWUSER, libc::CLONE_NEWNS, libc::CLONE_NEWNET, libc::CLONE_NEWPID, libc::CLONE_NEWCGROUP] {
+        for ns in
+            [libc::CLONE_NEWUSER, libc::CLONE_NEWNS, libc::CLONE_NEWNET, libc::CLONE_NEWPID, libc::CLONE_NEWCGROUP]
+        {
             assert_eq!(decide(&closed, clone, a(ns | libc::SIGCHLD)), EPERM, "clone flag {ns:#x}");
         }
         // x32 numbers are refused, numbers from 2^31 left to the kernel, another ABI killed.

@@ -91,7 +91,8 @@ impl SandboxSteps {
     /// Everything: what every sandboxed child applies.
     pub const ALL: Self = Self { pdeathsig: true, rlimits: true, no_new_privs: true, landlock: true, seccomp: true };
     /// Nothing (a fork with an empty `pre_exec`).
-    pub const NONE: Self = Self { pdeathsig: false, rlimits: false, no_new_privs: false, landlock: false, seccomp: false };
+    pub const NONE: Self =
+        Self { pdeathsig: false, rlimits: false, no_new_privs: false, landlock: false, seccomp: false };
 }
 
 /// What a sandboxed child may reach.

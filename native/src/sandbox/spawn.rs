@@ -94,7 +94,9 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
 /// Signals back to their default (those the host catches; an ignored SIGPIPE too, as std does),
 /// the host's mask, own process group, stdio, cwd, the sandbox, then exec. Returns only on error.
 fn child_steps(child: &Child<'_>) -> Result<(), i32> {
-    let os = |rc: libc::c_int| if rc < 0 { Err(io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL)) } else { Ok(rc) };
+    let os = |rc: libc::c_int| {
+        if rc < 0 { Err(io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL)) } else { Ok(rc) }
+    };
     #[allow(unsafe_code)]
     // SAFETY: plain system calls on valid pointers to memory this function owns or borrows.
     unsafe {
