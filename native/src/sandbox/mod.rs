@@ -3,13 +3,15 @@
 //! A [`SandboxSpec`] says what a child may touch; [`SandboxSpec::prepare`] builds everything in the
 //! parent (the Landlock ruleset, the seccomp BPF program) and fails closed when the kernel cannot
 //! enforce it; [`PreparedSandbox::install`] arranges for the child to apply it between `fork` and
-//! `exec`. The `jp` process itself is never restricted.
+//! `exec` (`pre_exec`), and [`PreparedSandbox::spawn`] (Linux) starts the child without `fork`
+//! (`clone(CLONE_VM | CLONE_VFORK)`, see `spawn.rs`: a fork's cost grows with the host's memory).
+//! The `jp` process itself is never restricted.
 //!
 //! In the child, in order: parent-death `SIGKILL`, rlimits (address space, open files, processes,
 //! core dumps), Landlock (`no_new_privs`; read/execute only on what the program needs to start;
 //! TCP bind and connect denied — connect allowed for a `process.run` child whose policy allows
 //! some URL; abstract Unix sockets and signals scoped to the sandbox where the kernel has ABI 6),
-//! then seccomp (no sockets — only unnamed Unix socket pairs, plus Internet sockets with the
+//! then seccomp — one BPF program, a binary search over syscall numbers (`bpf.rs`) — (no sockets — only unnamed Unix socket pairs, plus Internet sockets with the
 //! network —, no `listen`/`accept`, no ptrace, no namespaces, mounts, keyrings, BPF, io_uring or
 //! file-handle tricks, no leaving the process group, no x32 syscalls on x86_64; below ABI 6, no
 //! signals outside the process group). The child runs in its own process group with an
