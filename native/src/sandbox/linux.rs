@@ -8,12 +8,11 @@ use landlock::{
     ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
     RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope,
 };
+use libc::sock_filter;
 use rustix::process::{Resource, Rlimit, Signal};
-use seccompiler::{
-    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
-};
 
-use super::{Limits, SandboxError, SandboxProbe, SandboxSpec};
+use super::bpf::{self, Arg, Refusal};
+use super::{Limits, SandboxError, SandboxProbe, SandboxSpec, SandboxSteps};
 
 /// Ask the kernel what it enforces, without restricting anything.
 pub fn probe() -> SandboxProbe {
@@ -87,104 +86,45 @@ const DENIED_SYSCALLS: &[i64] = &[
     libc::SYS_accept4,
 ];
 
-fn seccomp_fail(e: &dyn std::fmt::Display) -> SandboxError {
-    SandboxError(format!("cannot build the seccomp filter: {e}"))
-}
-
-/// `arg` (its low 32 bits) compared with `value`.
-fn arg(index: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, SandboxError> {
-    SeccompCondition::new(index, SeccompCmpArgLen::Dword, op, value).map_err(|e| seccomp_fail(&e))
-}
-
-fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, SandboxError> {
-    SeccompRule::new(conditions).map_err(|e| seccomp_fail(&e))
-}
-
-fn compile(rules: std::collections::BTreeMap<i64, Vec<SeccompRule>>, errno: i32) -> Result<BpfProgram, SandboxError> {
-    let arch: seccompiler::TargetArch = std::env::consts::ARCH.try_into().map_err(|e| seccomp_fail(&e))?;
-    let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(errno as u32), arch)
-        .map_err(|e| seccomp_fail(&e))?;
-    filter.try_into().map_err(|e: seccompiler::BackendError| seccomp_fail(&e))
-}
-
-fn seccomp_programs(network: bool) -> Result<Vec<BpfProgram>, SandboxError> {
-    let mut rules: std::collections::BTreeMap<i64, Vec<SeccompRule>> =
-        DENIED_SYSCALLS.iter().map(|nr| (*nr, Vec::new())).collect();
+/// The seccomp refusals of every sandboxed child: [`DENIED_SYSCALLS`], sockets and `clone` with
+/// a namespace flag (EPERM), and `clone3` (ENOSYS).
+fn refusals(network: bool) -> Vec<Refusal> {
+    let mut out: Vec<Refusal> = DENIED_SYSCALLS.iter().map(|nr| Refusal::always(*nr, libc::EPERM)).collect();
     // No sockets at all: UDP, raw and netlink sockets are outside Landlock's TCP rules, and
     // before Landlock ABI 9 a pathname Unix socket can be connected to whatever the filesystem
     // rules say. A tool talks to its host over its pipes. Unnamed Unix socket pairs (used by
     // some runtimes internally) reach nothing, so they stay. A child granted the network gets
     // Internet sockets, nothing else (no netlink, raw packets or Unix sockets).
-    let socket = if network {
-        vec![rule(vec![
-            arg(0, SeccompCmpOp::Ne, libc::AF_INET as u64)?,
-            arg(0, SeccompCmpOp::Ne, libc::AF_INET6 as u64)?,
-        ])?]
+    out.push(if network {
+        Refusal::when(
+            libc::SYS_socket,
+            libc::EPERM,
+            vec![vec![Arg::Ne(0, libc::AF_INET as u32), Arg::Ne(0, libc::AF_INET6 as u32)]],
+        )
     } else {
-        Vec::new()
-    };
-    rules.insert(libc::SYS_socket, socket);
-    rules.insert(libc::SYS_socketpair, vec![rule(vec![arg(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?])?]);
-    // clone() with a namespace flag would let the tool build its own view of the system: match
-    // each flag under its mask.
-    let mut clone_rules = Vec::new();
-    for flag in [
-        libc::CLONE_NEWUSER,
-        libc::CLONE_NEWNS,
-        libc::CLONE_NEWNET,
-        libc::CLONE_NEWPID,
-        libc::CLONE_NEWIPC,
-        libc::CLONE_NEWUTS,
-        libc::CLONE_NEWCGROUP,
-    ] {
-        let c = SeccompCondition::new(0, SeccompCmpArgLen::Qword, SeccompCmpOp::MaskedEq(flag as u64), flag as u64)
-            .map_err(|e| seccomp_fail(&e))?;
-        clone_rules.push(rule(vec![c])?);
-    }
-    rules.insert(libc::SYS_clone, clone_rules);
+        Refusal::always(libc::SYS_socket, libc::EPERM)
+    });
+    out.push(Refusal::when(libc::SYS_socketpair, libc::EPERM, vec![vec![Arg::Ne(0, libc::AF_UNIX as u32)]]));
+    // clone() with a namespace flag would let the tool build its own view of the system. (The
+    // flags are all in the low 32 bits of clone's first argument.)
+    let namespaces = libc::CLONE_NEWUSER
+        | libc::CLONE_NEWNS
+        | libc::CLONE_NEWNET
+        | libc::CLONE_NEWPID
+        | libc::CLONE_NEWIPC
+        | libc::CLONE_NEWUTS
+        | libc::CLONE_NEWCGROUP;
+    out.push(Refusal::when(libc::SYS_clone, libc::EPERM, vec![vec![Arg::AnyBit(0, namespaces as u32)]]));
     // clone3 passes its flags in memory where seccomp cannot look. Answer ENOSYS, on which libc
     // falls back to clone(), whose flags the rule above sees.
-    let clone3 = [(libc::SYS_clone3, Vec::new())].into_iter().collect();
-    let mut programs = vec![compile(rules, libc::EPERM)?, compile(clone3, libc::ENOSYS)?];
-    #[cfg(target_arch = "x86_64")]
-    programs.push(x32_program());
-    Ok(programs)
-}
-
-/// seccompiler's filters match x86_64 syscall numbers and allow the rest, but an x86_64 process
-/// may also issue x32 syscalls (the same number with bit 30 set, `__X32_SYSCALL_BIT`), which a
-/// kernel built with x32 support runs: every rule above could be bypassed. Refuse any number in
-/// the x32 range with EPERM (not ENOSYS, so a test tells the filter from a kernel without x32).
-/// Numbers at or above 2^31 (`syscall(-1)`) run nothing, and the kernel answers ENOSYS itself.
-#[cfg(target_arch = "x86_64")]
-fn x32_program() -> BpfProgram {
-    use seccompiler::sock_filter;
-    const AUDIT_ARCH_X86_64: u32 = 62 | 0x8000_0000 | 0x4000_0000;
-    const X32_SYSCALL_BIT: u32 = 0x4000_0000;
-    // Offsets in `struct seccomp_data`.
-    const NR: u32 = 0;
-    const ARCH: u32 = 4;
-    let load = |k: u32| sock_filter { code: (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16, jt: 0, jf: 0, k };
-    let jump_ge =
-        |k: u32, jt: u8, jf: u8| sock_filter { code: (libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K) as u16, jt, jf, k };
-    let ret = |k: u32| sock_filter { code: (libc::BPF_RET | libc::BPF_K) as u16, jt: 0, jf: 0, k };
-    vec![
-        load(ARCH),
-        sock_filter { code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16, jt: 1, jf: 0, k: AUDIT_ARCH_X86_64 },
-        // Another ABI (i386 through int 0x80): what seccompiler's filters do too.
-        ret(libc::SECCOMP_RET_KILL_PROCESS),
-        load(NR),
-        jump_ge(0x8000_0000, 2, 0),
-        jump_ge(X32_SYSCALL_BIT, 0, 1),
-        ret(libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),
-        ret(libc::SECCOMP_RET_ALLOW),
-    ]
+    out.push(Refusal::always(libc::SYS_clone3, libc::ENOSYS));
+    out
 }
 
 // Linux uapi values the libc crate does not define for glibc targets.
-const F_SETOWN_EX: u64 = 15;
-const FIOSETOWN: u64 = 0x8901;
-const SIOCSPGRP: u64 = 0x8902;
+const F_SETOWN_EX: u32 = 15;
+const FIOSETOWN: u32 = 0x8901;
+const SIOCSPGRP: u32 = 0x8902;
 
 /// Stands for the child's process group id in the signal filter until the child patches in the
 /// real one: above the largest pid Linux allocates (2^22), so no real argument is mistaken for it.
@@ -199,33 +139,37 @@ const PGID_PLACEHOLDER: u32 = 0x3ead_beef;
 /// compare an argument with the caller's own pid, so a descendant of the leader cannot signal a
 /// sibling by pid or its own threads (`raise` fails; glibc's `abort` then still ends the process,
 /// by SIGSEGV). Built with [`PGID_PLACEHOLDER`]; see [`patch_pgid`].
-fn signal_program() -> Result<BpfProgram, SandboxError> {
-    use SeccompCmpOp::{Eq, Ne};
-    let pgid = u64::from(PGID_PLACEHOLDER);
-    let neg_pgid = u64::from(PGID_PLACEHOLDER.wrapping_neg());
-    let not_ours = |i: u8| -> Result<Vec<SeccompCondition>, SandboxError> { Ok(vec![arg(i, Ne, pgid)?]) };
-    let mut rules = std::collections::BTreeMap::new();
-    rules.insert(
-        libc::SYS_kill,
-        vec![rule(vec![arg(0, Ne, 0)?, arg(0, Ne, pgid)?, arg(0, Ne, neg_pgid)?, arg(1, Ne, 0)?])?],
-    );
-    rules.insert(libc::SYS_tkill, vec![rule([not_ours(0)?, vec![arg(1, Ne, 0)?]].concat())?]);
-    rules.insert(libc::SYS_tgkill, vec![rule([not_ours(0)?, vec![arg(2, Ne, 0)?]].concat())?]);
-    rules.insert(libc::SYS_rt_sigqueueinfo, vec![rule(not_ours(0)?)?]);
-    rules.insert(libc::SYS_rt_tgsigqueueinfo, vec![rule(not_ours(0)?)?]);
-    rules.insert(libc::SYS_pidfd_send_signal, vec![rule(vec![arg(1, Ne, 0)?])?]);
-    rules.insert(
-        libc::SYS_fcntl,
-        vec![
-            rule(vec![arg(1, Eq, libc::F_SETOWN as u64)?, arg(2, Ne, 0)?, arg(2, Ne, pgid)?, arg(2, Ne, neg_pgid)?])?,
-            rule(vec![arg(1, Eq, F_SETOWN_EX)?])?,
-        ],
-    );
-    rules.insert(libc::SYS_ioctl, vec![rule(vec![arg(1, Eq, FIOSETOWN)?])?, rule(vec![arg(1, Eq, SIOCSPGRP)?])?]);
-    let program = compile(rules, libc::EPERM)?;
+fn signal_refusals() -> Vec<Refusal> {
+    use Arg::{Eq, Ne};
+    let pgid = PGID_PLACEHOLDER;
+    let neg_pgid = PGID_PLACEHOLDER.wrapping_neg();
+    let eperm = |nr, rules| Refusal::when(nr, libc::EPERM, rules);
+    vec![
+        eperm(libc::SYS_kill, vec![vec![Ne(0, 0), Ne(0, pgid), Ne(0, neg_pgid), Ne(1, 0)]]),
+        eperm(libc::SYS_tkill, vec![vec![Ne(0, pgid), Ne(1, 0)]]),
+        eperm(libc::SYS_tgkill, vec![vec![Ne(0, pgid), Ne(2, 0)]]),
+        eperm(libc::SYS_rt_sigqueueinfo, vec![vec![Ne(0, pgid)]]),
+        eperm(libc::SYS_rt_tgsigqueueinfo, vec![vec![Ne(0, pgid)]]),
+        eperm(libc::SYS_pidfd_send_signal, vec![vec![Ne(1, 0)]]),
+        eperm(
+            libc::SYS_fcntl,
+            vec![vec![Eq(1, libc::F_SETOWN as u32), Ne(2, 0), Ne(2, pgid), Ne(2, neg_pgid)], vec![Eq(1, F_SETOWN_EX)]],
+        ),
+        eperm(libc::SYS_ioctl, vec![vec![Eq(1, FIOSETOWN)], vec![Eq(1, SIOCSPGRP)]]),
+    ]
+}
+
+/// The one seccomp program of a child: [`refusals`], plus [`signal_refusals`] (still holding
+/// [`PGID_PLACEHOLDER`], see [`patch_pgid`]) when `signals`.
+fn seccomp_program(network: bool, signals: bool) -> Result<Vec<sock_filter>, SandboxError> {
+    let mut all = refusals(network);
+    if signals {
+        all.extend(signal_refusals());
+    }
+    let program = bpf::program(all)?;
     // The patch must find the placeholders, or the filter would compare with a constant no pid has.
     let count = |v: u32| program.iter().filter(|i| i.k == v).count();
-    if count(PGID_PLACEHOLDER) == 0 || count(PGID_PLACEHOLDER.wrapping_neg()) == 0 {
+    if signals && (count(PGID_PLACEHOLDER) == 0 || count(PGID_PLACEHOLDER.wrapping_neg()) == 0) {
         return Err(SandboxError("cannot build the seccomp signal filter: placeholder not found".into()));
     }
     Ok(program)
@@ -233,7 +177,7 @@ fn signal_program() -> Result<BpfProgram, SandboxError> {
 
 /// Put the real process group id where the placeholder (and its negation) stands. Runs in the
 /// child: no allocation.
-fn patch_pgid(program: &mut [seccompiler::sock_filter], pgid: u32) {
+fn patch_pgid(program: &mut [sock_filter], pgid: u32) {
     for insn in program {
         if insn.k == PGID_PLACEHOLDER {
             insn.k = pgid;
@@ -290,12 +234,16 @@ fn landlock_ruleset(spec: &SandboxSpec, abi: i32) -> Result<RulesetCreated, Sand
     Ok(created)
 }
 
+/// A child's seccomp program: shared, or its own copy to patch with its process group id.
+enum Seccomp {
+    Shared(&'static [sock_filter]),
+    Patched(Mutex<Vec<sock_filter>>),
+}
+
 /// A sandbox built in the parent, applied in one child.
 pub struct PreparedSandbox {
     ruleset: Mutex<Option<RulesetCreated>>,
-    seccomp: Arc<[BpfProgram]>,
-    /// The signal filter (kernels without Landlock signal scoping), patched in the child.
-    signals: Mutex<Option<BpfProgram>>,
+    seccomp: Seccomp,
     limits: Limits,
 }
 
@@ -310,76 +258,245 @@ impl SandboxSpec {
     pub fn prepare(&self) -> Result<PreparedSandbox, SandboxError> {
         // What the kernel offers and the seccomp programs do not change while we run: find and
         // build them once per process. The Landlock ruleset holds file descriptors and is
-        // consumed by the child, so it is built per child.
+        // used by one child, so it is built per child.
+        type Program = OnceLock<Result<Vec<sock_filter>, SandboxError>>;
         static PROBE: OnceLock<SandboxProbe> = OnceLock::new();
-        static SECCOMP: [OnceLock<Result<Arc<[BpfProgram]>, SandboxError>>; 2] = [OnceLock::new(), OnceLock::new()];
-        static SIGNALS: OnceLock<Result<BpfProgram, SandboxError>> = OnceLock::new();
+        // [network][signals]
+        static SECCOMP: [[Program; 2]; 2] = [[OnceLock::new(), OnceLock::new()], [OnceLock::new(), OnceLock::new()]];
         let probe = PROBE.get_or_init(probe);
         if let Some(missing) = probe.missing() {
             return Err(SandboxError(missing));
         }
         let abi = probe.landlock_abi.unwrap_or(0);
-        let seccomp = SECCOMP[usize::from(self.network)].get_or_init(|| seccomp_programs(self.network).map(Arc::from));
-        let signals =
-            if abi < 6 || self.force_signal_filter { Some(SIGNALS.get_or_init(signal_program).clone()?) } else { None };
+        let signals = abi < 6 || self.force_signal_filter;
+        let program = SECCOMP[usize::from(self.network)][usize::from(signals)]
+            .get_or_init(|| seccomp_program(self.network, signals))
+            .as_ref()
+            .map_err(Clone::clone)?;
         Ok(PreparedSandbox {
             ruleset: Mutex::new(Some(landlock_ruleset(self, abi)?)),
-            seccomp: seccomp.clone()?,
-            signals: Mutex::new(signals),
+            seccomp: if signals { Seccomp::Patched(Mutex::new(program.clone())) } else { Seccomp::Shared(program) },
             limits: self.limits,
         })
     }
 }
 
-fn set_limit(resource: Resource, value: u64) -> io::Result<()> {
-    rustix::process::setrlimit(resource, Rlimit { current: Some(value), maximum: Some(value) }).map_err(io::Error::from)
+/// Attach `program` to the calling thread (after `no_new_privs`, which an unprivileged filter
+/// needs). Only system calls, no allocation: safe between clone and exec.
+fn attach(program: &[sock_filter]) -> Result<(), i32> {
+    rustix::thread::set_no_new_privs(true).map_err(|e| e.raw_os_error())?;
+    let len = u16::try_from(program.len()).map_err(|_| libc::E2BIG)?;
+    let fprog = libc::sock_fprog { len, filter: program.as_ptr().cast_mut() };
+    // SAFETY: `fprog` points at `len` valid instructions for the duration of the call; the kernel
+    // copies them.
+    #[allow(unsafe_code)]
+    let rc = unsafe {
+        libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, &fprog as *const libc::sock_fprog)
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL));
+    }
+    Ok(())
 }
 
 impl PreparedSandbox {
-    /// Apply in the current process. Only ever called in a forked child before `exec`.
-    fn apply_in_child(&self) -> io::Result<()> {
-        rustix::process::set_parent_process_death_signal(Some(Signal::KILL)).map_err(io::Error::from)?;
-        set_limit(Resource::As, self.limits.address_space)?;
-        set_limit(Resource::Nofile, self.limits.open_files)?;
-        set_limit(Resource::Nproc, self.limits.processes)?;
-        set_limit(Resource::Fsize, self.limits.file_size)?;
-        set_limit(Resource::Core, 0)?;
-        let ruleset = self
-            .ruleset
-            .try_lock()
-            .ok()
-            .and_then(|mut r| r.take())
-            .ok_or_else(|| io::Error::other("sandbox already used"))?;
-        let status = ruleset.restrict_self().map_err(io::Error::other)?;
-        if status.ruleset == RulesetStatus::NotEnforced || !status.no_new_privs {
-            return Err(io::Error::other("Landlock was not enforced"));
+    /// Apply in the current process. Only ever called in a child before `exec`.
+    fn apply_in_child(&self, steps: SandboxSteps) -> io::Result<()> {
+        self.apply_raw(steps).map_err(io::Error::from_raw_os_error)
+    }
+
+    /// [`apply_in_child`](Self::apply_in_child) without allocating, the error an errno: also
+    /// safe in a child that shares the host's memory (`spawn`). (std passes only the errno of a
+    /// `pre_exec` failure to the parent anyway.)
+    pub(super) fn apply_raw(&self, steps: SandboxSteps) -> Result<(), i32> {
+        let errno = |e: rustix::io::Errno| e.raw_os_error();
+        if steps.pdeathsig {
+            rustix::process::set_parent_process_death_signal(Some(Signal::KILL)).map_err(errno)?;
         }
-        for program in self.seccomp.iter() {
-            seccompiler::apply_filter(program).map_err(io::Error::other)?;
-        }
-        let mut signals = self.signals.try_lock().map_err(|_| io::Error::other("sandbox already used"))?;
-        if let Some(program) = signals.as_mut() {
-            // The child leads its own process group (set before this runs, and setpgid/setsid are
-            // denied above), so its pid is the group every descendant stays in.
-            let pgid = rustix::process::getpgrp().as_raw_nonzero().get();
-            if pgid != rustix::process::getpid().as_raw_nonzero().get() {
-                return Err(io::Error::other("the sandboxed child does not lead its process group"));
+        if steps.rlimits {
+            let l = &self.limits;
+            for (resource, value) in [
+                (Resource::As, l.address_space),
+                (Resource::Nofile, l.open_files),
+                (Resource::Nproc, l.processes),
+                (Resource::Fsize, l.file_size),
+                (Resource::Core, 0),
+            ] {
+                rustix::process::setrlimit(resource, Rlimit { current: Some(value), maximum: Some(value) })
+                    .map_err(errno)?;
             }
-            patch_pgid(program, pgid as u32);
-            seccompiler::apply_filter(program).map_err(io::Error::other)?;
+        }
+        if steps.no_new_privs {
+            rustix::thread::set_no_new_privs(true).map_err(errno)?;
+        }
+        if steps.landlock {
+            self.apply_landlock()?;
+        }
+        if steps.seccomp {
+            self.apply_seccomp()?;
         }
         Ok(())
     }
 
+    fn apply_landlock(&self) -> Result<(), i32> {
+        let last = || io::Error::last_os_error().raw_os_error().unwrap_or(libc::EPERM);
+        // Restrict with a duplicate of the ruleset: the host keeps (and closes) its own, also
+        // when the child shares its memory.
+        let ruleset = self.ruleset.try_lock().map_err(|_| libc::EBUSY)?;
+        let ruleset =
+            ruleset.as_ref().ok_or(libc::EBUSY)?.try_clone().map_err(|e| e.raw_os_error().unwrap_or(libc::EBADF))?;
+        let status = ruleset.restrict_self().map_err(|_| last())?;
+        if status.ruleset == RulesetStatus::NotEnforced || !status.no_new_privs {
+            return Err(libc::EPERM);
+        }
+        Ok(())
+    }
+
+    fn apply_seccomp(&self) -> Result<(), i32> {
+        match &self.seccomp {
+            Seccomp::Shared(program) => attach(program),
+            Seccomp::Patched(program) => {
+                let mut program = program.try_lock().map_err(|_| libc::EBUSY)?;
+                // The child leads its own process group (set before this runs, and setpgid/setsid
+                // are denied), so its pid is the group every descendant stays in.
+                let pgid = rustix::process::getpgrp().as_raw_nonzero().get();
+                if pgid != rustix::process::getpid().as_raw_nonzero().get() {
+                    return Err(libc::EPERM);
+                }
+                patch_pgid(&mut program, pgid as u32);
+                attach(&program)
+            }
+        }
+    }
+
     /// Make `command`'s child apply this sandbox before `exec` (in its own process group).
     pub fn install(self: Arc<Self>, command: &mut tokio::process::Command) {
+        self.install_steps(command.as_std_mut(), SandboxSteps::ALL);
+    }
+
+    /// [`install`](Self::install) applying only `steps`, for the cold-start benchmark's breakdown.
+    /// A tool must never run with less than [`SandboxSteps::ALL`].
+    #[doc(hidden)]
+    pub fn install_steps(self: Arc<Self>, command: &mut std::process::Command, steps: SandboxSteps) {
         command.process_group(0);
         // SAFETY: the closure runs in the forked child before exec. It only makes system calls
         // (prctl, setrlimit, landlock, seccomp) on data prepared in the parent; it takes a lock that
         // no other code in the child can hold.
         #[allow(unsafe_code)]
         unsafe {
-            command.as_std_mut().pre_exec(move || self.apply_in_child());
+            command.pre_exec(move || self.apply_in_child(steps));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALLOW: u32 = libc::SECCOMP_RET_ALLOW;
+    const EPERM: u32 = libc::SECCOMP_RET_ERRNO | libc::EPERM as u32;
+    const ENOSYS: u32 = libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32;
+
+    fn nr(n: i64) -> u32 {
+        n as u32
+    }
+
+    fn decide(program: &[sock_filter], n: u32, args: [u64; 6]) -> u32 {
+        bpf::run(program, bpf::TEST_ARCH, n, args).0
+    }
+
+    #[test]
+    fn every_syscall_number_is_decided_as_the_rules_say_within_a_few_instructions() {
+        for network in [false, true] {
+            for signals in [false, true] {
+                let program = seccomp_program(network, signals).unwrap();
+                let mut longest = 0;
+                for n in 0..1024u32 {
+                    let (action, steps) = bpf::run(&program, bpf::TEST_ARCH, n, [0; 6]);
+                    longest = longest.max(steps);
+                    let expected = if DENIED_SYSCALLS.contains(&i64::from(n)) || (n == nr(libc::SYS_socket) && !network)
+                    {
+                        EPERM
+                    } else if n == nr(libc::SYS_clone3) {
+                        ENOSYS
+                    } else if n == nr(libc::SYS_socket) || n == nr(libc::SYS_socketpair) {
+                        // Domain 0 (AF_UNSPEC) is neither Unix nor Internet.
+                        EPERM
+                    } else if signals
+                        && [libc::SYS_rt_sigqueueinfo, libc::SYS_rt_tgsigqueueinfo].contains(&i64::from(n))
+                    {
+                        // Queued signals to pid 0: not the group (the placeholder is not patched).
+                        EPERM
+                    } else {
+                        ALLOW
+                    };
+                    assert_eq!(action, expected, "syscall {n}, network {network}, signals {signals}");
+                }
+                // A search, not a list: what makes attaching the filter cheap (see `bpf`).
+                assert!(longest <= 24, "{longest} instructions to decide a syscall number");
+            }
+        }
+    }
+
+    #[test]
+    fn arguments_are_tested_as_before() {
+        let closed = seccomp_program(false, false).unwrap();
+        let open = seccomp_program(true, false).unwrap();
+        let socket = nr(libc::SYS_socket);
+        let a = |first: i32| [first as u32 as u64, 0, 0, 0, 0, 0];
+        for domain in [libc::AF_INET, libc::AF_INET6, libc::AF_UNIX, libc::AF_NETLINK, libc::AF_PACKET] {
+            assert_eq!(decide(&closed, socket, a(domain)), EPERM, "no sockets without the network");
+            let inet = domain == libc::AF_INET || domain == libc::AF_INET6;
+            assert_eq!(decide(&open, socket, a(domain)), if inet { ALLOW } else { EPERM }, "domain {domain}");
+            let pair = decide(&closed, nr(libc::SYS_socketpair), a(domain));
+            assert_eq!(pair, if domain == libc::AF_UNIX { ALLOW } else { EPERM }, "socketpair {domain}");
+        }
+        let clone = nr(libc::SYS_clone);
+        let thread = libc::CLONE_VM | libc::CLONE_FS | libc::CLONE_FILES | libc::CLONE_SIGHAND | libc::CLONE_THREAD;
+        assert_eq!(decide(&closed, clone, a(thread)), ALLOW);
+        assert_eq!(decide(&closed, clone, a(libc::SIGCHLD)), ALLOW);
+        for ns in
+            [libc::CLONE_NEWUSER, libc::CLONE_NEWNS, libc::CLONE_NEWNET, libc::CLONE_NEWPID, libc::CLONE_NEWCGROUP]
+        {
+            assert_eq!(decide(&closed, clone, a(ns | libc::SIGCHLD)), EPERM, "clone flag {ns:#x}");
+        }
+        // x32 numbers are refused, numbers from 2^31 left to the kernel, another ABI killed.
+        assert_eq!(decide(&closed, 0x4000_0000 + nr(libc::SYS_getpid), [0; 6]), EPERM);
+        assert_eq!(decide(&closed, u32::MAX, [0; 6]), ALLOW);
+        assert_eq!(bpf::run(&closed, 0x4000_0003, 20, [0; 6]).0, libc::SECCOMP_RET_KILL_PROCESS);
+    }
+
+    #[test]
+    fn the_signal_rules_hold_once_the_group_is_patched_in() {
+        let mut program = seccomp_program(false, true).unwrap();
+        let group = 4242u32;
+        patch_pgid(&mut program, group);
+        let own = u64::from(group);
+        let own_neg = u64::from(group.wrapping_neg());
+        let other = 777u64;
+        let cases: [(i64, [u64; 6], u32); 16] = [
+            (libc::SYS_kill, [0, 9, 0, 0, 0, 0], ALLOW),
+            (libc::SYS_kill, [own, 9, 0, 0, 0, 0], ALLOW),
+            (libc::SYS_kill, [own_neg, 9, 0, 0, 0, 0], ALLOW),
+            (libc::SYS_kill, [other, 0, 0, 0, 0, 0], ALLOW),
+            (libc::SYS_kill, [other, 9, 0, 0, 0, 0], EPERM),
+            (libc::SYS_tkill, [own, 9, 0, 0, 0, 0], ALLOW),
+            (libc::SYS_tkill, [other, 9, 0, 0, 0, 0], EPERM),
+            (libc::SYS_tgkill, [other, other, 9, 0, 0, 0], EPERM),
+            (libc::SYS_rt_sigqueueinfo, [other, 9, 0, 0, 0, 0], EPERM),
+            (libc::SYS_pidfd_send_signal, [3, 9, 0, 0, 0, 0], EPERM),
+            (libc::SYS_pidfd_send_signal, [3, 0, 0, 0, 0, 0], ALLOW),
+            (libc::SYS_fcntl, [3, libc::F_SETOWN as u64, other, 0, 0, 0], EPERM),
+            (libc::SYS_fcntl, [3, libc::F_SETOWN as u64, own, 0, 0, 0], ALLOW),
+            (libc::SYS_fcntl, [3, u64::from(F_SETOWN_EX), 0, 0, 0, 0], EPERM),
+            (libc::SYS_fcntl, [3, libc::F_GETFL as u64, 0, 0, 0, 0], ALLOW),
+            (libc::SYS_ioctl, [3, u64::from(FIOSETOWN), 0, 0, 0, 0], EPERM),
+        ];
+        for (n, args, expected) in cases {
+            assert_eq!(decide(&program, nr(n), args), expected, "syscall {n} {args:?}");
+        }
+        // Without the signal rules none of this is filtered.
+        let plain = seccomp_program(false, false).unwrap();
+        assert_eq!(decide(&plain, nr(libc::SYS_kill), [other, 9, 0, 0, 0, 0]), ALLOW);
     }
 }

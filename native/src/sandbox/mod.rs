@@ -3,20 +3,26 @@
 //! A [`SandboxSpec`] says what a child may touch; [`SandboxSpec::prepare`] builds everything in the
 //! parent (the Landlock ruleset, the seccomp BPF program) and fails closed when the kernel cannot
 //! enforce it; [`PreparedSandbox::install`] arranges for the child to apply it between `fork` and
-//! `exec`. The `jp` process itself is never restricted.
+//! `exec` (`pre_exec`), and [`PreparedSandbox::spawn`] (Linux) starts the child without `fork`
+//! (`clone(CLONE_VM | CLONE_VFORK)`, see `spawn.rs`: a fork's cost grows with the host's memory).
+//! The `jp` process itself is never restricted.
 //!
 //! In the child, in order: parent-death `SIGKILL`, rlimits (address space, open files, processes,
 //! core dumps), Landlock (`no_new_privs`; read/execute only on what the program needs to start;
 //! TCP bind and connect denied — connect allowed for a `process.run` child whose policy allows
 //! some URL; abstract Unix sockets and signals scoped to the sandbox where the kernel has ABI 6),
-//! then seccomp (no sockets — only unnamed Unix socket pairs, plus Internet sockets with the
+//! then seccomp — one BPF program, a binary search over syscall numbers (`bpf.rs`) — (no sockets — only unnamed Unix socket pairs, plus Internet sockets with the
 //! network —, no `listen`/`accept`, no ptrace, no namespaces, mounts, keyrings, BPF, io_uring or
 //! file-handle tricks, no leaving the process group, no x32 syscalls on x86_64; below ABI 6, no
 //! signals outside the process group). The child runs in its own process group with an
 //! environment that holds only what the policy forwards.
 
 #[cfg(target_os = "linux")]
+mod bpf;
+#[cfg(target_os = "linux")]
 mod linux;
+#[cfg(target_os = "linux")]
+mod spawn;
 #[cfg(target_os = "linux")]
 pub use linux::*;
 
@@ -64,6 +70,31 @@ impl Default for Limits {
     fn default() -> Self {
         Self { address_space: 8 << 30, open_files: 1024, processes: 512, file_size: 1 << 30 }
     }
+}
+
+/// Which parts of the sandbox a child applies: all of them for every tool. The cold-start
+/// benchmark times each part alone with [`PreparedSandbox::install_steps`].
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SandboxSteps {
+    /// Parent-death `SIGKILL`.
+    pub pdeathsig: bool,
+    /// The resource limits.
+    pub rlimits: bool,
+    /// `no_new_privs` alone (Landlock and seccomp set it too).
+    pub no_new_privs: bool,
+    /// The Landlock ruleset.
+    pub landlock: bool,
+    /// The seccomp filter (and the signal filter where there is one).
+    pub seccomp: bool,
+}
+
+impl SandboxSteps {
+    /// Everything: what every sandboxed child applies.
+    pub const ALL: Self = Self { pdeathsig: true, rlimits: true, no_new_privs: true, landlock: true, seccomp: true };
+    /// Nothing (a fork with an empty `pre_exec`).
+    pub const NONE: Self =
+        Self { pdeathsig: false, rlimits: false, no_new_privs: false, landlock: false, seccomp: false };
 }
 
 /// What a sandboxed child may reach.
