@@ -12,8 +12,6 @@
 //! outlive the call or hold its pipes open — and the sandbox forbids leaving the group.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::sync::Arc;
 use std::time::Duration;
 
 use jp_core::BoxFuture;
@@ -21,7 +19,7 @@ use jp_core::host::{BackendError, ProcessOutput, ProcessRequest, ProcessRunner};
 use rustix::process::{Pid, Signal};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use crate::sandbox::{OPT_OUT_FLAG, SandboxMode, SandboxSpec};
+use crate::sandbox::{ChildCommand, OPT_OUT_FLAG, PreparedSandbox, SandboxMode, SandboxSpec};
 
 /// Default time a `process.run` program may take.
 pub const DEFAULT_PROCESS_TIMEOUT: Duration = Duration::from_secs(60);
@@ -93,17 +91,17 @@ impl TokioProcessRunner {
         self
     }
 
-    /// Put `command` under the sandbox `grant` allows: workspace per the grant, a private
-    /// `HOME`/`TMPDIR` (returned; removed when dropped), network only if granted.
+    /// The sandbox `grant` allows: workspace per the grant, a private `HOME`/`TMPDIR` (returned
+    /// and set in `command`; removed when dropped), network only if granted. `None` when the user
+    /// opted out of the OS sandbox.
     fn confine(
         &self,
-        command: &mut tokio::process::Command,
+        command: &mut ChildCommand,
         request: &ProcessRequest,
         program: &Path,
         cwd: &Path,
-    ) -> Result<Option<tempfile::TempDir>, BackendError> {
+    ) -> Result<Option<(PreparedSandbox, tempfile::TempDir)>, BackendError> {
         if self.sandbox == SandboxMode::Disabled {
-            command.process_group(0);
             return Ok(None);
         }
         let grant = request.grant.as_ref().map_err(|why| {
@@ -121,9 +119,8 @@ impl TokioProcessRunner {
         let inside = program.starts_with(cwd) || program.starts_with(&workspace);
         let spec = SandboxSpec::for_process((!inside).then_some(program), &workspace, grant, scratch.path());
         let prepared = spec.prepare().map_err(|e| BackendError::Unavailable(e.to_string()))?;
-        command.env("HOME", scratch.path()).env("TMPDIR", scratch.path());
-        Arc::new(prepared).install(command);
-        Ok(Some(scratch))
+        command.envs([("HOME", scratch.path()), ("TMPDIR", scratch.path())]);
+        Ok(Some((prepared, scratch)))
     }
 }
 
@@ -139,22 +136,22 @@ impl ProcessRunner for TokioProcessRunner {
             let path_var = request.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.as_str());
             let program = find_program(&request.program, path_var, &cwd)
                 .ok_or_else(|| BackendError::NotFound(format!("program '{}' not found on PATH", request.program)))?;
-            let mut command = tokio::process::Command::new(&program);
+            let mut command = ChildCommand::new(&program);
             command
                 .args(&request.args)
-                .env_clear()
                 .envs(request.env.iter().map(|(k, v)| (k, v)))
                 .current_dir(&cwd)
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .kill_on_drop(true);
-            // Declared before the guard: the group is killed before its HOME is removed.
-            let _scratch = self.confine(&mut command, &request, &program, &cwd)?;
+                .stdin_null();
+            let (sandbox, _scratch) = match self.confine(&mut command, &request, &program, &cwd)? {
+                Some((sandbox, scratch)) => (Some(sandbox), Some(scratch)),
+                None => (None, None),
+            };
+            // Declared after the scratch directory: the group is killed before its HOME is
+            // removed. In its own process group, without fork (see `sandbox`).
             let mut child = command
-                .spawn()
+                .spawn(sandbox)
                 .map_err(|e| BackendError::Failed(format!("cannot start '{}': {e}", request.program)))?;
-            let pgid = child.id().unwrap_or(0);
+            let pgid = child.id();
             // However the call ends — done, timed out, over the cap, or this future dropped
             // because the tool's call was cancelled — nothing the program started survives it.
             let _guard = GroupGuard(pgid);

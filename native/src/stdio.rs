@@ -11,8 +11,6 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::Stdio;
-use std::sync::Arc;
 use std::time::Duration;
 
 use jp_core::BoxFuture;
@@ -24,7 +22,7 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::process::{GroupGuard, read_capped, signal_group};
-use crate::sandbox::{SandboxMode, SandboxSpec, configured_read_paths};
+use crate::sandbox::{ChildCommand, SandboxMode, SandboxSpec, configured_read_paths};
 use crate::vfs::ToolCommand;
 
 /// Runs `runtime = "stdio"` tools (the default for local tools).
@@ -100,17 +98,7 @@ impl StdioRuntime {
         env.insert("HOME".into(), scratch_dir.clone());
         env.insert("TMPDIR".into(), scratch_dir);
 
-        let mut child_cmd = tokio::process::Command::new(&cmd.program);
-        child_cmd
-            .args(&cmd.args)
-            .env_clear()
-            .envs(&env)
-            .current_dir(&workspace)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        match self.sandbox {
+        let sandbox = match self.sandbox {
             SandboxMode::Enforce => {
                 let grant = policy.workspace_grant().map_err(|why| {
                     RuntimeError::Sandbox(format!(
@@ -128,18 +116,18 @@ impl StdioRuntime {
                 } else if grant.read {
                     spec.read_only.push(workspace.clone());
                 }
-                let prepared = spec.prepare().map_err(|e| RuntimeError::Sandbox(e.to_string()))?;
-                Arc::new(prepared).install(&mut child_cmd);
+                Some(spec.prepare().map_err(|e| RuntimeError::Sandbox(e.to_string()))?)
             }
-            SandboxMode::Disabled => {
-                child_cmd.process_group(0);
-            }
-        }
-        let mut child = child_cmd.spawn().map_err(|e| RuntimeError::Spawn {
-            tool: name.clone(),
-            message: format!("{}: {e}", cmd.program.display()),
-        })?;
-        let pgid = child.id().unwrap_or(0);
+            SandboxMode::Disabled => None,
+        };
+        // In its own process group, without fork (see `sandbox`).
+        let mut child = ChildCommand::new(&cmd.program)
+            .args(&cmd.args)
+            .envs(&env)
+            .current_dir(&workspace)
+            .spawn(sandbox)
+            .map_err(|e| RuntimeError::Spawn { tool: name.clone(), message: format!("{}: {e}", cmd.program.display()) })?;
+        let pgid = child.id();
         let _guard = GroupGuard(pgid);
         let (mut stdin, stdout, mut stderr) = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
             (Some(i), Some(o), Some(e)) => (i, o, e),

@@ -2,10 +2,12 @@
 //!
 //! A [`SandboxSpec`] says what a child may touch; [`SandboxSpec::prepare`] builds everything in the
 //! parent (the Landlock ruleset, the seccomp BPF program) and fails closed when the kernel cannot
-//! enforce it; [`PreparedSandbox::install`] arranges for the child to apply it between `fork` and
-//! `exec` (`pre_exec`), and [`PreparedSandbox::spawn`] (Linux) starts the child without `fork`
-//! (`clone(CLONE_VM | CLONE_VFORK)`, see `spawn.rs`: a fork's cost grows with the host's memory).
-//! The `jp` process itself is never restricted.
+//! enforce it; [`ChildCommand::spawn`] starts a tool under it without `fork`
+//! (`clone(CLONE_VM | CLONE_VFORK)`, the sandbox applied between clone and exec, see `spawn.rs`:
+//! a fork's cost grows with the host's memory) and returns a [`SandboxedChild`] (tokio pipes, the
+//! exit awaited through a pidfd, see `child.rs`). Every runtime spawns through it, also without
+//! the sandbox. [`PreparedSandbox::install`] (`fork` + `pre_exec`) remains for tests and the
+//! cold-start benchmark's breakdown. The `jp` process itself is never restricted.
 //!
 //! In the child, in order: parent-death `SIGKILL`, rlimits (address space, open files, processes,
 //! core dumps), Landlock (`no_new_privs`; read/execute only on what the program needs to start;
@@ -20,9 +22,13 @@
 #[cfg(target_os = "linux")]
 mod bpf;
 #[cfg(target_os = "linux")]
+mod child;
+#[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
 mod spawn;
+#[cfg(target_os = "linux")]
+pub use child::{ChildCommand, SandboxedChild};
 #[cfg(target_os = "linux")]
 pub use linux::*;
 

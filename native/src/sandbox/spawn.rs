@@ -64,7 +64,8 @@ impl Exec {
 
 /// Everything the child reads, on the host thread's stack (shared with the child).
 struct Child<'a> {
-    sandbox: &'a PreparedSandbox,
+    /// `None`: the user opted out of the OS sandbox (the rest is the same).
+    sandbox: Option<&'a PreparedSandbox>,
     steps: SandboxSteps,
     exec: &'a Exec,
     stdio: [libc::c_int; 3],
@@ -121,7 +122,9 @@ fn child_steps(child: &Child<'_>) -> Result<(), i32> {
         }
         os(libc::chdir(child.exec.cwd.as_ptr()))?;
     }
-    child.sandbox.apply_raw(child.steps)?;
+    if let Some(sandbox) = child.sandbox {
+        sandbox.apply_raw(child.steps)?;
+    }
     // SAFETY: the pointers are null-terminated arrays of C strings that outlive the call.
     #[allow(unsafe_code)]
     unsafe {
@@ -149,6 +152,21 @@ impl PreparedSandbox {
         stdio: [BorrowedFd<'_>; 3],
         steps: SandboxSteps,
     ) -> io::Result<libc::pid_t> {
+        spawn_raw(Some(&self), program, args, env, cwd, stdio, steps)
+    }
+}
+
+/// [`PreparedSandbox::spawn`], or the same start without any restriction (`sandbox` `None`:
+/// the user opted out of the OS sandbox).
+pub(super) fn spawn_raw(
+    sandbox: Option<&PreparedSandbox>,
+    program: &OsStr,
+    args: &[&OsStr],
+    env: &[(&OsStr, &OsStr)],
+    cwd: &OsStr,
+    stdio: [BorrowedFd<'_>; 3],
+    steps: SandboxSteps,
+) -> io::Result<libc::pid_t> {
         let exec = Exec::new(program, args, env, cwd)?;
         let stdio = stdio.map(|fd| fd.as_raw_fd());
         if stdio.iter().any(|fd| *fd <= 2) {
@@ -163,7 +181,7 @@ impl PreparedSandbox {
             libc::sigfillset(&mut all);
             let mut mask: libc::sigset_t = std::mem::zeroed();
             libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut mask);
-            Child { sandbox: &self, steps, exec: &exec, stdio, mask, error: AtomicI32::new(0) }
+            Child { sandbox, steps, exec: &exec, stdio, mask, error: AtomicI32::new(0) }
         };
         // The stack grows down from its 16-byte-aligned top.
         let top = (stack.as_mut_ptr() as usize + STACK) & !15;
@@ -198,7 +216,6 @@ impl PreparedSandbox {
                 Err(io::Error::from_raw_os_error(errno))
             }
         }
-    }
 }
 
 #[cfg(test)]

@@ -17,7 +17,6 @@ mod session;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,7 +31,7 @@ use jp_core::state::ToolState;
 pub use self::session::VfsHandle;
 use self::session::{Session, Spawned, Step, stopped};
 use crate::process::{GroupGuard, find_program};
-use crate::sandbox::{SandboxMode, SandboxSpec, configured_read_paths};
+use crate::sandbox::{ChildCommand, SandboxMode, SandboxSpec, configured_read_paths};
 
 /// Timing and size limits of a VFS call.
 #[derive(Debug, Clone, Copy)]
@@ -264,34 +263,22 @@ impl VfsRuntime {
             config.command.as_deref().ok_or_else(|| RuntimeError::Config(format!("tool '{name}' has no `command`")))?;
         let cmd = ToolCommand::parse(command, &self.workspace, self.env.get("PATH").map(String::as_str))?;
         let policy = self.policy(config, default_policy)?;
-        let mut child_cmd = tokio::process::Command::new(&cmd.program);
-        child_cmd
-            .args(&cmd.args)
-            .env_clear()
-            .current_dir("/")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        match self.sandbox {
+        let sandbox = match self.sandbox {
             SandboxMode::Enforce => {
                 let spec = SandboxSpec::for_tool(
                     &cmd.program,
                     &cmd.script_files,
                     &configured_read_paths(&self.workspace, config)?,
                 );
-                let prepared = spec.prepare().map_err(|e| RuntimeError::Sandbox(e.to_string()))?;
-                Arc::new(prepared).install(&mut child_cmd);
+                Some(spec.prepare().map_err(|e| RuntimeError::Sandbox(e.to_string()))?)
             }
-            SandboxMode::Disabled => {
-                child_cmd.process_group(0);
-            }
-        }
-        let mut child = child_cmd.spawn().map_err(|e| RuntimeError::Spawn {
-            tool: name.clone(),
-            message: format!("{}: {e}", cmd.program.display()),
+            SandboxMode::Disabled => None,
+        };
+        // An empty environment, in `/`, in its own process group; without fork (see `sandbox`).
+        let mut child = ChildCommand::new(&cmd.program).args(&cmd.args).spawn(sandbox).map_err(|e| {
+            RuntimeError::Spawn { tool: name.clone(), message: format!("{}: {e}", cmd.program.display()) }
         })?;
-        let pgid = child.id().unwrap_or(0);
+        let pgid = child.id();
         let guard = GroupGuard(pgid);
 
         let (stdin, stdout, stderr) = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {

@@ -18,10 +18,12 @@ use jp_core::runtime::{ExecutionOutcome, RuntimeError};
 use jp_core::state::{ToolError, ToolResult, ToolState};
 use rustix::process::Signal;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::unix::pipe;
 use tokio::sync::{Notify, mpsc, watch};
 
 use super::VfsOptions;
 use crate::process::{GroupGuard, signal_group};
+use crate::sandbox::SandboxedChild;
 
 /// Requests read from the tool and waiting to be served, at most. When the queue is full the
 /// reader stops reading the tool's stdout until the dispatcher takes the next one, so a tool
@@ -33,12 +35,12 @@ pub(super) struct Spawned {
     pub(super) name: String,
     pub(super) call_id: String,
     pub(super) opts: VfsOptions,
-    pub(super) child: tokio::process::Child,
+    pub(super) child: SandboxedChild,
     pub(super) pgid: u32,
     pub(super) guard: GroupGuard,
-    pub(super) stdin: tokio::process::ChildStdin,
-    pub(super) stdout: tokio::process::ChildStdout,
-    pub(super) stderr: tokio::process::ChildStderr,
+    pub(super) stdin: pipe::Sender,
+    pub(super) stdout: pipe::Receiver,
+    pub(super) stderr: pipe::Receiver,
     pub(super) init: ProtocolNotification,
     pub(super) dispatcher: Arc<Dispatcher>,
     pub(super) trace: Option<Arc<dyn DispatchEvents>>,
@@ -74,7 +76,7 @@ pub(super) struct Session {
     name: String,
     call_id: String,
     opts: VfsOptions,
-    child: tokio::process::Child,
+    child: SandboxedChild,
     pgid: u32,
     guard: GroupGuard,
     out: Outbox,
@@ -96,7 +98,7 @@ pub(super) struct Session {
     blocked: Option<Pending>,
     decoder: LineDecoder,
     buf: Vec<u8>,
-    stdout: tokio::process::ChildStdout,
+    stdout: pipe::Receiver,
     malformed: usize,
     exited: Option<std::process::ExitStatus>,
     eof: bool,
