@@ -163,7 +163,9 @@ impl SandboxedChild {
     /// Take charge of our child `pid` (just spawned, not reaped).
     fn adopt(raw: libc::pid_t) -> io::Result<Self> {
         let pid = Pid::from_raw(raw).ok_or_else(|| io::Error::other("spawn returned pid 0"))?;
-        let waiter = match rustix::process::pidfd_open(pid, PidfdFlags::NONBLOCK) {
+        // Blocking (a non-blocking pidfd makes `waitid` without WNOHANG fail with EAGAIN): the
+        // reaper on drop blocks in it; everything else polls readiness and passes WNOHANG.
+        let waiter = match rustix::process::pidfd_open(pid, PidfdFlags::empty()) {
             // SAFETY: the `OwnedFd` is moved in; nothing else can close or replace it.
             #[allow(unsafe_code)]
             Ok(fd) => match unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) } {

@@ -44,3 +44,65 @@ impl PreparedSandbox {
         Err(std::io::Error::other("no OS sandbox on this platform"))
     }
 }
+
+/// A program to start; on this platform nothing can be started (tools need Linux).
+#[derive(Debug, Clone, Default)]
+pub struct ChildCommand(());
+
+impl ChildCommand {
+    /// Nothing to record here.
+    pub fn new(_program: impl Into<std::path::PathBuf>) -> Self {
+        Self(())
+    }
+    /// Nothing to record here.
+    pub fn args<I: IntoIterator<Item = S>, S: AsRef<std::ffi::OsStr>>(&mut self, _args: I) -> &mut Self {
+        self
+    }
+    /// Nothing to record here.
+    pub fn envs<I, K, V>(&mut self, _vars: I) -> &mut Self
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<std::ffi::OsStr>,
+        V: AsRef<std::ffi::OsStr>,
+    {
+        self
+    }
+    /// Nothing to record here.
+    pub fn current_dir(&mut self, _cwd: impl Into<std::path::PathBuf>) -> &mut Self {
+        self
+    }
+    /// Nothing to record here.
+    pub fn stdin_null(&mut self) -> &mut Self {
+        self
+    }
+    /// Always fails: tool processes are started with Linux system calls (`clone`, pidfds).
+    pub fn spawn(&self, _sandbox: Option<PreparedSandbox>) -> std::io::Result<SandboxedChild> {
+        Err(std::io::Error::other(format!("jp-host cannot start tool processes on {}", std::env::consts::OS)))
+    }
+}
+
+/// Never constructed on this platform.
+#[derive(Debug)]
+pub struct SandboxedChild {
+    /// Its stdin.
+    pub stdin: Option<tokio::net::unix::pipe::Sender>,
+    /// Its stdout.
+    pub stdout: Option<tokio::net::unix::pipe::Receiver>,
+    /// Its stderr.
+    pub stderr: Option<tokio::net::unix::pipe::Receiver>,
+}
+
+impl SandboxedChild {
+    /// Unreachable.
+    pub fn id(&self) -> u32 {
+        0
+    }
+    /// Unreachable.
+    pub fn try_wait(&mut self) -> std::io::Result<Option<std::process::ExitStatus>> {
+        Err(std::io::Error::other("no tool processes on this platform"))
+    }
+    /// Unreachable.
+    pub async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        Err(std::io::Error::other("no tool processes on this platform"))
+    }
+}
