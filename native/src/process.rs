@@ -137,11 +137,7 @@ impl ProcessRunner for TokioProcessRunner {
             let program = find_program(&request.program, path_var, &cwd)
                 .ok_or_else(|| BackendError::NotFound(format!("program '{}' not found on PATH", request.program)))?;
             let mut command = ChildCommand::new(&program);
-            command
-                .args(&request.args)
-                .envs(request.env.iter().map(|(k, v)| (k, v)))
-                .current_dir(&cwd)
-                .stdin_null();
+            command.args(&request.args).envs(request.env.iter().map(|(k, v)| (k, v))).current_dir(&cwd).stdin_null();
             let (sandbox, _scratch) = match self.confine(&mut command, &request, &program, &cwd)? {
                 Some((sandbox, scratch)) => (Some(sandbox), Some(scratch)),
                 None => (None, None),

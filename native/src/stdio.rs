@@ -121,12 +121,10 @@ impl StdioRuntime {
             SandboxMode::Disabled => None,
         };
         // In its own process group, without fork (see `sandbox`).
-        let mut child = ChildCommand::new(&cmd.program)
-            .args(&cmd.args)
-            .envs(&env)
-            .current_dir(&workspace)
-            .spawn(sandbox)
-            .map_err(|e| RuntimeError::Spawn { tool: name.clone(), message: format!("{}: {e}", cmd.program.display()) })?;
+        let mut child =
+            ChildCommand::new(&cmd.program).args(&cmd.args).envs(&env).current_dir(&workspace).spawn(sandbox).map_err(
+                |e| RuntimeError::Spawn { tool: name.clone(), message: format!("{}: {e}", cmd.program.display()) },
+            )?;
         let pgid = child.id();
         let _guard = GroupGuard(pgid);
         let (mut stdin, stdout, mut stderr) = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {

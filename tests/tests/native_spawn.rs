@@ -150,7 +150,10 @@ async fn a_child_command_gets_exactly_its_environment_cwd_and_sandbox() {
         "pwd; env | sort; cat; echo stdin-closed; cat {}/key 2>/dev/null || echo denied; exit 7",
         secret.path().display()
     );
-    let spec = SandboxSpec { read_only: vec![dir.path().to_path_buf()], ..SandboxSpec::for_tool(Path::new("/bin/sh"), &[], &[]) };
+    let spec = SandboxSpec {
+        read_only: vec![dir.path().to_path_buf()],
+        ..SandboxSpec::for_tool(Path::new("/bin/sh"), &[], &[])
+    };
     let mut command = ChildCommand::new("/bin/sh");
     command.args(["-c", &script]).envs([("ONLY", "this")]).current_dir(dir.path()).stdin_null();
     let mut child = command.spawn(Some(spec.prepare().unwrap())).unwrap();

@@ -167,55 +167,55 @@ pub(super) fn spawn_raw(
     stdio: [BorrowedFd<'_>; 3],
     steps: SandboxSteps,
 ) -> io::Result<libc::pid_t> {
-        let exec = Exec::new(program, args, env, cwd)?;
-        let stdio = stdio.map(|fd| fd.as_raw_fd());
-        if stdio.iter().any(|fd| *fd <= 2) {
-            // dup2 onto itself would keep close-on-exec; the host's pipes are never 0–2 anyway.
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "stdio of a sandboxed child must not be fds 0-2"));
+    let exec = Exec::new(program, args, env, cwd)?;
+    let stdio = stdio.map(|fd| fd.as_raw_fd());
+    if stdio.iter().any(|fd| *fd <= 2) {
+        // dup2 onto itself would keep close-on-exec; the host's pipes are never 0–2 anyway.
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "stdio of a sandboxed child must not be fds 0-2"));
+    }
+    let mut stack = vec![0u8; STACK];
+    #[allow(unsafe_code)]
+    // SAFETY: `all` and `mask` are plain C structs filled by the calls.
+    let mut child = unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        let mut mask: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut mask);
+        Child { sandbox, steps, exec: &exec, stdio, mask, error: AtomicI32::new(0) }
+    };
+    // The stack grows down from its 16-byte-aligned top.
+    let top = (stack.as_mut_ptr() as usize + STACK) & !15;
+    #[allow(unsafe_code)]
+    // SAFETY: `child_main` only reads `child` and makes system calls (see the module doc);
+    // CLONE_VFORK keeps this thread, `child` and `stack` where they are until the child has
+    // exec'd or exited.
+    let pid = unsafe {
+        let pid = libc::clone(
+            child_main,
+            top as *mut libc::c_void,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            (&mut child as *mut Child<'_>).cast(),
+        );
+        let clone_error = io::Error::last_os_error();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &child.mask, std::ptr::null_mut());
+        if pid < 0 {
+            return Err(clone_error);
         }
-        let mut stack = vec![0u8; STACK];
-        #[allow(unsafe_code)]
-        // SAFETY: `all` and `mask` are plain C structs filled by the calls.
-        let mut child = unsafe {
-            let mut all: libc::sigset_t = std::mem::zeroed();
-            libc::sigfillset(&mut all);
-            let mut mask: libc::sigset_t = std::mem::zeroed();
-            libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut mask);
-            Child { sandbox, steps, exec: &exec, stdio, mask, error: AtomicI32::new(0) }
-        };
-        // The stack grows down from its 16-byte-aligned top.
-        let top = (stack.as_mut_ptr() as usize + STACK) & !15;
-        #[allow(unsafe_code)]
-        // SAFETY: `child_main` only reads `child` and makes system calls (see the module doc);
-        // CLONE_VFORK keeps this thread, `child` and `stack` where they are until the child has
-        // exec'd or exited.
-        let pid = unsafe {
-            let pid = libc::clone(
-                child_main,
-                top as *mut libc::c_void,
-                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-                (&mut child as *mut Child<'_>).cast(),
-            );
-            let clone_error = io::Error::last_os_error();
-            libc::pthread_sigmask(libc::SIG_SETMASK, &child.mask, std::ptr::null_mut());
-            if pid < 0 {
-                return Err(clone_error);
+        pid
+    };
+    drop(stack);
+    match child.error.load(Ordering::Relaxed) {
+        0 => Ok(pid),
+        errno => {
+            let mut status = 0;
+            #[allow(unsafe_code)]
+            // SAFETY: reaps our own child, which has exited.
+            unsafe {
+                libc::waitpid(pid, &mut status, 0);
             }
-            pid
-        };
-        drop(stack);
-        match child.error.load(Ordering::Relaxed) {
-            0 => Ok(pid),
-            errno => {
-                let mut status = 0;
-                #[allow(unsafe_code)]
-                // SAFETY: reaps our own child, which has exited.
-                unsafe {
-                    libc::waitpid(pid, &mut status, 0);
-                }
-                Err(io::Error::from_raw_os_error(errno))
-            }
+            Err(io::Error::from_raw_os_error(errno))
         }
+    }
 }
 
 #[cfg(test)]
