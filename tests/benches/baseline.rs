@@ -76,8 +76,13 @@ mod bench {
         const GOAL: f64 = 5.0;
         let server = Path::new(REPO).join(MCP_SERVER);
         if !server.is_file() {
-            println!("P1: {} is missing; run `npm install` at the repository root (tests/bench does)", server.display());
-            println!("TABLE|P1|{SCENARIO}|not measured|MCP server-filesystem (not installed)|-|>= {GOAL}x faster|NOT met");
+            println!(
+                "P1: {} is missing; run `npm install` at the repository root (tests/bench does)",
+                server.display()
+            );
+            println!(
+                "TABLE|P1|{SCENARIO}|not measured|MCP server-filesystem (not installed)|-|>= {GOAL}x faster|NOT met"
+            );
             return;
         }
         let ws = tempfile::tempdir().unwrap();
@@ -238,7 +243,9 @@ mod bench {
             ("P8b", "peak RSS of jp, VFS tool reads a 10 MiB binary file (base64)", "big.bin", "base64"),
         ];
         let Some(jp) = find_jp() else {
-            println!("P8: no `jp` binary next to this bench; run `cargo build --release -p jp-native --bin jp` (tests/bench does) or set JP_BIN");
+            println!(
+                "P8: no `jp` binary next to this bench; run `cargo build --release -p jp-native --bin jp` (tests/bench does) or set JP_BIN"
+            );
             for (id, scenario, ..) in rows {
                 println!("TABLE|{id}|{scenario}|not measured|file size 10.0 MiB|-|<= {GOAL}x|NOT met");
             }
@@ -306,7 +313,11 @@ mod bench {
                 mib(med(polled[i].clone())),
                 peak.saturating_sub(idle) as f64 / size as f64
             );
-            println!("TABLE|{id}|{scenario}|{}|file size 10.0 MiB|{ratio:.2}x|<= {GOAL}x|{}", mib(peak), met(ratio <= GOAL));
+            println!(
+                "TABLE|{id}|{scenario}|{}|file size 10.0 MiB|{ratio:.2}x|<= {GOAL}x|{}",
+                mib(peak),
+                met(ratio <= GOAL)
+            );
         }
     }
 }
