@@ -250,10 +250,10 @@ impl Dispatcher {
             id: &'a Id,
             result: &'a HostResponse,
         }
-        let mut line = match serde_json::to_vec(&Envelope { jsonrpc: "2.0", id, result: &response }) {
-            Ok(line) => line,
-            Err(e) => return fail(HostError::Internal(format!("could not encode the result: {e}")).to_rpc()),
-        };
+        let mut line = Vec::with_capacity(response.json_len_hint());
+        if let Err(e) = serde_json::to_writer(&mut line, &Envelope { jsonrpc: "2.0", id, result: &response }) {
+            return fail(HostError::Internal(format!("could not encode the result: {e}")).to_rpc());
+        }
         drop(response);
         if let std::borrow::Cow::Owned(scrubbed) = self.scrubber.scrub_bytes(&line) {
             match serde_json::from_slice::<Value>(&scrubbed) {

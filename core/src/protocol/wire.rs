@@ -6,16 +6,38 @@ use serde::de::Error as _;
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::content::{Encoding, decode_content, encode_content_ref};
+use super::content::{Encoding, decode_content};
 use super::methods::{FsReadResult, FsWriteParams, Header, HttpPostParams, HttpResult, ProcessRunResult};
+
+/// Base64 written straight into the serializer's output (`collect_str` streams a `Display`), so
+/// binary content is never held twice in memory as bytes and as a base64 string.
+struct Base64<'a>(&'a [u8]);
+
+impl Serialize for Base64<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&base64::display::Base64Display::new(self.0, &base64::engine::general_purpose::STANDARD))
+    }
+}
 
 /// Write `key` (text or base64) and, for base64, `encoding`.
 fn content_field<S: SerializeStruct>(st: &mut S, key: &'static str, bytes: &[u8]) -> Result<(), S::Error> {
-    let (text, encoding) = encode_content_ref(bytes);
-    st.serialize_field(key, &text)?;
-    match encoding {
-        Some(e) => st.serialize_field("encoding", &e),
-        None => st.skip_field("encoding"),
+    match std::str::from_utf8(bytes) {
+        Ok(text) => {
+            st.serialize_field(key, text)?;
+            st.skip_field("encoding")
+        }
+        Err(_) => {
+            st.serialize_field(key, &Base64(bytes))?;
+            st.serialize_field("encoding", &Encoding::Base64)
+        }
+    }
+}
+
+/// How many bytes the JSON of `bytes` as content takes at least (for sizing a buffer once).
+pub(crate) fn content_len(bytes: &[u8]) -> usize {
+    match std::str::from_utf8(bytes) {
+        Ok(_) => bytes.len(),
+        Err(_) => bytes.len().div_ceil(3) * 4,
     }
 }
 

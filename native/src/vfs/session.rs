@@ -117,7 +117,10 @@ impl Session {
             let mut batch = Vec::new();
             while let Some(line) = write_rx.recv().await {
                 let mut len = line.len();
-                let ok = if let Ok(next) = write_rx.try_recv() {
+                // (Big lines are written as they are: no copy of a 10 MiB answer.)
+                let ok = if line.len() > 64 * 1024 {
+                    stdin.write_all(&line).await.is_ok()
+                } else if let Ok(next) = write_rx.try_recv() {
                     batch.clear();
                     batch.extend_from_slice(&line);
                     batch.extend_from_slice(&next);
