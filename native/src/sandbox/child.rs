@@ -178,7 +178,8 @@ impl SandboxedChild {
                     return Err(e);
                 }
             },
-            Err(rustix::io::Errno::NOSYS) => Waiter::Thread(thread_wait(pid)),
+            // Kernels before 5.3, or a container profile that refuses unknown calls with EPERM.
+            Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM) => Waiter::Thread(thread_wait(pid)),
             Err(e) => {
                 let _ = rustix::process::kill_process(pid, Signal::KILL);
                 let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty());

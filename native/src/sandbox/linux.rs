@@ -310,6 +310,9 @@ impl PreparedSandbox {
     /// `pre_exec` failure to the parent anyway.)
     pub(super) fn apply_raw(&self, steps: SandboxSteps) -> Result<(), i32> {
         let errno = |e: rustix::io::Errno| e.raw_os_error();
+        // The ruleset is duplicated before the open-files limit is lowered: with that many fds
+        // already open (inherited from a host with a higher limit) the duplicate would fail.
+        let landlock = if steps.landlock { Some(self.landlock_ruleset()?) } else { None };
         if steps.pdeathsig {
             rustix::process::set_parent_process_death_signal(Some(Signal::KILL)).map_err(errno)?;
         }
@@ -329,8 +332,8 @@ impl PreparedSandbox {
         if steps.no_new_privs {
             rustix::thread::set_no_new_privs(true).map_err(errno)?;
         }
-        if steps.landlock {
-            self.apply_landlock()?;
+        if let Some(ruleset) = landlock {
+            Self::apply_landlock(ruleset)?;
         }
         if steps.seccomp {
             self.apply_seccomp()?;
@@ -338,13 +341,15 @@ impl PreparedSandbox {
         Ok(())
     }
 
-    fn apply_landlock(&self) -> Result<(), i32> {
-        let last = || io::Error::last_os_error().raw_os_error().unwrap_or(libc::EPERM);
-        // Restrict with a duplicate of the ruleset: the host keeps (and closes) its own, also
-        // when the child shares its memory.
+    /// A duplicate of the ruleset to restrict with: the host keeps (and closes) its own, also
+    /// when the child shares its memory.
+    fn landlock_ruleset(&self) -> Result<RulesetCreated, i32> {
         let ruleset = self.ruleset.try_lock().map_err(|_| libc::EBUSY)?;
-        let ruleset =
-            ruleset.as_ref().ok_or(libc::EBUSY)?.try_clone().map_err(|e| e.raw_os_error().unwrap_or(libc::EBADF))?;
+        ruleset.as_ref().ok_or(libc::EBUSY)?.try_clone().map_err(|e| e.raw_os_error().unwrap_or(libc::EBADF))
+    }
+
+    fn apply_landlock(ruleset: RulesetCreated) -> Result<(), i32> {
+        let last = || io::Error::last_os_error().raw_os_error().unwrap_or(libc::EPERM);
         let status = ruleset.restrict_self().map_err(|_| last())?;
         if status.ruleset == RulesetStatus::NotEnforced || !status.no_new_privs {
             return Err(libc::EPERM);

@@ -10,7 +10,8 @@
 //! The child shares the host's memory, so between clone and exec it only makes system calls on
 //! data prepared before the clone: no allocation, no locks another thread could hold, no unwinding.
 //! Every signal is blocked in the host thread across the clone so no handler of the host runs on
-//! the child's stack; the child resets caught signals to their default before restoring the mask.
+//! the child's stack; the child resets caught signals to their default, then unblocks every signal
+//! (a new program starts with an empty mask). Its stack is a mapping of its own with a guard page.
 
 use std::ffi::{CString, OsStr};
 use std::io;
@@ -93,7 +94,7 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
 }
 
 /// Signals back to their default (those the host catches; an ignored SIGPIPE too, as std does),
-/// the host's mask, own process group, stdio, cwd, the sandbox, then exec. Returns only on error.
+/// an empty mask, own process group, stdio, cwd, the sandbox, then exec. Returns only on error.
 fn child_steps(child: &Child<'_>) -> Result<(), i32> {
     let os = |rc: libc::c_int| {
         if rc < 0 { Err(io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL)) } else { Ok(rc) }
@@ -101,7 +102,7 @@ fn child_steps(child: &Child<'_>) -> Result<(), i32> {
     #[allow(unsafe_code)]
     // SAFETY: plain system calls on valid pointers to memory this function owns or borrows.
     unsafe {
-        for sig in 1..libc::SIGRTMAX() {
+        for sig in 1..=libc::SIGRTMAX() {
             if sig == libc::SIGKILL || sig == libc::SIGSTOP {
                 continue;
             }
@@ -115,7 +116,11 @@ fn child_steps(child: &Child<'_>) -> Result<(), i32> {
                 os(libc::sigaction(sig, &default, std::ptr::null_mut()))?;
             }
         }
-        os(libc::pthread_sigmask(libc::SIG_SETMASK, &child.mask, std::ptr::null_mut()))?;
+        // A new program starts with no signal blocked (as std and posix_spawn give it), whatever
+        // the spawning thread had blocked.
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        os(libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()))?;
         os(libc::setpgid(0, 0))?;
         for (target, fd) in child.stdio.iter().enumerate() {
             os(libc::dup2(*fd, target as libc::c_int))?;
@@ -135,6 +140,55 @@ fn child_steps(child: &Child<'_>) -> Result<(), i32> {
 
 /// The child's stack: enough for `child_steps` (a few system calls, no recursion).
 const STACK: usize = 64 << 10;
+
+/// The child's stack, mapped on its own with an inaccessible guard page below it: the child
+/// shares the host's memory, so an overflow must fault, never write into the host's heap.
+struct Stack {
+    base: *mut libc::c_void,
+    len: usize,
+}
+
+impl Stack {
+    fn new() -> io::Result<Self> {
+        #[allow(unsafe_code)]
+        // SAFETY: a fresh anonymous mapping, owned by the returned value.
+        unsafe {
+            let page = usize::try_from(libc::sysconf(libc::_SC_PAGESIZE)).unwrap_or(4096);
+            let len = STACK + page;
+            let base = libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            );
+            if base == libc::MAP_FAILED {
+                return Err(io::Error::last_os_error());
+            }
+            let stack = Self { base, len };
+            if libc::mprotect(base, page, libc::PROT_NONE) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(stack)
+        }
+    }
+
+    /// The 16-byte-aligned top (the stack grows down).
+    fn top(&self) -> *mut libc::c_void {
+        ((self.base as usize + self.len) & !15) as *mut libc::c_void
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        #[allow(unsafe_code)]
+        // SAFETY: unmaps exactly the mapping `new` made; the child no longer runs on it.
+        unsafe {
+            libc::munmap(self.base, self.len);
+        }
+    }
+}
 
 impl PreparedSandbox {
     /// Start `program` (a path) with `args`, exactly `env`, in `cwd`, its stdin/stdout/stderr
@@ -173,7 +227,7 @@ pub(super) fn spawn_raw(
         // dup2 onto itself would keep close-on-exec; the host's pipes are never 0–2 anyway.
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "stdio of a sandboxed child must not be fds 0-2"));
     }
-    let mut stack = vec![0u8; STACK];
+    let stack = Stack::new()?;
     #[allow(unsafe_code)]
     // SAFETY: `all` and `mask` are plain C structs filled by the calls.
     let mut child = unsafe {
@@ -183,8 +237,7 @@ pub(super) fn spawn_raw(
         libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut mask);
         Child { sandbox, steps, exec: &exec, stdio, mask, error: AtomicI32::new(0) }
     };
-    // The stack grows down from its 16-byte-aligned top.
-    let top = (stack.as_mut_ptr() as usize + STACK) & !15;
+    let top = stack.top();
     #[allow(unsafe_code)]
     // SAFETY: `child_main` only reads `child` and makes system calls (see the module doc);
     // CLONE_VFORK keeps this thread, `child` and `stack` where they are until the child has
@@ -192,7 +245,7 @@ pub(super) fn spawn_raw(
     let pid = unsafe {
         let pid = libc::clone(
             child_main,
-            top as *mut libc::c_void,
+            top,
             libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
             (&mut child as *mut Child<'_>).cast(),
         );
@@ -267,6 +320,30 @@ mod tests {
         let spec = SandboxSpec { read_only: vec![dir.path().to_path_buf()], ..spec };
         let (code, out) = run(&spec, "/bin/sh", &["-c", &format!("cat {}", secret.display())]).unwrap();
         assert_eq!((code, out.as_str()), (0, "s3cret"));
+    }
+
+    #[test]
+    fn the_child_starts_with_no_signal_blocked_whatever_the_host_thread_blocks() {
+        // On a thread of its own: the blocked signal must not leak into the host's other tests.
+        std::thread::spawn(|| {
+            #[allow(unsafe_code)]
+            // SAFETY: plain C structs filled by the calls; only this thread's mask changes.
+            unsafe {
+                let mut usr1: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut usr1);
+                libc::sigaddset(&mut usr1, libc::SIGUSR1);
+                libc::pthread_sigmask(libc::SIG_BLOCK, &usr1, std::ptr::null_mut());
+            }
+            // `cat` itself (a shell clears its mask at start, which would hide a leak).
+            let spec = SandboxSpec::for_tool(Path::new("/bin/cat"), &[], &[]);
+            let spec = SandboxSpec { read_only: vec!["/proc".into()], ..spec };
+            let (code, out) = run(&spec, "/bin/cat", &["/proc/self/status"]).unwrap();
+            assert_eq!(code, 0, "{out}");
+            let blocked = out.lines().find_map(|l| l.strip_prefix("SigBlk:")).map(str::trim);
+            assert_eq!(blocked, Some("0000000000000000"), "{out}");
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]
