@@ -90,10 +90,6 @@ mod bench {
         println!(
             "component call, fresh instance: {a:?}; the same trivial tool as a VFS subprocess: {b:?}; {faster:.0}x faster (goal >= 100x)"
         );
-        println!(
-            "TABLE|P3b|trivial tool: component vs VFS subprocess|{a:.1?}|VFS subprocess {b:.2?}|{faster:.0}x faster|>= 100x|{}",
-            if faster >= 100.0 { "met" } else { "NOT met" }
-        );
 
         // 2. Raw wasmtime: a bare WASI linker, InstancePre, a fresh store and instance per call,
         //    nothing of ours — once with wasmtime's default allocator and once with the engine
@@ -105,6 +101,13 @@ mod bench {
         println!(
             "raw wasmtime instantiate + call of the same component: {raw_default:?} (default allocator), {raw_pooled:?} (pooling + epochs, as ours); ours / raw = {:.2}x (goal <= 1.2x)",
             a.as_secs_f64() / c.as_secs_f64()
+        );
+        // The most any component host could reach: raw wasmtime itself against the subprocess.
+        let ceiling = b.as_secs_f64() / c.as_secs_f64();
+        println!("  raw wasmtime alone is {ceiling:.0}x faster than the VFS subprocess (the ceiling for P3b)");
+        println!(
+            "TABLE|P3b|trivial tool: component vs VFS subprocess|{a:.1?}|VFS subprocess {b:.2?}|{faster:.0}x faster|>= 100x|{}",
+            if faster >= 100.0 { "met".to_owned() } else { format!("NOT met (raw wasmtime: {ceiling:.0}x)") }
         );
         let ratio = a.as_secs_f64() / c.as_secs_f64();
         println!(
