@@ -233,37 +233,6 @@ pub enum HostResponse {
     Done,
 }
 
-impl HostResponse {
-    /// About how many bytes its JSON takes: enough to size the response line once for the
-    /// answers that carry content (no doubling and copying of a 10 MiB line).
-    pub fn json_len_hint(&self) -> usize {
-        256 + match self {
-            Self::FsRead(r) => super::wire::content_len(&r.content),
-            Self::Http(r) => {
-                super::wire::content_len(&r.body)
-                    + r.headers.iter().map(|h| h.name.len() + h.value.len() + 32).sum::<usize>()
-            }
-            Self::ProcessRun(r) => r.stdout.len() + r.stderr.len(),
-            _ => 0,
-        }
-    }
-}
-
-impl Serialize for HostResponse {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Self::FsRead(r) => r.serialize(s),
-            Self::FsExists(r) => r.serialize(s),
-            Self::FsListDir(r) => r.serialize(s),
-            Self::FsMetadata(r) => r.serialize(s),
-            Self::FsGrep(r) => r.serialize(s),
-            Self::Http(r) => r.serialize(s),
-            Self::ProcessRun(r) => r.serialize(s),
-            Self::Done => EmptyResult {}.serialize(s),
-        }
-    }
-}
-
 /// A request from a tool to the host, parsed and typed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HostRequest {

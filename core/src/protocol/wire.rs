@@ -1,13 +1,16 @@
 //! The JSON shapes of the typed values that carry bytes. In memory content is `Vec<u8>`; on the
 //! wire it is UTF-8 text as-is, or base64 with a sibling `"encoding":"base64"` (D11), and
 //! `process.run` output is text (lossily converted). Nothing else converts between the two.
+//! Also the JSON of a whole [`HostResponse`] (the wire `result`).
 
 use serde::de::Error as _;
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::content::{Encoding, decode_content};
-use super::methods::{FsReadResult, FsWriteParams, Header, HttpPostParams, HttpResult, ProcessRunResult};
+use super::methods::{
+    EmptyResult, FsReadResult, FsWriteParams, Header, HostResponse, HttpPostParams, HttpResult, ProcessRunResult,
+};
 
 /// Base64 written straight into the serializer's output (`collect_str` streams a `Display`), so
 /// binary content is never held twice in memory as bytes and as a base64 string.
@@ -168,6 +171,36 @@ impl<'de> Deserialize<'de> for ProcessRunResult {
         }
         let w = Wire::deserialize(d).map_err(D::Error::custom)?;
         Ok(Self { stdout: w.stdout.into_bytes(), stderr: w.stderr.into_bytes(), exit_code: w.exit_code })
+    }
+}
+
+impl HostResponse {
+    /// About how many bytes its JSON takes: enough to size the response line once for the
+    /// answers that carry content (no doubling and copying of a 10 MiB line).
+    pub fn json_len_hint(&self) -> usize {
+        256 + match self {
+            Self::FsRead(r) => content_len(&r.content),
+            Self::Http(r) => {
+                content_len(&r.body) + r.headers.iter().map(|h| h.name.len() + h.value.len() + 32).sum::<usize>()
+            }
+            Self::ProcessRun(r) => r.stdout.len() + r.stderr.len(),
+            _ => 0,
+        }
+    }
+}
+
+impl Serialize for HostResponse {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::FsRead(r) => r.serialize(s),
+            Self::FsExists(r) => r.serialize(s),
+            Self::FsListDir(r) => r.serialize(s),
+            Self::FsMetadata(r) => r.serialize(s),
+            Self::FsGrep(r) => r.serialize(s),
+            Self::Http(r) => r.serialize(s),
+            Self::ProcessRun(r) => r.serialize(s),
+            Self::Done => EmptyResult {}.serialize(s),
+        }
     }
 }
 

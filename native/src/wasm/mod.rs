@@ -414,6 +414,9 @@ pub struct WasmRuntime {
     env: BTreeMap<String, String>,
     trace: Option<Arc<dyn DispatchEvents>>,
     limits: WasmLimits,
+    /// The policy of a component without a `sandbox` or `access` table, built once (building
+    /// one per call was a measurable part of a call).
+    stdio_default: Arc<AccessPolicy>,
 }
 
 impl std::fmt::Debug for WasmRuntime {
@@ -445,6 +448,7 @@ impl WasmRuntime {
             env: BTreeMap::new(),
             trace: None,
             limits: WasmLimits::default(),
+            stdio_default: Arc::new(AccessPolicy::stdio_default()),
         }
     }
     /// The HTTP client behind `jp:host/http`.
@@ -501,7 +505,11 @@ impl WasmRuntime {
             Some(s) => s,
             None => self.source(&call, config)?,
         };
-        let policy = config.policy(AccessPolicy::stdio_default()).map_err(|e| RuntimeError::Config(e.to_string()))?;
+        let policy = if config.sandbox.is_none() && config.access.is_none() {
+            self.stdio_default.clone()
+        } else {
+            Arc::new(config.policy(AccessPolicy::stdio_default()).map_err(|e| RuntimeError::Config(e.to_string()))?)
+        };
         let (loaded, mounts, host_dispatcher) = self.prepare(&call.name, &source, policy)?;
         let arguments = serde_json::to_string(&call.arguments).unwrap_or_default();
         let answers = serde_json::to_string(&call.answers).unwrap_or_default();
@@ -552,7 +560,7 @@ impl WasmRuntime {
 
     /// The D06 schema of a component that exports `jp:tool/describe`; `Ok(None)` when it does not.
     pub async fn describe(&self, name: &str, source: ComponentSource) -> Result<Option<String>, RuntimeError> {
-        let (loaded, mounts, d) = self.prepare(name, &source, AccessPolicy::vfs_default())?;
+        let (loaded, mounts, d) = self.prepare(name, &source, Arc::new(AccessPolicy::vfs_default()))?;
         let Some(index) = loaded.describe else { return Ok(None) };
         let call = ToolCall {
             name: name.into(),
@@ -583,11 +591,11 @@ impl WasmRuntime {
         &self,
         name: &str,
         source: &ComponentSource,
-        policy: AccessPolicy,
+        policy: Arc<AccessPolicy>,
     ) -> Result<(Arc<Loaded>, Vec<Mount>, Option<Arc<Dispatcher>>), RuntimeError> {
-        let dispatcher = |policy: AccessPolicy, files: Arc<dyn ProjectFiles>| {
+        let dispatcher = |policy: Arc<AccessPolicy>, files: Arc<dyn ProjectFiles>| {
             Arc::new(
-                Dispatcher::builder(name, Arc::new(policy), files)
+                Dispatcher::builder(name, policy, files)
                     .http(self.http.clone())
                     .process(self.process.clone())
                     .inquirer(self.inquirer.clone())
@@ -600,7 +608,7 @@ impl WasmRuntime {
                 let loaded = self.engine.load_static(&format!("builtin '{name}'"), bytes)?;
                 let mut mounts = Vec::new();
                 if let Some(files) = subjects {
-                    let d = dispatcher(AccessPolicy::vfs_default(), files.clone());
+                    let d = dispatcher(Arc::new(AccessPolicy::vfs_default()), files.clone());
                     mounts.push(Mount { guest_path: "/subjects".into(), dispatcher: d });
                 }
                 Ok((loaded, mounts, None))
