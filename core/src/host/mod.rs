@@ -27,7 +27,7 @@ use crate::files::ProjectFiles;
 use crate::policy::{AccessPolicy, Capability, Decision, Scrubber, WorkspacePath, is_base_env};
 use crate::protocol::{
     DEFAULT_MAX_CONTENT, DEFAULT_MAX_LINE, Frame, HostRequest, HostResponse, Id, Incoming, Message, ProcessRunResult,
-    Request, Response, RpcError, decode_incoming, encode_message,
+    Response, RpcError, decode_incoming, encode_message,
 };
 
 /// How many redirects the dispatcher follows, each re-checked against the policy.
@@ -201,20 +201,6 @@ impl Dispatcher {
             Err((id, e)) => Some(encode_message(&Message::Response(Response { id, outcome: Err(e) }))),
             Ok(Incoming::Request { id, method, request }) => Some(self.respond(&id, &method, request, events).await),
             Ok(Incoming::Other(_)) => None,
-        }
-    }
-
-    /// Serve one request envelope (params as a `Value`); see [`respond`](Self::respond) for the
-    /// wire path without one.
-    pub async fn handle_request(&self, req: &Request, events: &dyn DispatchEvents) -> Response {
-        let line =
-            self.respond(&req.id, &req.method, HostRequest::parse(&req.method, req.params.clone()), events).await;
-        match serde_json::from_slice::<Value>(&line).map(Message::from_value) {
-            Ok(Ok(Message::Response(r))) => r,
-            _ => Response {
-                id: Some(req.id.clone()),
-                outcome: Err(HostError::Internal("the response could not be read back".into()).to_rpc()),
-            },
         }
     }
 
@@ -513,12 +499,13 @@ mod tests {
         let d = Dispatcher::builder("t", Arc::new(AccessPolicy::vfs_default()), files)
             .secrets(vec!["\"size".into()])
             .build();
-        let req = Request { id: Id::Number(1), method: "fs.read".into(), params: json!({ "path": "a.txt" }) };
-        let response = block_on(d.handle_request(&req, &NoEvents));
-        let text = String::from_utf8(encode_message(&Message::Response(response.clone()))).unwrap();
+        let req = HostRequest::parse("fs.read", json!({ "path": "a.txt" }));
+        let line = block_on(d.respond(&Id::Number(1), "fs.read", req, &NoEvents));
+        let text = String::from_utf8(line).unwrap();
         assert!(!text.contains("\"size"), "{text}");
-        let err = response.outcome.unwrap_err();
-        assert!(err.message.contains("withheld"), "{}", err.message);
+        let response: Value = serde_json::from_str(&text).unwrap();
+        let message = response["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("withheld"), "{message}");
     }
 
     #[test]

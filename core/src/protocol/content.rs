@@ -21,15 +21,6 @@ pub fn encode_content(bytes: Vec<u8>) -> (String, Option<Encoding>) {
     }
 }
 
-/// Encode borrowed bytes for the wire without copying text: the text itself when the bytes
-/// are valid UTF-8, base64 otherwise.
-pub fn encode_content_ref(bytes: &[u8]) -> (std::borrow::Cow<'_, str>, Option<Encoding>) {
-    match std::str::from_utf8(bytes) {
-        Ok(text) => (std::borrow::Cow::Borrowed(text), None),
-        Err(_) => (std::borrow::Cow::Owned(STANDARD.encode(bytes)), Some(Encoding::Base64)),
-    }
-}
-
 /// Decode wire content back to bytes; the error says what was wrong with the base64.
 pub fn decode_content(content: &str, encoding: Option<Encoding>) -> Result<Vec<u8>, String> {
     match encoding {

@@ -19,7 +19,7 @@ pub mod framing;
 pub mod methods;
 mod wire;
 
-pub use content::{Encoding, decode_content, encode_content, encode_content_ref};
+pub use content::{Encoding, decode_content, encode_content};
 pub use envelope::{ErrorCode, Id, Message, Notification, Request, Response, RpcError};
 pub use framing::{Frame, Incoming, LineDecoder, decode_frame, decode_incoming, encode_message};
 pub use methods::*;
