@@ -10,11 +10,13 @@
 //! the `wasm` key) > `stdio`.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::cancel::CancellationToken;
+use crate::host::Inquirer;
 use crate::maybe::{BoxFuture, MaybeSend, MaybeSync};
 use crate::policy::{AccessConfig, AccessPolicy, SandboxConfig};
 use crate::schema::{ParameterConfig, StatefulAction};
@@ -357,7 +359,7 @@ pub enum ExecutionOutcome {
 }
 
 /// One tool call as a runtime receives it.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ToolCall {
     /// Tool name.
     pub name: String,
@@ -369,6 +371,35 @@ pub struct ToolCall {
     pub answers: Map<String, Value>,
     /// Cancelled when the user or host gives up.
     pub cancel: CancellationToken,
+    /// Who answers this call's inquiries, instead of the runtime's own inquirer (an MCP client
+    /// asked through elicitation, per call).
+    pub inquirer: Option<Arc<dyn Inquirer>>,
+}
+
+impl ToolCall {
+    /// A call with no answers, a fresh cancellation token and the runtime's inquirer.
+    pub fn new(name: impl Into<String>, id: impl Into<String>, arguments: Map<String, Value>) -> Self {
+        Self {
+            name: name.into(),
+            id: id.into(),
+            arguments,
+            answers: Map::new(),
+            cancel: CancellationToken::new(),
+            inquirer: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for ToolCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolCall")
+            .field("name", &self.name)
+            .field("id", &self.id)
+            .field("arguments", &self.arguments)
+            .field("answers", &self.answers)
+            .field("own_inquirer", &self.inquirer.is_some())
+            .finish()
+    }
 }
 
 /// An infrastructure failure (as opposed to a tool's own error, which is an outcome).

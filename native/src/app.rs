@@ -2,10 +2,11 @@
 //! tools, their definitions (self-described per D06, cached), and one call routed to the runtime
 //! that D10 resolution picks.
 //!
-//! First-party tools (`fs_read_file`, …) need no configuration: they are the `jp` binary itself
-//! re-executed in tool mode ([`TOOL_MODE_ARG`]) as a VFS tool under the OS sandbox. Read tools
-//! default to a read-only workspace, write tools to a writable one; neither gets network or
-//! processes. A `[conversation.tools.<name>]` table with `source = "builtin"` can override their
+//! First-party tools (`fs_read_file`, …) need no configuration: they run in-process on the
+//! [`BuiltinRuntime`], every host call served by the core dispatcher; with `runtime = "vfs"` in
+//! their table they are the `jp` binary itself re-executed in tool mode ([`TOOL_MODE_ARG`]) as a
+//! VFS tool under the OS sandbox. Read tools default to a read-only workspace, write tools to a
+//! writable one; neither gets network or processes. A `[conversation.tools.<name>]` table with `source = "builtin"` can override their
 //! policy, summary or parameters.
 //!
 //! A tool asked for its schema gets no host access and [`SCHEMA_TIMEOUT`] (`app/describe.rs`);
@@ -16,7 +17,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use jp_core::cancel::CancellationToken;
 use jp_core::files::ProjectFiles;
 use jp_core::host::{DenyInquirer, DispatchEvents, Inquirer};
 use jp_core::policy::AccessPolicy;
@@ -28,6 +28,7 @@ use jp_core::schema::{SchemaResponse, ToolDefinition, ToolSchema};
 use serde_json::{Map, Value};
 use tokio::sync::Mutex;
 
+use crate::builtin::BuiltinRuntime;
 use crate::files::FsProjectFiles;
 use crate::http::ReqwestHttpClient;
 use crate::process::TokioProcessRunner;
@@ -125,13 +126,25 @@ impl ToolEntry {
     /// The runtime it runs on, for listings (`vfs`, `stdio`, `wasm`, `mcp`).
     pub fn runtime_label(&self) -> String {
         if self.first_party {
-            return if self.name == LEARN { "wasm".into() } else { "vfs".into() };
+            return if self.name == LEARN {
+                "wasm".into()
+            } else if self.runs_as_vfs() {
+                "vfs".into()
+            } else {
+                "builtin".into()
+            };
         }
         match resolve_runtime(&self.name, &self.config).choice {
             RuntimeChoice::Local(kind) => kind.name().into(),
             RuntimeChoice::Builtin => "builtin".into(),
             RuntimeChoice::Mcp { .. } => "mcp".into(),
         }
+    }
+
+    /// A first-party fs tool configured with `runtime = "vfs"`: the `jp` binary re-executed as a
+    /// sandboxed VFS tool instead of running in-process.
+    pub fn runs_as_vfs(&self) -> bool {
+        self.first_party && self.name != LEARN && self.config.runtime == Some(ToolRuntimeKind::Vfs)
     }
 
     /// `local`, `builtin` or `mcp.<server>.<tool>`.
@@ -175,6 +188,7 @@ pub struct App {
     tools: BTreeMap<String, ToolEntry>,
     vfs: VfsRuntime,
     stdio: StdioRuntime,
+    builtin: BuiltinRuntime,
     wasm: OnceLock<Result<WasmRuntime, RuntimeError>>,
     wasm_setup: WasmSetup,
     self_exe: PathBuf,
@@ -274,12 +288,14 @@ impl App {
             limits: WasmLimits { deadline: options.timeout, ..WasmLimits::default() },
             sandbox: options.sandbox,
         };
+        let builtin = BuiltinRuntime::new(vfs.services().clone(), jp_fs_tools::TOOLS);
         let stdio = StdioRuntime::new(&workspace).env(options.env).sandbox(options.sandbox).timeout(options.timeout);
         Ok(Self {
             workspace,
             tools,
             vfs,
             stdio,
+            builtin,
             wasm: OnceLock::new(),
             wasm_setup,
             self_exe: options.self_exe,
@@ -311,7 +327,7 @@ impl App {
     /// The configuration a first-party tool runs with: `jp` in tool mode, as a VFS tool.
     fn run_config(&self, entry: &ToolEntry) -> ToolConfig {
         let mut config = entry.config.clone();
-        if entry.first_party && entry.name != LEARN {
+        if entry.runs_as_vfs() {
             let exe = self.self_exe.to_string_lossy();
             let quoted = shlex::try_quote(&exe).map_or_else(|_| exe.to_string(), |q| q.into_owned());
             config.source = ToolSource::Local;
@@ -367,21 +383,17 @@ impl App {
         SchemaResponse::parse_for(&entry.name, &text).map_err(|e| RuntimeError::Config(e.to_string()))
     }
 
-    /// Run one call. `arguments` are checked against the definition first (missing required
+    /// Run one call. Its arguments are checked against the definition first (missing required
     /// parameters are a [`RuntimeError::Config`]). The call is cancelled at the time limit.
-    pub async fn call(
-        &self,
-        name: &str,
-        arguments: Map<String, Value>,
-        answers: Map<String, Value>,
-        cancel: CancellationToken,
-    ) -> Result<ExecutionOutcome, RuntimeError> {
+    pub async fn call(&self, call: ToolCall) -> Result<ExecutionOutcome, RuntimeError> {
+        let name = call.name.clone();
+        let name = name.as_str();
         let entry = self.tool(name).map_err(|e| RuntimeError::Config(e.to_string()))?;
         let definition = self.definition(name).await?;
         let missing: Vec<&String> = definition
             .parameters
             .iter()
-            .filter(|(k, p)| p.required == Some(true) && !arguments.contains_key(*k))
+            .filter(|(k, p)| p.required == Some(true) && !call.arguments.contains_key(*k))
             .map(|(k, _)| k)
             .collect();
         if !missing.is_empty() {
@@ -390,12 +402,12 @@ impl App {
                 missing.iter().map(|m| format!("'{m}'")).collect::<Vec<_>>().join(", ")
             )));
         }
+        let cancel = call.cancel.clone();
         let config = self.run_config(entry);
         let resolution = resolve_runtime(name, &config);
         for warning in &resolution.warnings {
             eprintln!("warning: {warning}");
         }
-        let call = ToolCall { name: name.into(), id: "call".into(), arguments, answers, cancel: cancel.clone() };
         let run = async {
             match resolution.choice {
                 RuntimeChoice::Local(ToolRuntimeKind::Stdio) => self.stdio.run(call, &config, None).await,
@@ -407,7 +419,7 @@ impl App {
                     let (call, source) = self.learn_call(call, &config).await?;
                     self.wasm()?.run(call, &config, Some(source)).await
                 }
-                RuntimeChoice::Builtin => Err(RuntimeError::Config(format!("'{name}' is not a builtin tool"))),
+                RuntimeChoice::Builtin => self.builtin.run(call, &config, entry.default_policy()).await,
                 RuntimeChoice::Mcp { server, .. } => Err(RuntimeError::UnsupportedRuntime {
                     tool: name.into(),
                     runtime: "mcp".into(),

@@ -13,14 +13,19 @@
 //!   sandbox, granted the workspace as a whole per their policy.
 //! - [`wasm::WasmRuntime`] — WASI p2 components under wasmtime; their `wasi:filesystem` and
 //!   `jp:host` imports are served by the core dispatcher.
+//! - [`builtin::BuiltinRuntime`] — first-party tools in-process, their host calls served by the
+//!   core dispatcher directly ([`services::HostServices`] is what both it and the VFS runtime build
+//!   a dispatcher from).
 //! - [`app`] and [`terminal`] — the `jp` command's host: configuration, first-party tools, D06
 //!   schemas, D10 runtime resolution, terminal inquiries and `--trace`.
 
 pub mod app;
+pub mod builtin;
 pub mod files;
 pub mod http;
 pub mod process;
 pub mod sandbox;
+pub mod services;
 pub mod stdio;
 pub mod terminal;
 pub mod vfs;

@@ -12,7 +12,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use jp_core::cancel::CancellationToken;
 use jp_core::host::{DenyInquirer, Inquirer};
-use jp_core::runtime::{ExecutionOutcome, RuntimeError};
+use jp_core::runtime::{ExecutionOutcome, RuntimeError, ToolCall};
 use jp_core::state::AnswerType;
 use jp_native::app::{App, AppError, AppOptions, TOOL_MODE_ARG};
 use jp_native::sandbox::{OPT_OUT_FLAG, SandboxMode, probe};
@@ -299,7 +299,10 @@ async fn call(app: &App, args: &CallArgs, interactive: bool, json: bool) -> Resu
         }
     });
     let result = loop {
-        let outcome = app.call(&args.name, arguments.clone(), answers.clone(), cancel.clone()).await;
+        let mut call = ToolCall::new(args.name.clone(), "call", arguments.clone());
+        call.answers = answers.clone();
+        call.cancel = cancel.clone();
+        let outcome = app.call(call).await;
         match outcome {
             Ok(ExecutionOutcome::NeedsInput { question, .. }) if interactive && !answers.contains_key(&question.id) => {
                 let hint = match &question.answer_type {

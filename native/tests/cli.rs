@@ -61,7 +61,7 @@ fn list_shows_every_first_party_tool_with_runtime_source_summary_and_policy() {
     expected.push("learn");
     assert_eq!(names, expected);
     for r in &rows {
-        assert_eq!(r["runtime"], if r["name"] == "learn" { "wasm" } else { "vfs" });
+        assert_eq!(r["runtime"], if r["name"] == "learn" { "wasm" } else { "builtin" });
         assert_eq!(r["source"], "builtin");
         assert!(!r["summary"].as_str().unwrap().is_empty(), "{r}");
     }
@@ -74,6 +74,36 @@ fn list_shows_every_first_party_tool_with_runtime_source_summary_and_policy() {
     assert_eq!(code(&text), 0);
     assert!(stdout(&text).lines().next().unwrap().starts_with("NAME"));
     assert!(stdout(&text).contains("fs_grep_files"));
+}
+
+#[test]
+fn a_first_party_tool_runs_in_process_or_as_a_vfs_subprocess_with_runtime_vfs() {
+    let ws = workspace();
+    std::fs::write(ws.path().join("notes.txt"), "one\ntwo\n").unwrap();
+    let builtin = jp(ws.path(), &["tool", "call", "fs_read_file", "path=notes.txt", "--trace"]);
+    assert_eq!(code(&builtin), 0, "{}", stderr(&builtin));
+    assert_eq!(stdout(&builtin), "one\ntwo\n");
+    assert!(stderr(&builtin).contains("fs.read"), "the builtin form reports its decisions too: {}", stderr(&builtin));
+
+    std::fs::create_dir_all(ws.path().join(".jp")).unwrap();
+    std::fs::write(
+        ws.path().join(".jp/config.toml"),
+        "[conversation.tools.fs_read_file]\nsource = \"builtin\"\nruntime = \"vfs\"\n",
+    )
+    .unwrap();
+    let list = jp(ws.path(), &["tool", "list", "--json"]);
+    let rows: Vec<Value> = serde_json::from_str(&stdout(&list)).unwrap();
+    let runtime = |n: &str| rows.iter().find(|r| r["name"] == n).unwrap()["runtime"].clone();
+    assert_eq!(runtime("fs_read_file"), "vfs");
+    assert_eq!(runtime("fs_grep_files"), "builtin");
+    let vfs = jp(ws.path(), &["tool", "call", "fs_read_file", "path=notes.txt", "--trace"]);
+    assert_eq!(code(&vfs), 0, "{}", stderr(&vfs));
+    assert_eq!(stdout(&vfs), stdout(&builtin));
+    assert!(
+        !stderr(&vfs).contains("ignored"),
+        "runtime = \"vfs\" is meaningful on a first-party tool: {}",
+        stderr(&vfs)
+    );
 }
 
 #[test]

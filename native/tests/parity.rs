@@ -1,6 +1,7 @@
 //! Write once, run anywhere: the first-party tools as a VFS subprocess (`jp __tool` under the OS
-//! sandbox) and as a WASI component give byte-identical results and identical denials, over the
-//! same file sets and policies — because both ask the same dispatcher.
+//! sandbox), in-process on the builtin runtime and as a WASI component give byte-identical
+//! results and identical denials, over the same file sets and policies — because all three ask
+//! the same dispatcher.
 
 #![cfg(target_os = "linux")]
 
@@ -10,7 +11,9 @@ use std::sync::Arc;
 
 use jp_core::cancel::CancellationToken;
 use jp_core::runtime::{Config, ExecutionOutcome, ToolCall, ToolConfig};
+use jp_native::builtin::BuiltinRuntime;
 use jp_native::files::FsProjectFiles;
+use jp_native::services::HostServices;
 use jp_native::vfs::VfsRuntime;
 use jp_native::wasm::{GUESTS_DIR, WasmEngine, WasmRuntime};
 use serde_json::{Value, json};
@@ -115,6 +118,7 @@ fn call(name: &str, args: &Value) -> ToolCall {
         arguments: args.as_object().cloned().unwrap(),
         answers: Default::default(),
         cancel: CancellationToken::new(),
+        inquirer: None,
     }
 }
 
@@ -127,16 +131,17 @@ fn summary(out: ExecutionOutcome) -> Result<String, String> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn vfs_binary_and_component_agree_byte_for_byte() {
+async fn vfs_binary_builtin_and_component_agree_byte_for_byte() {
     let engine = WasmEngine::shared().unwrap();
     let component = Path::new(GUESTS_DIR).join("jp_fs_component.wasm");
     let mut compared = 0;
     let mut denials = 0;
     for (policy_name, access) in POLICIES {
         for (tool, args) in cases() {
-            let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+            let (a, b, c) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
             populate(a.path());
             populate(b.path());
+            populate(c.path());
 
             let files = Arc::new(FsProjectFiles::open(a.path()).unwrap());
             let vfs = VfsRuntime::new(files, a.path());
@@ -147,9 +152,18 @@ async fn vfs_binary_and_component_agree_byte_for_byte() {
             let wasm_cfg = config(None, Some(component.to_str().unwrap()), access);
             let wasm_out = wasm.run(call(tool, &args), &wasm_cfg, None).await;
 
+            let files = Arc::new(FsProjectFiles::open(c.path()).unwrap());
+            let builtin = BuiltinRuntime::new(HostServices::new(files, c.path()), jp_fs_tools::TOOLS);
+            let builtin_cfg = config(None, Some("unused.wasm"), access);
+            let builtin_out =
+                builtin.run(call(tool, &args), &builtin_cfg, jp_core::policy::AccessPolicy::vfs_default()).await;
+
             let (v, w) = (summary(vfs_out.unwrap()), summary(wasm_out.unwrap()));
+            let i = summary(builtin_out.unwrap());
             assert_eq!(v, w, "{policy_name}: {tool} {args}");
+            assert_eq!(v, i, "{policy_name}: {tool} {args} (builtin)");
             assert_eq!(tree(a.path()), tree(b.path()), "{policy_name}: {tool} {args}: the files differ afterwards");
+            assert_eq!(tree(a.path()), tree(c.path()), "{policy_name}: {tool} {args}: builtin left other files");
             compared += 1;
             if v.as_ref().is_err_and(|e| e.contains("Access denied")) {
                 denials += 1;

@@ -49,6 +49,7 @@ fn call(name: &str, args: Value) -> ToolCall {
         arguments: args.as_object().cloned().unwrap_or_default(),
         answers: Default::default(),
         cancel: CancellationToken::new(),
+        inquirer: None,
     }
 }
 

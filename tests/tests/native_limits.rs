@@ -39,6 +39,7 @@ async fn a_tool_pipelining_large_writes_behind_a_held_request_is_held_back() {
         arguments: Map::new(),
         answers: Map::new(),
         cancel: CancellationToken::new(),
+        inquirer: None,
     };
     let rt =
         VfsRuntime::new(Arc::new(FsProjectFiles::open(ws.path()).unwrap()), ws.path()).inquirer(Arc::new(NeverAnswers));

@@ -31,6 +31,7 @@ fn call() -> ToolCall {
         arguments: Map::new(),
         answers: Map::new(),
         cancel: CancellationToken::new(),
+        inquirer: None,
     }
 }
 

@@ -70,6 +70,7 @@ fn call(args: Value) -> ToolCall {
         arguments: args.as_object().cloned().unwrap(),
         answers: Map::new(),
         cancel: CancellationToken::new(),
+        inquirer: None,
     }
 }
 

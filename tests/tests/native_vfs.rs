@@ -31,6 +31,7 @@ fn call(name: &str, args: Value) -> ToolCall {
         arguments: args.as_object().cloned().unwrap_or_default(),
         answers: Map::new(),
         cancel: CancellationToken::new(),
+        inquirer: None,
     }
 }
 

@@ -196,6 +196,7 @@ impl App {
             arguments: Map::new(),
             answers: Map::new(),
             cancel: CancellationToken::new(),
+            inquirer: None,
         };
         let ask = async {
             match kind {

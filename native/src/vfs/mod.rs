@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use jp_core::BoxFuture;
 use jp_core::files::ProjectFiles;
-use jp_core::host::{DenyInquirer, DispatchEvents, Dispatcher, HttpClient, Inquirer, ProcessRunner, Unavailable};
+use jp_core::host::{DispatchEvents, HttpClient, Inquirer, ProcessRunner};
 use jp_core::policy::AccessPolicy;
 use jp_core::protocol::{DEFAULT_MAX_LINE, InitParams, InitTool, PROTOCOL_VERSION, ProtocolNotification};
 use jp_core::runtime::{ExecutionOutcome, RuntimeError, ToolCall, ToolConfig, ToolRuntime};
@@ -32,6 +32,7 @@ pub use self::session::VfsHandle;
 use self::session::{Session, Spawned, Step, stopped};
 use crate::process::{GroupGuard, find_program};
 use crate::sandbox::{ChildCommand, SandboxMode, SandboxSpec, configured_read_paths};
+use crate::services::HostServices;
 
 /// Timing and size limits of a VFS call.
 #[derive(Debug, Clone, Copy)]
@@ -108,22 +109,15 @@ impl ToolCommand {
 
 /// Runs `runtime = "vfs"` tools.
 pub struct VfsRuntime {
-    files: Arc<dyn ProjectFiles>,
-    workspace: PathBuf,
-    http: Arc<dyn HttpClient>,
-    process: Arc<dyn ProcessRunner>,
-    inquirer: Arc<dyn Inquirer>,
-    env: BTreeMap<String, String>,
+    services: HostServices,
     sandbox: SandboxMode,
     options: VfsOptions,
-    trace: Option<Arc<dyn DispatchEvents>>,
-    home: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for VfsRuntime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("VfsRuntime")
-            .field("workspace", &self.workspace)
+            .field("workspace", &self.services.workspace)
             .field("sandbox", &self.sandbox)
             .finish_non_exhaustive()
     }
@@ -133,42 +127,39 @@ impl VfsRuntime {
     /// A runtime serving `files`, whose real root (for relative commands and the home check) is
     /// `workspace`. HTTP and processes are unavailable and inquiries denied until configured.
     pub fn new(files: Arc<dyn ProjectFiles>, workspace: impl Into<PathBuf>) -> Self {
-        Self {
-            files,
-            workspace: workspace.into(),
-            http: Arc::new(Unavailable::no_http()),
-            process: Arc::new(Unavailable::no_process()),
-            inquirer: Arc::new(DenyInquirer),
-            env: BTreeMap::new(),
-            sandbox: SandboxMode::Enforce,
-            options: VfsOptions::default(),
-            trace: None,
-            home: None,
-        }
+        Self::with_services(HostServices::new(files, workspace))
+    }
+    /// A runtime over these services.
+    pub fn with_services(services: HostServices) -> Self {
+        Self { services, sandbox: SandboxMode::Enforce, options: VfsOptions::default() }
+    }
+    /// The services behind its tools' requests.
+    pub fn services(&self) -> &HostServices {
+        &self.services
     }
     /// The HTTP client behind `http.*`.
     pub fn http(mut self, http: Arc<dyn HttpClient>) -> Self {
-        self.http = http;
+        self.services.http = http;
         self
     }
     /// The runner behind `process.run`.
     pub fn process(mut self, process: Arc<dyn ProcessRunner>) -> Self {
-        self.process = process;
+        self.services.process = process;
         self
     }
     /// Who answers inquiries.
     pub fn inquirer(mut self, inquirer: Arc<dyn Inquirer>) -> Self {
-        self.inquirer = inquirer;
+        self.services.inquirer = inquirer;
         self
     }
     /// The host environment (filtered by each tool's policy).
     pub fn env(mut self, env: BTreeMap<String, String>) -> Self {
-        self.env = env;
+        self.services.env = env;
         self
     }
     /// The home directory, so `~/…` sensitive paths apply when the workspace contains it.
     pub fn home(mut self, home: Option<PathBuf>) -> Self {
-        self.home = home;
+        self.services.home = home;
         self
     }
     /// Enforce the OS sandbox (default) or run without it.
@@ -178,21 +169,14 @@ impl VfsRuntime {
     }
     /// Limits.
     pub fn options(mut self, options: VfsOptions) -> Self {
+        self.services.max_line = options.max_line;
         self.options = options;
         self
     }
     /// Where every policy decision is reported (`--trace`, logs).
     pub fn trace(mut self, events: Arc<dyn DispatchEvents>) -> Self {
-        self.trace = Some(events);
+        self.services.trace = Some(events);
         self
-    }
-
-    fn policy(&self, config: &ToolConfig, default: AccessPolicy) -> Result<AccessPolicy, RuntimeError> {
-        let mut policy = config.policy(default).map_err(|e| RuntimeError::Config(e.to_string()))?;
-        if let (Some(home), Ok(ws)) = (&self.home, std::fs::canonicalize(&self.workspace)) {
-            policy.set_home(&ws.to_string_lossy(), &home.to_string_lossy());
-        }
-        Ok(policy)
     }
 
     /// Run the tool once with `init` and serve it until it ends. Without a `sandbox` or `access`
@@ -261,15 +245,12 @@ impl VfsRuntime {
         let name = call.name.clone();
         let command =
             config.command.as_deref().ok_or_else(|| RuntimeError::Config(format!("tool '{name}' has no `command`")))?;
-        let cmd = ToolCommand::parse(command, &self.workspace, self.env.get("PATH").map(String::as_str))?;
-        let policy = self.policy(config, default_policy)?;
+        let ws = &self.services.workspace;
+        let cmd = ToolCommand::parse(command, ws, self.services.env.get("PATH").map(String::as_str))?;
+        let policy = self.services.policy(config, default_policy)?;
         let sandbox = match self.sandbox {
             SandboxMode::Enforce => {
-                let spec = SandboxSpec::for_tool(
-                    &cmd.program,
-                    &cmd.script_files,
-                    &configured_read_paths(&self.workspace, config)?,
-                );
+                let spec = SandboxSpec::for_tool(&cmd.program, &cmd.script_files, &configured_read_paths(ws, config)?);
                 Some(spec.prepare().map_err(|e| RuntimeError::Sandbox(e.to_string()))?)
             }
             SandboxMode::Disabled => None,
@@ -296,15 +277,7 @@ impl VfsRuntime {
             },
             protocol_version: PROTOCOL_VERSION.into(),
         });
-        let dispatcher = Arc::new(
-            Dispatcher::builder(name.clone(), Arc::new(policy), self.files.clone())
-                .http(self.http.clone())
-                .process(self.process.clone())
-                .inquirer(self.inquirer.clone())
-                .env(self.env.clone())
-                .max_line(self.options.max_line)
-                .build(),
-        );
+        let dispatcher = Arc::new(self.services.dispatcher(call, policy));
         Ok(Session::start(Spawned {
             name,
             call_id: call.id.clone(),
@@ -317,7 +290,7 @@ impl VfsRuntime {
             stderr,
             init,
             dispatcher,
-            trace: self.trace.clone(),
+            trace: self.services.trace.clone(),
         }))
     }
 }

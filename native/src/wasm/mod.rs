@@ -510,7 +510,8 @@ impl WasmRuntime {
         } else {
             Arc::new(config.policy(AccessPolicy::stdio_default()).map_err(|e| RuntimeError::Config(e.to_string()))?)
         };
-        let (loaded, mounts, host_dispatcher) = self.prepare(&call.name, &source, policy)?;
+        let inquirer = call.inquirer.clone().unwrap_or_else(|| self.inquirer.clone());
+        let (loaded, mounts, host_dispatcher) = self.prepare(&call.name, &source, policy, inquirer)?;
         let arguments = serde_json::to_string(&call.arguments).unwrap_or_default();
         let answers = serde_json::to_string(&call.answers).unwrap_or_default();
         let root = mounts.first().map_or_else(|| "/".to_owned(), |m| m.guest_path.clone());
@@ -560,7 +561,8 @@ impl WasmRuntime {
 
     /// The D06 schema of a component that exports `jp:tool/describe`; `Ok(None)` when it does not.
     pub async fn describe(&self, name: &str, source: ComponentSource) -> Result<Option<String>, RuntimeError> {
-        let (loaded, mounts, d) = self.prepare(name, &source, Arc::new(AccessPolicy::vfs_default()))?;
+        let (loaded, mounts, d) =
+            self.prepare(name, &source, Arc::new(AccessPolicy::vfs_default()), self.inquirer.clone())?;
         let Some(index) = loaded.describe else { return Ok(None) };
         let call = ToolCall {
             name: name.into(),
@@ -568,6 +570,7 @@ impl WasmRuntime {
             arguments: Default::default(),
             answers: Default::default(),
             cancel: CancellationToken::new(),
+            inquirer: None,
         };
         let mut store = self.store(&call, mounts, d);
         let instance =
@@ -592,13 +595,14 @@ impl WasmRuntime {
         name: &str,
         source: &ComponentSource,
         policy: Arc<AccessPolicy>,
+        inquirer: Arc<dyn Inquirer>,
     ) -> Result<(Arc<Loaded>, Vec<Mount>, Option<Arc<Dispatcher>>), RuntimeError> {
         let dispatcher = |policy: Arc<AccessPolicy>, files: Arc<dyn ProjectFiles>| {
             Arc::new(
                 Dispatcher::builder(name, policy, files)
                     .http(self.http.clone())
                     .process(self.process.clone())
-                    .inquirer(self.inquirer.clone())
+                    .inquirer(inquirer.clone())
                     .env(self.env.clone())
                     .build(),
             )

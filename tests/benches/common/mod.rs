@@ -25,5 +25,6 @@ pub(crate) fn call(name: &str, args: serde_json::Value) -> ToolCall {
         arguments: args.as_object().cloned().unwrap(),
         answers: Default::default(),
         cancel: CancellationToken::new(),
+        inquirer: None,
     }
 }

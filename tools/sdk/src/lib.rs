@@ -32,6 +32,9 @@
 
 #[cfg(all(target_arch = "wasm32", target_os = "wasi"))]
 pub mod component;
+mod direct;
+
+pub use direct::DirectHost;
 
 use std::io::{BufRead, BufReader, Write};
 use std::sync::Mutex;

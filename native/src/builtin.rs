@@ -1,0 +1,90 @@
+//! [`BuiltinRuntime`] (D10): first-party tools run in-process. A tool is our own code written
+//! against [`jp_tool::Host`] only; its host calls become typed [`HostRequest`]s served directly by
+//! the core [`Dispatcher`](jp_core::host::Dispatcher) — the same policy, inquiries and trace events
+//! as a VFS tool, without a subprocess or JSON in between.
+//!
+//! The tool runs on a blocking thread (its `Host` is synchronous); each request is driven to
+//! completion on the runtime from there. Cancellation ends the call at once; the tool's thread
+//! finishes the request it is in (writes are atomic) and every later request is refused.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use jp_core::host::{DispatchEvents, HostError, NoEvents};
+use jp_core::policy::AccessPolicy;
+use jp_core::protocol::{HostRequest, Id};
+use jp_core::runtime::{ExecutionOutcome, RuntimeError, ToolCall, ToolConfig};
+use jp_tool::{Call, DirectHost, Reply, ToolSpec};
+
+use crate::services::HostServices;
+
+/// Runs first-party tools in this process.
+#[derive(Debug, Clone)]
+pub struct BuiltinRuntime {
+    services: HostServices,
+    tools: &'static [ToolSpec],
+}
+
+impl BuiltinRuntime {
+    /// A runtime serving `tools` with these services.
+    pub fn new(services: HostServices, tools: &'static [ToolSpec]) -> Self {
+        Self { services, tools }
+    }
+
+    /// Whether it has a tool of this name.
+    pub fn has(&self, name: &str) -> bool {
+        self.tools.iter().any(|t| t.name == name)
+    }
+
+    /// Run one call under the tool's policy (`default` without a `sandbox`/`access` table).
+    pub async fn run(
+        &self,
+        call: ToolCall,
+        config: &ToolConfig,
+        default: AccessPolicy,
+    ) -> Result<ExecutionOutcome, RuntimeError> {
+        let spec = *self
+            .tools
+            .iter()
+            .find(|t| t.name == call.name)
+            .ok_or_else(|| RuntimeError::Config(format!("'{}' is not a builtin tool", call.name)))?;
+        let policy = self.services.policy(config, default)?;
+        let dispatcher = self.services.dispatcher(&call, policy);
+        let trace = self.services.trace.clone();
+        let runtime = tokio::runtime::Handle::current();
+        let cancel = call.cancel.clone();
+        let tool_call = Call {
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+            answers: call.answers.clone(),
+            options: config.options.clone(),
+        };
+        let work = tokio::task::spawn_blocking(move || {
+            let next = AtomicI64::new(0);
+            let events: &dyn DispatchEvents = match &trace {
+                Some(t) => t.as_ref(),
+                None => &NoEvents,
+            };
+            let host = DirectHost::new(|request: HostRequest| {
+                if cancel.is_cancelled() {
+                    return Err(HostError::Cancelled("the call was cancelled".into()));
+                }
+                let id = Id::Number(next.fetch_add(1, Ordering::Relaxed) + 1);
+                runtime.block_on(dispatcher.handle(&request, &id, events))
+            });
+            (spec.run)(&host, &tool_call)
+        });
+        let reply = tokio::select! {
+            r = work => r.map_err(|e| RuntimeError::Protocol {
+                tool: call.name.clone(),
+                message: format!("the builtin tool failed: {e}"),
+            })?,
+            () = call.cancel.cancelled() => return Ok(ExecutionOutcome::Cancelled { id: call.id }),
+        };
+        let id = call.id;
+        Ok(match reply {
+            Reply::Result(r) => ExecutionOutcome::Completed { id, result: Ok(r) },
+            Reply::Error(e) => ExecutionOutcome::Completed { id, result: Err(e) },
+            Reply::NeedsInput(question) => ExecutionOutcome::NeedsInput { id, question },
+        })
+    }
+}

@@ -1,0 +1,82 @@
+//! [`HostServices`]: what a runtime needs to build a tool's [`Dispatcher`] — the project files,
+//! the HTTP client, the process runner, who answers inquiries, the host environment and where
+//! decisions are reported. The VFS runtime and the builtin runtime share it, so a tool gets the
+//! same policy and the same dispatcher whichever way it runs.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use jp_core::files::ProjectFiles;
+use jp_core::host::{DenyInquirer, DispatchEvents, Dispatcher, HttpClient, Inquirer, ProcessRunner, Unavailable};
+use jp_core::policy::AccessPolicy;
+use jp_core::protocol::DEFAULT_MAX_LINE;
+use jp_core::runtime::{RuntimeError, ToolCall, ToolConfig};
+
+/// The services behind a tool's host requests.
+#[derive(Clone)]
+pub struct HostServices {
+    /// The project.
+    pub files: Arc<dyn ProjectFiles>,
+    /// Its real root (relative commands, the home check).
+    pub workspace: PathBuf,
+    /// Behind `http.*`.
+    pub http: Arc<dyn HttpClient>,
+    /// Behind `process.run`.
+    pub process: Arc<dyn ProcessRunner>,
+    /// Who answers inquiries unless a call brings its own.
+    pub inquirer: Arc<dyn Inquirer>,
+    /// The host environment (filtered by each tool's policy).
+    pub env: BTreeMap<String, String>,
+    /// The home directory, so `~/…` sensitive paths apply when the workspace contains it.
+    pub home: Option<PathBuf>,
+    /// Where every decision is reported (`--trace`, logs).
+    pub trace: Option<Arc<dyn DispatchEvents>>,
+    /// Largest protocol line a dispatcher answers with.
+    pub max_line: usize,
+}
+
+impl std::fmt::Debug for HostServices {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostServices").field("workspace", &self.workspace).finish_non_exhaustive()
+    }
+}
+
+impl HostServices {
+    /// Services over `files` rooted at `workspace`: no HTTP, no processes, inquiries denied.
+    pub fn new(files: Arc<dyn ProjectFiles>, workspace: impl Into<PathBuf>) -> Self {
+        Self {
+            files,
+            workspace: workspace.into(),
+            http: Arc::new(Unavailable::no_http()),
+            process: Arc::new(Unavailable::no_process()),
+            inquirer: Arc::new(DenyInquirer),
+            env: BTreeMap::new(),
+            home: None,
+            trace: None,
+            max_line: DEFAULT_MAX_LINE,
+        }
+    }
+
+    /// The tool's compiled policy (`default` without a `sandbox`/`access` table), with the home
+    /// directory known.
+    pub fn policy(&self, config: &ToolConfig, default: AccessPolicy) -> Result<AccessPolicy, RuntimeError> {
+        let mut policy = config.policy(default).map_err(|e| RuntimeError::Config(e.to_string()))?;
+        if let (Some(home), Ok(ws)) = (&self.home, std::fs::canonicalize(&self.workspace)) {
+            policy.set_home(&ws.to_string_lossy(), &home.to_string_lossy());
+        }
+        Ok(policy)
+    }
+
+    /// The dispatcher serving one call of a tool under `policy`; the call's own inquirer, if it
+    /// brings one, answers its inquiries.
+    pub fn dispatcher(&self, call: &ToolCall, policy: AccessPolicy) -> Dispatcher {
+        Dispatcher::builder(call.name.clone(), Arc::new(policy), self.files.clone())
+            .http(self.http.clone())
+            .process(self.process.clone())
+            .inquirer(call.inquirer.clone().unwrap_or_else(|| self.inquirer.clone()))
+            .env(self.env.clone())
+            .max_line(self.max_line)
+            .build()
+    }
+}
