@@ -68,6 +68,12 @@ pub enum HandleError {
     /// `spawn` goes to a runtime, not to the registry.
     #[error("'spawn' creates a handle through the tool's runtime; register the result instead")]
     Spawn,
+    /// Another call is working with the handle right now.
+    #[error("handle '{id}' is busy with another call; try again when that call has returned")]
+    Busy {
+        /// The id.
+        id: String,
+    },
     /// The tool failed while handling the command.
     #[error("{0}")]
     Tool(ToolError),
@@ -77,7 +83,61 @@ pub enum HandleError {
 #[derive(Default)]
 pub struct HandleRegistry {
     handles: BTreeMap<u64, ToolHandle>,
+    /// Handles checked out by a call in progress, with their tool.
+    busy: BTreeMap<u64, String>,
     next_id: u64,
+}
+
+/// A handle taken out of the registry while one command runs on it (see
+/// [`HandleRegistry::checkout`]), so that the registry is not held across the command and other
+/// handles stay usable meanwhile.
+pub struct Checkout {
+    key: u64,
+    handle: ToolHandle,
+}
+
+impl std::fmt::Debug for Checkout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Checkout").field("id", &self.id()).field("state", &self.handle.state).finish()
+    }
+}
+
+impl Checkout {
+    /// The handle id.
+    pub fn id(&self) -> String {
+        format!("h_{}", self.key)
+    }
+
+    /// Run `fetch`, `apply` or `abort` and return the new state. `apply` is routed by the last
+    /// state: the answer to a waiting tool's question, data for a running one.
+    pub async fn run(&mut self, command: ToolCommand) -> Result<ToolState, HandleError> {
+        let handle = &mut self.handle;
+        let next = match command {
+            ToolCommand::Fetch { .. } => handle.inner.fetch().await,
+            ToolCommand::Apply { input, .. } => {
+                let input = match &handle.state {
+                    ToolState::Waiting { question, .. } => {
+                        ApplyInput::Answer { question_id: question.id.clone(), value: input }
+                    }
+                    _ => ApplyInput::Data(input),
+                };
+                handle.inner.apply(input).await
+            }
+            ToolCommand::Abort { .. } => {
+                handle.inner.abort().await;
+                Ok(ToolState::Stopped { result: Err(ToolError::new("aborted")) })
+            }
+            ToolCommand::Spawn { .. } => return Err(HandleError::Spawn),
+        };
+        let state = next.unwrap_or_else(|e| ToolState::Stopped { result: Err(e) });
+        handle.state = state.clone();
+        Ok(state)
+    }
+
+    /// Stop the tool (the registry was closed while this call had it).
+    pub async fn abort(mut self) {
+        self.handle.inner.abort().await;
+    }
 }
 
 impl std::fmt::Debug for HandleRegistry {
@@ -112,9 +172,11 @@ impl HandleRegistry {
         format!("h_{id}")
     }
 
-    /// Ids of live handles, oldest first.
+    /// Ids of live handles (including those a call is working with), oldest first.
     pub fn ids(&self) -> Vec<String> {
-        self.handles.keys().map(|k| format!("h_{k}")).collect()
+        let mut keys: Vec<u64> = self.handles.keys().chain(self.busy.keys()).copied().collect();
+        keys.sort_unstable();
+        keys.into_iter().map(|k| format!("h_{k}")).collect()
     }
 
     /// Number of live handles.
@@ -132,48 +194,53 @@ impl HandleRegistry {
         parse_id(id).and_then(|k| self.handles.get(&k)).map(|h| &h.state)
     }
 
-    /// Run `fetch`, `apply` or `abort` for `tool` and return the new state. A handle that
-    /// reaches `stopped` is removed.
-    pub async fn dispatch(&mut self, tool: &str, command: ToolCommand) -> Result<ToolState, HandleError> {
-        let id = match &command {
+    /// Take handle `id` of `tool` out of the registry to run one command on it; give it back
+    /// with [`checkin`](Self::checkin). Meanwhile the id is busy: another command on it is
+    /// refused, other handles are unaffected.
+    pub fn checkout(&mut self, tool: &str, command: &ToolCommand) -> Result<Checkout, HandleError> {
+        let id = match command {
             ToolCommand::Spawn { .. } => return Err(HandleError::Spawn),
             ToolCommand::Fetch { id } | ToolCommand::Apply { id, .. } | ToolCommand::Abort { id } => id.clone(),
         };
-        let key = parse_id(&id)
-            .filter(|k| self.handles.contains_key(k))
-            .ok_or_else(|| HandleError::NotFound { id: id.clone(), live: self.ids() })?;
-        let handle =
-            self.handles.get_mut(&key).ok_or_else(|| HandleError::NotFound { id: id.clone(), live: Vec::new() })?;
-        if handle.tool_name != tool {
-            return Err(HandleError::WrongTool { id, owner: handle.tool_name.clone(), tool: tool.into() });
-        }
-        let next = match command {
-            ToolCommand::Fetch { .. } => handle.inner.fetch().await,
-            ToolCommand::Apply { input, .. } => {
-                let input = match &handle.state {
-                    ToolState::Waiting { question, .. } => {
-                        ApplyInput::Answer { question_id: question.id.clone(), value: input }
-                    }
-                    _ => ApplyInput::Data(input),
-                };
-                handle.inner.apply(input).await
+        let key = parse_id(&id).ok_or_else(|| HandleError::NotFound { id: id.clone(), live: self.ids() })?;
+        if let Some(owner) = self.busy.get(&key) {
+            if owner != tool {
+                return Err(HandleError::WrongTool { id, owner: owner.clone(), tool: tool.into() });
             }
-            ToolCommand::Abort { .. } => {
-                handle.inner.abort().await;
-                Ok(ToolState::Stopped { result: Err(ToolError::new("aborted")) })
-            }
-            ToolCommand::Spawn { .. } => return Err(HandleError::Spawn),
-        };
-        let state = match next {
-            Ok(s) => s,
-            Err(e) => ToolState::Stopped { result: Err(e) },
-        };
-        if state.is_stopped() {
-            self.handles.remove(&key);
-        } else {
-            handle.state = state.clone();
+            return Err(HandleError::Busy { id });
         }
-        Ok(state)
+        let owner = match self.handles.get(&key) {
+            Some(h) => h.tool_name.clone(),
+            None => return Err(HandleError::NotFound { id, live: self.ids() }),
+        };
+        if owner != tool {
+            return Err(HandleError::WrongTool { id, owner, tool: tool.into() });
+        }
+        let handle = self.handles.remove(&key).ok_or_else(|| HandleError::NotFound { id, live: Vec::new() })?;
+        self.busy.insert(key, owner);
+        Ok(Checkout { key, handle })
+    }
+
+    /// Give a checked-out handle back; one that reached `stopped` is dropped.
+    pub fn checkin(&mut self, checkout: Checkout) {
+        self.busy.remove(&checkout.key);
+        if !checkout.handle.state.is_stopped() {
+            self.handles.insert(checkout.key, checkout.handle);
+        }
+    }
+
+    /// Run `fetch`, `apply` or `abort` for `tool` and return the new state. A handle that
+    /// reaches `stopped` is removed.
+    pub async fn dispatch(&mut self, tool: &str, command: ToolCommand) -> Result<ToolState, HandleError> {
+        let mut checkout = self.checkout(tool, &command)?;
+        let state = checkout.run(command).await;
+        self.checkin(checkout);
+        state
+    }
+
+    /// Take every live handle out (to abort them without holding the registry).
+    pub fn drain(&mut self) -> Vec<Checkout> {
+        std::mem::take(&mut self.handles).into_iter().map(|(key, handle)| Checkout { key, handle }).collect()
     }
 
     /// Abort every live handle (end of turn, host exit).

@@ -45,6 +45,10 @@ recv()
 send({"jsonrpc": "2.0", "method": "state", "params": {"type": "stopped", "result": f"Staged {len(staged)} of {len(lines)} changes."}})
 "#;
 
+/// How long fetch and apply wait for the tool's next state (generous: a slow machine must not turn
+/// "not yet" into a different answer).
+const WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 fn setup() -> (tempfile::TempDir, tempfile::TempDir, ToolConfig) {
     let ws = tempfile::tempdir().unwrap();
     std::fs::write(ws.path().join("changes.txt"), "add a\nremove b\nrename c\n").unwrap();
@@ -91,15 +95,16 @@ async fn a_stateful_tool_lives_across_apply_cycles_in_the_registry() {
     let (ws, _tools, cfg) = setup();
     let rt = runtime(ws.path());
     let policy = AccessPolicy::stdio_default();
-    let (state, handle) = rt.spawn_stateful(call(json!({"path": "changes.txt"})), &cfg, policy).await.unwrap();
+    let (state, handle) = rt.spawn_stateful(call(json!({"path": "changes.txt"})), &cfg, policy, WAIT).await.unwrap();
     let pid = pid_of(&state);
     assert!(matches!(&state, ToolState::Waiting { question, .. } if question.text == "Stage 'add a'?"), "{state:?}");
     let mut registry = HandleRegistry::new();
     let id = registry.register("stager", state, Box::new(handle.expect("a live handle")));
 
-    // fetch shows the same question; the same process answers every apply.
+    // fetch shows the same question (its content went back with spawn); the same process
+    // answers every apply.
     let fetched = registry.dispatch("stager", ToolCommand::Fetch { id: id.clone() }).await.unwrap();
-    assert_eq!(pid_of(&fetched), pid);
+    assert!(matches!(&fetched, ToolState::Waiting { question, content: None } if question.text == "Stage 'add a'?"), "{fetched:?}");
     let next = registry.dispatch("stager", ToolCommand::Apply { id: id.clone(), input: json!("y") }).await.unwrap();
     assert!(matches!(&next, ToolState::Waiting { question, .. } if question.text == "Stage 'remove b'?"), "{next:?}");
     assert_eq!(pid_of(&next), pid, "the process stays alive between applies");
@@ -119,7 +124,7 @@ async fn aborting_a_stateful_tool_ends_its_process() {
     let (ws, _tools, cfg) = setup();
     let rt = runtime(ws.path());
     let (state, handle) =
-        rt.spawn_stateful(call(json!({"path": "changes.txt"})), &cfg, AccessPolicy::stdio_default()).await.unwrap();
+        rt.spawn_stateful(call(json!({"path": "changes.txt"})), &cfg, AccessPolicy::stdio_default(), WAIT).await.unwrap();
     let pid = pid_of(&state);
     assert!(alive(pid));
     let mut registry = HandleRegistry::new();
@@ -137,7 +142,7 @@ async fn a_stateful_call_that_ends_at_once_has_no_handle() {
     let (ws, _tools, cfg) = setup();
     std::fs::write(ws.path().join("empty.txt"), "").unwrap();
     let (state, handle) = runtime(ws.path())
-        .spawn_stateful(call(json!({"path": "empty.txt"})), &cfg, AccessPolicy::stdio_default())
+        .spawn_stateful(call(json!({"path": "empty.txt"})), &cfg, AccessPolicy::stdio_default(), WAIT)
         .await
         .unwrap();
     assert_eq!(state, ToolState::Stopped { result: Ok("Staged 0 of 0 changes.".into()) });

@@ -26,7 +26,8 @@ use serde_json::Value;
 use crate::files::ProjectFiles;
 use crate::policy::{AccessPolicy, Capability, Decision, Scrubber, WorkspacePath, is_base_env};
 use crate::protocol::{
-    DEFAULT_MAX_CONTENT, DEFAULT_MAX_LINE, Frame, HostRequest, HostResponse, Id, Incoming, Message, ProcessRunResult,
+    DEFAULT_MAX_CONTENT, DEFAULT_MAX_LINE, Frame, HostRequest, HostResponse, Id, Incoming, Message, ProcessRunParams,
+    ProcessRunResult,
     Response, RpcError, decode_incoming, encode_message,
 };
 
@@ -374,13 +375,48 @@ impl Dispatcher {
         }
     }
 
+    /// Decide a `process.run` exactly as a request would be decided — policy, inquiry, trace —
+    /// and build what a runner needs to start it: the clean environment plus the variables the
+    /// policy forwards, the project root as working directory, the grant an OS sandbox must
+    /// give it. For hosts that start a program some other way than through the
+    /// [`ProcessRunner`] (a long-running command whose output is read while it runs).
+    pub async fn authorize_process(
+        &self,
+        p: &ProcessRunParams,
+        id: &Id,
+        events: &dyn DispatchEvents,
+    ) -> Result<crate::host::ProcessRequest, HostError> {
+        let line = command_line(&p.program, &p.args);
+        self.enforce("process.run", &line, self.policy.check_process(&p.program, &p.args, &p.envs), id, events)
+            .await?;
+        let cwd = self.files.materialize().await.ok().map(|m| m.root);
+        let mut env: Vec<(String, String)> =
+            self.env.iter().filter(|(k, _)| is_base_env(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+        for name in &p.envs {
+            if is_base_env(name) {
+                continue;
+            }
+            let value = self.env.get(name).ok_or_else(|| {
+                HostError::InvalidParams(format!("environment variable {name} is not set on the host"))
+            })?;
+            env.push((name.clone(), value.clone()));
+        }
+        Ok(crate::host::ProcessRequest {
+            program: p.program.clone(),
+            args: p.args.clone(),
+            env,
+            cwd,
+            max_output: self.max_content,
+            grant: self.policy.process_grant(),
+        })
+    }
+
     async fn serve(
         &self,
         request: &HostRequest,
         id: &Id,
         events: &dyn DispatchEvents,
     ) -> Result<HostResponse, HostError> {
-        let method = request.method();
         match request {
             HostRequest::FsRead(p) => self.fs_read(&p.path, id, events).await,
             HostRequest::FsWrite(p) => self.fs_write(p, id, events).await,
@@ -398,32 +434,8 @@ impl Dispatcher {
                 self.http(HttpMethod::Post, &p.url, &p.headers, p.body.clone(), id, events).await
             }
             HostRequest::ProcessRun(p) => {
-                let line = command_line(&p.program, &p.args);
-                self.enforce(method, &line, self.policy.check_process(&p.program, &p.args, &p.envs), id, events)
-                    .await?;
-                let cwd = self.files.materialize().await.ok().map(|m| m.root);
-                let mut env: Vec<(String, String)> =
-                    self.env.iter().filter(|(k, _)| is_base_env(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
-                for name in &p.envs {
-                    if is_base_env(name) {
-                        continue;
-                    }
-                    let value = self.env.get(name).ok_or_else(|| {
-                        HostError::InvalidParams(format!("environment variable {name} is not set on the host"))
-                    })?;
-                    env.push((name.clone(), value.clone()));
-                }
-                let out = self
-                    .process
-                    .run(crate::host::ProcessRequest {
-                        program: p.program.clone(),
-                        args: p.args.clone(),
-                        env,
-                        cwd,
-                        max_output: self.max_content,
-                        grant: self.policy.process_grant(),
-                    })
-                    .await?;
+                let request = self.authorize_process(p, id, events).await?;
+                let out = self.process.run(request).await?;
                 Ok(HostResponse::ProcessRun(ProcessRunResult {
                     stdout: out.stdout,
                     stderr: out.stderr,

@@ -218,18 +218,20 @@ impl VfsRuntime {
         }
     }
 
-    /// Start a stateful tool (RFD 009 / D11 "stateful VFS tools"): the process stays alive
-    /// across `apply` cycles. Returns the tool's first state and, unless that state is
-    /// `stopped`, a handle for the registry (`fetch`, `apply`, `abort`).
+    /// Start a stateful tool (RFD 009 / D11 "stateful VFS tools"): the process stays alive,
+    /// served in the background, until it stops or the handle is aborted or dropped. Returns the
+    /// tool's first state and, unless that state is `stopped`, a handle for the registry whose
+    /// `fetch` and `apply` wait up to `wait` for the next state.
     pub async fn spawn_stateful(
         &self,
         call: ToolCall,
         config: &ToolConfig,
         default_policy: AccessPolicy,
+        wait: Duration,
     ) -> Result<(ToolState, Option<VfsHandle>), RuntimeError> {
-        let mut session = self.start(&call, config, None, default_policy)?;
+        let mut session = self.start(&call, config, Some("spawn"), default_policy)?;
         match session.serve(&call.cancel, true).await {
-            Step::State(state) => Ok((state.clone(), Some(VfsHandle::new(session, state, call.cancel)))),
+            Step::State(state) => Ok((state.clone(), Some(VfsHandle::start(session, state, wait)))),
             step => Ok((stopped(session.end(step).await), None)),
         }
     }
