@@ -35,10 +35,14 @@ use crate::process::TokioProcessRunner;
 use crate::sandbox::SandboxMode;
 use crate::stdio::StdioRuntime;
 use crate::vfs::{VfsOptions, VfsRuntime};
+use crate::run_tool::{self, RUN};
 use crate::wasm::{ComponentSource, LEARN_WASM, WasmEngine, WasmLimits, WasmRuntime};
 
+mod calls;
 mod describe;
 mod learn;
+
+pub use calls::{Answerer, CallReply, Handles, NoAnswerer};
 
 pub use describe::{NOT_WHILE_DESCRIBING, SCHEMA_TIMEOUT};
 
@@ -90,6 +94,8 @@ pub struct AppOptions {
     pub self_exe: PathBuf,
     /// The host environment tools' policies pick from.
     pub env: BTreeMap<String, String>,
+    /// How long a stateful `fetch` or `apply` waits for the tool's state to change.
+    pub fetch_wait: Duration,
 }
 
 impl AppOptions {
@@ -105,6 +111,7 @@ impl AppOptions {
             timeout: Duration::from_secs(60),
             self_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("jp")),
             env: std::env::vars().collect(),
+            fetch_wait: Duration::from_secs(1),
         }
     }
 }
@@ -158,7 +165,9 @@ impl ToolEntry {
 
     /// The policy the tool runs under when no table overrides it.
     pub fn default_policy(&self) -> AccessPolicy {
-        let writes = self.first_party && !jp_fs_tools::READ_ONLY_TOOLS.contains(&self.name.as_str());
+        let writes = self.first_party
+            && jp_fs_tools::TOOLS.iter().any(|t| t.name == self.name)
+            && !jp_fs_tools::READ_ONLY_TOOLS.contains(&self.name.as_str());
         match resolve_runtime(&self.name, &self.config).choice {
             RuntimeChoice::Local(ToolRuntimeKind::Stdio) => AccessPolicy::stdio_default(),
             _ if writes => AccessPolicy::stdio_default(),
@@ -198,6 +207,9 @@ pub struct App {
     kb_files: Arc<FsProjectFiles>,
     /// The runtimes that ask tools for their schema (no host access, a short deadline).
     describers: describe::Describers,
+    /// Starts the commands of the `run` tool.
+    runner: TokioProcessRunner,
+    fetch_wait: Duration,
 }
 
 impl std::fmt::Debug for App {
@@ -219,7 +231,7 @@ impl App {
             return Err(AppError::Config(format!("workspace {} is not a directory", workspace.display())));
         }
         let mut tools: BTreeMap<String, ToolEntry> = BTreeMap::new();
-        for name in jp_fs_tools::TOOLS.iter().map(|t| t.name).chain([LEARN]) {
+        for name in jp_fs_tools::TOOLS.iter().map(|t| t.name).chain([LEARN, RUN]) {
             let mut config = ToolConfig::local("");
             config.source = ToolSource::Builtin;
             config.command = None;
@@ -243,7 +255,7 @@ impl App {
                 if config.source == ToolSource::Builtin && !first_party {
                     return Err(AppError::Config(format!(
                         "{shown}: [conversation.tools.{name}] has source = \"builtin\", but jp has no builtin tool named '{name}' (builtin tools: {}); use source = \"local\" with a `command`",
-                        jp_fs_tools::TOOLS.iter().map(|t| t.name).chain([LEARN]).collect::<Vec<_>>().join(", ")
+                        jp_fs_tools::TOOLS.iter().map(|t| t.name).chain([LEARN, RUN]).collect::<Vec<_>>().join(", ")
                     )));
                 }
                 let entry = ToolEntry { name: name.clone(), config, first_party, origin: shown.clone() };
@@ -303,6 +315,8 @@ impl App {
             schemas: Mutex::new(HashMap::new()),
             kb_files,
             describers,
+            runner: TokioProcessRunner::new(options.timeout).sandbox(options.sandbox),
+            fetch_wait: options.fetch_wait,
         })
     }
 
@@ -350,6 +364,15 @@ impl App {
 
     /// Ask a tool for its schema; one answer per program and process.
     async fn describe(&self, entry: &ToolEntry) -> Result<ToolSchema, RuntimeError> {
+        if entry.first_party && entry.name == RUN {
+            let text = serde_json::json!({"tools": [{
+                "name": RUN,
+                "summary": run_tool::SUMMARY,
+                "description": run_tool::DESCRIPTION,
+                "parameters": serde_json::from_str::<Value>(run_tool::PARAMETERS).unwrap_or_default(),
+            }]});
+            return SchemaResponse::parse_for(RUN, &text.to_string()).map_err(|e| RuntimeError::Config(e.to_string()));
+        }
         if entry.first_party && entry.name == LEARN {
             let source = ComponentSource::Builtin { name: LEARN, bytes: LEARN_WASM, subjects: None };
             let text = self.wasm()?.describe(LEARN, source).await?.unwrap_or_default();
@@ -389,19 +412,7 @@ impl App {
         let name = call.name.clone();
         let name = name.as_str();
         let entry = self.tool(name).map_err(|e| RuntimeError::Config(e.to_string()))?;
-        let definition = self.definition(name).await?;
-        let missing: Vec<&String> = definition
-            .parameters
-            .iter()
-            .filter(|(k, p)| p.required == Some(true) && !call.arguments.contains_key(*k))
-            .map(|(k, _)| k)
-            .collect();
-        if !missing.is_empty() {
-            return Err(RuntimeError::Config(format!(
-                "tool '{name}' needs the argument(s) {}; see `jp tool schema {name}`",
-                missing.iter().map(|m| format!("'{m}'")).collect::<Vec<_>>().join(", ")
-            )));
-        }
+        self.check_arguments(name, &call.arguments).await?;
         let cancel = call.cancel.clone();
         let config = self.run_config(entry);
         let resolution = resolve_runtime(name, &config);
@@ -415,6 +426,9 @@ impl App {
                     self.vfs.run_with_default(call, &config, None, entry.default_policy()).await
                 }
                 RuntimeChoice::Local(ToolRuntimeKind::Wasm) => self.wasm()?.run(call, &config, None).await,
+                RuntimeChoice::Builtin if name == RUN => Err(RuntimeError::Config(format!(
+                    "'{RUN}' is stateful: call it with action = \"spawn\" (then fetch, apply, abort), or run it to the end as a one-shot call"
+                ))),
                 RuntimeChoice::Builtin if name == LEARN => {
                     let (call, source) = self.learn_call(call, &config).await?;
                     self.wasm()?.run(call, &config, Some(source)).await
@@ -439,6 +453,24 @@ impl App {
                 Err(RuntimeError::Timeout { tool: name.into(), seconds: self.timeout.as_secs() })
             }
         }
+    }
+
+    /// Missing required parameters are a [`RuntimeError::Config`] naming them.
+    async fn check_arguments(&self, name: &str, arguments: &Map<String, Value>) -> Result<(), RuntimeError> {
+        let definition = self.definition(name).await?;
+        let missing: Vec<&String> = definition
+            .parameters
+            .iter()
+            .filter(|(k, p)| p.required == Some(true) && !arguments.contains_key(*k))
+            .map(|(k, _)| k)
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        Err(RuntimeError::Config(format!(
+            "tool '{name}' needs the argument(s) {}; see `jp tool schema {name}`",
+            missing.iter().map(|m| format!("'{m}'")).collect::<Vec<_>>().join(", ")
+        )))
     }
 
     /// Turn `key=value` words into arguments, using the tool's parameter types: a `string`

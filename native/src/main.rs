@@ -3,7 +3,7 @@
 //! Exit codes: 0 when the tool succeeded, 1 when it failed (its own error, a denial it could not
 //! recover from, a crash, a timeout), 2 for usage and configuration errors.
 
-use std::io::{IsTerminal as _, Write as _};
+use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -13,8 +13,9 @@ use clap::{Args, Parser, Subcommand};
 use jp_core::cancel::CancellationToken;
 use jp_core::host::{DenyInquirer, Inquirer};
 use jp_core::runtime::{ExecutionOutcome, RuntimeError, ToolCall};
-use jp_core::state::AnswerType;
-use jp_native::app::{App, AppError, AppOptions, TOOL_MODE_ARG};
+use jp_native::app::{Answerer, App, AppError, AppOptions, CallReply, Handles, NoAnswerer, TOOL_MODE_ARG};
+use jp_native::mcp::http::{self, HttpOptions, generate_token};
+use jp_native::mcp::{McpOptions, serve_stdio};
 use jp_native::sandbox::{OPT_OUT_FLAG, SandboxMode, probe};
 use jp_native::terminal::{self, StderrTrace, TerminalInquirer};
 use serde_json::{Map, Value, json};
@@ -51,6 +52,8 @@ enum Command {
     /// The OS sandbox.
     #[command(subcommand)]
     Sandbox(SandboxCommand),
+    /// Serve the tools to an agent over MCP (stdio; `--http ADDR` for Streamable HTTP).
+    Mcp(McpArgs),
     /// Serve a first-party tool over the VFS protocol (how jp runs its own tools).
     #[command(name = TOOL_MODE_ARG, hide = true)]
     ToolMode,
@@ -64,6 +67,9 @@ enum ToolCommand {
     Schema {
         /// Tool name.
         name: String,
+        /// For a stateful tool, print RFD 009's `oneOf` form instead of the flat one.
+        #[arg(long)]
+        one_of: bool,
     },
     /// Run one call of a tool and print its result.
     Call(CallArgs),
@@ -91,6 +97,29 @@ struct CallArgs {
     /// Time limit of the call, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 60)]
     timeout: u64,
+}
+
+#[derive(Debug, Args)]
+struct McpArgs {
+    /// Serve MCP Streamable HTTP at this address (e.g. 127.0.0.1:8931) instead of stdio.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<std::net::SocketAddr>,
+    /// The environment variable holding the bearer token for --http (otherwise one is generated
+    /// and printed once to stderr).
+    #[arg(long, value_name = "VAR")]
+    token_env: Option<String>,
+    /// Time limit of each tool call, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 60)]
+    timeout: u64,
+    /// How long a stateful tool's fetch or apply waits for its state to change, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    fetch_wait_ms: u64,
+    /// Tool calls running at once (default: twice the number of cores).
+    #[arg(long, value_name = "N")]
+    max_concurrent: Option<usize>,
+    /// Print every host request of the tools with its policy decision to stderr.
+    #[arg(long)]
+    trace: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -170,14 +199,15 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             let app = App::load(options(&cli))?;
             list(&app, cli.json).await
         }
-        Command::Tool(ToolCommand::Schema { name }) => {
+        Command::Mcp(args) => mcp(&cli, args).await,
+        Command::Tool(ToolCommand::Schema { name, one_of }) => {
             let app = App::load(options(&cli))?;
             let def = app.definition(name).await?;
             let schema = json!({
                 "name": def.name,
                 "summary": def.summary,
                 "description": def.description,
-                "parameters": def.to_json_schema(),
+                "parameters": app.agent_schema(name, *one_of).await?,
             });
             println!("{}", serde_json::to_string_pretty(&schema).unwrap_or_default());
             Ok(ExitCode::SUCCESS)
@@ -194,7 +224,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
                 o.trace = Some(Arc::new(StderrTrace::default()));
             }
             o.timeout = Duration::from_secs(args.timeout.max(1));
-            let app = App::load(o)?;
+            let app = Arc::new(App::load(o)?);
             call(&app, args, interactive, cli.json).await
         }
     }
@@ -277,7 +307,43 @@ fn parse_json_object(text: &str, what: &str) -> Result<Map<String, Value>, Failu
     }
 }
 
-async fn call(app: &App, args: &CallArgs, interactive: bool, json: bool) -> Result<ExitCode, Failure> {
+async fn mcp(cli: &Cli, args: &McpArgs) -> Result<ExitCode, Failure> {
+    let mut o = options(cli);
+    o.timeout = Duration::from_secs(args.timeout.max(1));
+    o.fetch_wait = Duration::from_millis(args.fetch_wait_ms);
+    if args.trace {
+        o.trace = Some(Arc::new(StderrTrace::default()));
+    }
+    let app = Arc::new(App::load(o)?);
+    let mut options = McpOptions::default();
+    if let Some(n) = args.max_concurrent {
+        options.max_concurrent = n.max(1);
+    }
+    let served = match args.http {
+        None => serve_stdio(app, options).await,
+        Some(addr) => {
+            let (token, token_given) = match &args.token_env {
+                Some(var) => match std::env::var(var) {
+                    Ok(t) if !t.trim().is_empty() => (t.trim().to_owned(), true),
+                    _ => {
+                        return Err(Failure {
+                            code: 2,
+                            message: format!("--token-env {var}: the variable is not set or empty; export it first"),
+                        });
+                    }
+                },
+                None => (generate_token().map_err(|m| Failure { code: 1, message: m })?, false),
+            };
+            let shutdown = async {
+                let _ = tokio::signal::ctrl_c().await;
+            };
+            http::serve(app, options, HttpOptions { addr, token, token_given }, shutdown).await
+        }
+    };
+    served.map(|()| ExitCode::SUCCESS).map_err(|message| Failure { code: 1, message })
+}
+
+async fn call(app: &Arc<App>, args: &CallArgs, interactive: bool, json: bool) -> Result<ExitCode, Failure> {
     let mut arguments = match &args.args {
         Some(text) => parse_json_object(text, "--args")?,
         None => Map::new(),
@@ -298,32 +364,25 @@ async fn call(app: &App, args: &CallArgs, interactive: bool, json: bool) -> Resu
             on_ctrl_c.cancel();
         }
     });
-    let result = loop {
-        let mut call = ToolCall::new(args.name.clone(), "call", arguments.clone());
-        call.answers = answers.clone();
-        call.cancel = cancel.clone();
-        let outcome = app.call(call).await;
-        match outcome {
-            Ok(ExecutionOutcome::NeedsInput { question, .. }) if interactive && !answers.contains_key(&question.id) => {
-                let hint = match &question.answer_type {
-                    AnswerType::Boolean => " [y/n]".to_owned(),
-                    AnswerType::Text => String::new(),
-                    AnswerType::Select { options } => format!(" [{}]", terminal::neutralize(&options.join("/"))),
-                };
-                // The question is the tool's text: shown with its controls disarmed.
-                eprint!("{}{hint} ", terminal::neutralize(&question.text));
-                let _ = std::io::stderr().flush();
-                let mut line = String::new();
-                let _ = std::io::stdin().read_line(&mut line);
-                let line = line.trim().to_owned();
-                let value = match question.answer_type {
-                    AnswerType::Boolean => Value::Bool(matches!(line.as_str(), "y" | "Y" | "yes" | "true")),
-                    _ => Value::String(line),
-                };
-                answers.insert(question.id.clone(), value);
-            }
-            other => break other,
+    let mut call = ToolCall::new(args.name.clone(), "call", arguments);
+    call.answers = answers;
+    call.cancel = cancel.clone();
+    let answerer: Box<dyn Answerer> =
+        if interactive { Box::new(terminal::TerminalAnswerer) } else { Box::new(NoAnswerer) };
+    // A stateful command (`action`) gets a handle that lives as long as this process: the reply
+    // shows its state, and the handle is aborted before jp exits.
+    let handles = Handles::new();
+    let result = app.agent_call(call, &handles, answerer.as_ref()).await;
+    handles.close().await;
+    let result = match result {
+        Ok(CallReply::Outcome(outcome)) => Ok(outcome),
+        Ok(CallReply::Handle { id, state }) => {
+            ctrl_c.abort();
+            println!("{}", state.to_handle_response(&id));
+            let failed = matches!(state, jp_core::state::ToolState::Stopped { result: Err(_) });
+            return Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS });
         }
+        Err(e) => Err(e),
     };
     ctrl_c.abort();
     match result? {

@@ -124,29 +124,50 @@ impl TokioProcessRunner {
     }
 }
 
+/// A program started under the sandbox, with the private `HOME`/`TMPDIR` it was given (removed
+/// when dropped: drop it after the program's group is dead).
+pub struct Started {
+    /// The program, in its own process group.
+    pub child: crate::sandbox::SandboxedChild,
+    /// Its private `HOME`/`TMPDIR`, when sandboxed.
+    pub scratch: Option<tempfile::TempDir>,
+}
+
+impl TokioProcessRunner {
+    /// Start the program `request` describes (as the dispatcher authorized it), under the OS
+    /// sandbox unless the user opted out; stdin is a pipe when `stdin` is set, `/dev/null`
+    /// otherwise. The caller owns the process group from here on.
+    pub fn start(&self, request: &ProcessRequest, stdin: bool) -> Result<Started, BackendError> {
+        let cwd = request.cwd.clone().ok_or_else(|| {
+            BackendError::Unavailable(
+                "process.run needs the project as a real directory, and this project backend has none".into(),
+            )
+        })?;
+        let cwd = PathBuf::from(cwd);
+        let path_var = request.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.as_str());
+        let program = find_program(&request.program, path_var, &cwd)
+            .ok_or_else(|| BackendError::NotFound(format!("program '{}' not found on PATH", request.program)))?;
+        let mut command = ChildCommand::new(&program);
+        command.args(&request.args).envs(request.env.iter().map(|(k, v)| (k, v))).current_dir(&cwd);
+        if !stdin {
+            command.stdin_null();
+        }
+        let (sandbox, scratch) = match self.confine(&mut command, request, &program, &cwd)? {
+            Some((sandbox, scratch)) => (Some(sandbox), Some(scratch)),
+            None => (None, None),
+        };
+        // In its own process group, without fork (see `sandbox`).
+        let child = command
+            .spawn(sandbox)
+            .map_err(|e| BackendError::Failed(format!("cannot start '{}': {e}", request.program)))?;
+        Ok(Started { child, scratch })
+    }
+}
+
 impl ProcessRunner for TokioProcessRunner {
     fn run(&self, request: ProcessRequest) -> BoxFuture<'_, Result<ProcessOutput, BackendError>> {
         Box::pin(async move {
-            let cwd = request.cwd.clone().ok_or_else(|| {
-                BackendError::Unavailable(
-                    "process.run needs the project as a real directory, and this project backend has none".into(),
-                )
-            })?;
-            let cwd = PathBuf::from(cwd);
-            let path_var = request.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.as_str());
-            let program = find_program(&request.program, path_var, &cwd)
-                .ok_or_else(|| BackendError::NotFound(format!("program '{}' not found on PATH", request.program)))?;
-            let mut command = ChildCommand::new(&program);
-            command.args(&request.args).envs(request.env.iter().map(|(k, v)| (k, v))).current_dir(&cwd).stdin_null();
-            let (sandbox, _scratch) = match self.confine(&mut command, &request, &program, &cwd)? {
-                Some((sandbox, scratch)) => (Some(sandbox), Some(scratch)),
-                None => (None, None),
-            };
-            // Declared after the scratch directory: the group is killed before its HOME is
-            // removed. In its own process group, without fork (see `sandbox`).
-            let mut child = command
-                .spawn(sandbox)
-                .map_err(|e| BackendError::Failed(format!("cannot start '{}': {e}", request.program)))?;
+            let Started { mut child, scratch: _scratch } = self.start(&request, false)?;
             let pgid = child.id();
             // However the call ends — done, timed out, over the cap, or this future dropped
             // because the tool's call was cancelled — nothing the program started survives it.

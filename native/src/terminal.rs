@@ -315,3 +315,42 @@ mod tests {
         );
     }
 }
+
+/// Answers a tool's own questions on the terminal (stderr for the question, stdin for the
+/// answer); the question is the tool's text, shown with its controls disarmed.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct TerminalAnswerer;
+
+impl crate::app::Answerer for TerminalAnswerer {
+    fn answer<'a>(
+        &'a self,
+        _tool: &'a str,
+        question: &'a jp_core::state::Question,
+    ) -> jp_core::BoxFuture<'a, Option<serde_json::Value>> {
+        use jp_core::state::AnswerType;
+        let hint = match &question.answer_type {
+            AnswerType::Boolean => " [y/n]".to_owned(),
+            AnswerType::Text => String::new(),
+            AnswerType::Select { options } => format!(" [{}]", neutralize(&options.join("/"))),
+        };
+        let text = neutralize(&question.text);
+        let boolean = question.answer_type == AnswerType::Boolean;
+        Box::pin(async move {
+            let line = tokio::task::spawn_blocking(move || {
+                use std::io::Write as _;
+                eprint!("{text}{hint} ");
+                let _ = std::io::stderr().flush();
+                let mut line = String::new();
+                std::io::stdin().read_line(&mut line).ok().filter(|n| *n > 0).map(|_| line.trim().to_owned())
+            })
+            .await
+            .ok()
+            .flatten()?;
+            Some(if boolean {
+                serde_json::Value::Bool(matches!(line.as_str(), "y" | "Y" | "yes" | "true"))
+            } else {
+                serde_json::Value::String(line)
+            })
+        })
+    }
+}

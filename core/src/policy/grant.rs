@@ -23,7 +23,34 @@ pub struct ProcessGrant {
     pub network: bool,
 }
 
+/// What a policy lets a tool do at most, for the hints an agent sees (MCP tool annotations).
+/// Conservative: anything an inquiry could allow counts as possible.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PolicyHints {
+    /// It may create, change or delete files (directly or through a command it may run).
+    pub writes: bool,
+    /// It may overwrite or delete existing files.
+    pub destructive: bool,
+    /// It may reach the network.
+    pub network: bool,
+}
+
 impl AccessPolicy {
+    /// What this policy lets a tool do at most (see [`PolicyHints`]).
+    pub fn hints(&self) -> PolicyHints {
+        // Paths no rule covers are asked about; with a rule for the root, every path is covered.
+        let asks_fs = self.fs_fallback == super::Fallback::Ask && !self.fs_rules.iter().any(|r| r.path.is_root());
+        let any = |c: Capability| asks_fs || self.fs_rules.iter().any(|r| r.caps.contains(c));
+        let commands = self.commands_fallback == super::Fallback::Ask || !self.commands.is_empty();
+        let command_writes = commands && self.process_grant().is_ok_and(|g| g.workspace.write);
+        let network = self.net_fallback == super::Fallback::Ask || self.net_rules.iter().any(|r| r.allow);
+        PolicyHints {
+            writes: any(Capability::Create) || any(Capability::Update) || any(Capability::Delete) || command_writes,
+            destructive: any(Capability::Update) || any(Capability::Delete) || command_writes,
+            network: network || (commands && self.process_grant().is_ok_and(|g| g.network)),
+        }
+    }
+
     /// What an OS sandbox must grant a tool that touches the workspace directly (a legacy stdio
     /// tool): the workspace as a whole, read-only or read-write. Kernel sandboxes grant whole
     /// directory trees, so a policy with rules below the root, or one that allows network access
@@ -132,6 +159,18 @@ mod tests {
             let g = grant(&format!(r#"[{{ path = ".", allow = {root} }}]"#));
             assert!(g.is_err(), "{root}: {g:?}");
         }
+    }
+
+    #[test]
+    fn hints_say_what_a_policy_allows_at_most() {
+        let h = AccessPolicy::vfs_default().hints();
+        assert_eq!((h.writes, h.destructive, h.network), (false, false, false));
+        let h = AccessPolicy::stdio_default().hints();
+        assert_eq!((h.writes, h.destructive, h.network), (true, true, false));
+        let create_only = access(r#"filesystem = [{ path = ".", allow = ["read"] }, { path = "out", allow = ["create"] }]"#);
+        assert_eq!((create_only.hints().writes, create_only.hints().destructive), (true, false));
+        let net = access(r#"network = { allow = ["https://api.example.com/"] }"#);
+        assert!(net.hints().network);
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub use config::{
     AccessConfig, CapabilityName, CommandRule, FsRuleConfig, NetworkRulesConfig, SandboxConfig, SandboxFilesystem,
     SandboxNetwork,
 };
-pub use grant::{ProcessGrant, WorkspaceGrant};
+pub use grant::{PolicyHints, ProcessGrant, WorkspaceGrant};
 pub use path::{MAX_COMPONENT_BYTES, MAX_PATH_BYTES, PathError, WorkspacePath};
 pub use scrub::{MIN_SECRET_LEN, REDACTED, Scrubber};
 

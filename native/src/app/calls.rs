@@ -1,0 +1,363 @@
+//! Calls as an agent makes them (RFD 009): a stateful tool's `action` goes to the session's
+//! handle registry ([`Handles`]); without `action` a call runs to its end — a stateful tool is
+//! spawned and fetched until it stops, its questions answered by an [`Answerer`] and applied to
+//! the live process; a one-shot tool that needs input is run again with the accumulated answers.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use jp_core::BoxFuture;
+use jp_core::handles::{AnyToolHandle, ApplyInput, HandleRegistry};
+use jp_core::runtime::{ExecutionOutcome, RuntimeChoice, RuntimeError, ToolCall, ToolRuntimeKind, resolve_runtime};
+use jp_core::schema::{StatefulAction, flat_stateful_schema, stateful_schema};
+use jp_core::state::{Question, ToolCommand, ToolError, ToolResult, ToolState};
+use serde_json::Value;
+
+use super::{App, RUN, run_tool};
+
+/// Who answers a tool's own questions (a `waiting` state, a `NeedsInput`) during a call that
+/// runs to its end. `None`: nobody can answer.
+pub trait Answerer: Send + Sync {
+    /// The answer to `question` of `tool`.
+    fn answer<'a>(&'a self, tool: &'a str, question: &'a Question) -> BoxFuture<'a, Option<Value>>;
+}
+
+/// Nobody answers (non-interactive).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoAnswerer;
+
+impl Answerer for NoAnswerer {
+    fn answer<'a>(&'a self, _: &'a str, _: &'a Question) -> BoxFuture<'a, Option<Value>> {
+        Box::pin(async { None })
+    }
+}
+
+/// What an agent's call produced.
+#[derive(Debug)]
+pub enum CallReply {
+    /// A call that ran to its end.
+    Outcome(ExecutionOutcome),
+    /// A stateful command: the handle and its state (RFD 009's `{"id","state",…}`).
+    Handle {
+        /// `h_1`, …
+        id: String,
+        /// The state.
+        state: ToolState,
+    },
+}
+
+/// The live handles of one agent session (an MCP connection; later, a turn). Closing it aborts
+/// every handle, including one a call is working with when it closes.
+#[derive(Default)]
+pub struct Handles {
+    registry: Mutex<HandleRegistry>,
+    closed: AtomicBool,
+}
+
+impl std::fmt::Debug for Handles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handles").field("live", &self.ids()).finish()
+    }
+}
+
+/// A handle for a tool that stopped at once (so that `spawn` always returns an id).
+struct Finished;
+
+impl AnyToolHandle for Finished {
+    fn fetch(&mut self) -> BoxFuture<'_, Result<ToolState, ToolError>> {
+        Box::pin(async { Err(ToolError::new("the tool has stopped")) })
+    }
+    fn apply(&mut self, _: ApplyInput) -> BoxFuture<'_, Result<ToolState, ToolError>> {
+        Box::pin(async { Err(ToolError::new("the tool has stopped")) })
+    }
+    fn abort(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+}
+
+impl Handles {
+    /// An empty set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HandleRegistry> {
+        self.registry.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Ids of the live handles.
+    pub fn ids(&self) -> Vec<String> {
+        self.lock().ids()
+    }
+
+    /// Register a spawned tool; after [`close`](Self::close) it is aborted at once instead.
+    async fn register(&self, tool: &str, state: &ToolState, handle: Option<Box<dyn AnyToolHandle>>) -> String {
+        let mut handle = handle.unwrap_or_else(|| Box::new(Finished));
+        if self.closed.load(Ordering::SeqCst) {
+            handle.abort().await;
+            return "h_0".into();
+        }
+        self.lock().register(tool, state.clone(), handle)
+    }
+
+    async fn command(&self, tool: &str, command: ToolCommand) -> Result<ToolState, RuntimeError> {
+        let id = match &command {
+            ToolCommand::Fetch { id } | ToolCommand::Apply { id, .. } | ToolCommand::Abort { id } => id.clone(),
+            ToolCommand::Spawn { .. } => String::new(),
+        };
+        let mut checkout = self.lock().checkout(tool, &command).map_err(|e| RuntimeError::Config(e.to_string()))?;
+        let state = checkout.run(command).await;
+        if self.closed.load(Ordering::SeqCst) {
+            checkout.abort().await;
+        } else {
+            self.lock().checkin(checkout);
+        }
+        state.map_err(|e| RuntimeError::Config(format!("{id}: {e}")))
+    }
+
+    /// End of the session: abort every live handle (their processes are stopped: `cancel`,
+    /// SIGTERM, SIGKILL); handles a call still has are aborted when it gives them back.
+    pub async fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        let drained = self.lock().drain();
+        for h in drained {
+            h.abort().await;
+        }
+    }
+}
+
+/// Re-runs a one-shot tool with the accumulated answers (RFD 009: for a tool that exited, `apply`
+/// means "run again with this answer").
+struct Rerun {
+    app: Arc<App>,
+    call: ToolCall,
+}
+
+impl AnyToolHandle for Rerun {
+    fn fetch(&mut self) -> BoxFuture<'_, Result<ToolState, ToolError>> {
+        Box::pin(async { Err(ToolError::new("the tool is waiting for an answer: send it with apply")) })
+    }
+    fn apply(&mut self, input: ApplyInput) -> BoxFuture<'_, Result<ToolState, ToolError>> {
+        Box::pin(async move {
+            let ApplyInput::Answer { question_id, value } = input else {
+                return Err(ToolError::new("this tool takes input only as answers to its questions"));
+            };
+            self.call.answers.insert(question_id, value);
+            let outcome = self.app.call(self.call.clone()).await.map_err(|e| ToolError::new(e.to_string()))?;
+            Ok(state_of(outcome))
+        })
+    }
+    fn abort(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+}
+
+fn state_of(outcome: ExecutionOutcome) -> ToolState {
+    match outcome {
+        ExecutionOutcome::Completed { result, .. } => ToolState::Stopped { result: result.map(|r| r.to_text()) },
+        ExecutionOutcome::NeedsInput { question, .. } => ToolState::Waiting { content: None, question },
+        ExecutionOutcome::Cancelled { .. } => ToolState::Stopped { result: Err(ToolError::new("cancelled")) },
+    }
+}
+
+impl App {
+    /// The RFD 009 actions a tool declares (empty: one-shot). The first-party `run` declares all four.
+    pub fn stateful_actions(&self, name: &str) -> Vec<StatefulAction> {
+        match self.tools.get(name) {
+            Some(e) if e.first_party && e.name == RUN => StatefulAction::ALL.to_vec(),
+            Some(e) => e.config.stateful.as_ref().map(|s| s.actions()).unwrap_or_default(),
+            None => Vec::new(),
+        }
+    }
+
+    /// The arguments' schema as an agent sees it: a stateful tool's in RFD 009's flat form
+    /// (`action`, `id`, `input` and the spawn parameters; no top-level `oneOf`), or with
+    /// `one_of` its `oneOf` form.
+    pub async fn agent_schema(&self, name: &str, one_of: bool) -> Result<Value, RuntimeError> {
+        let spawn = self.definition(name).await?.to_json_schema();
+        let actions = self.stateful_actions(name);
+        Ok(match (actions.is_empty(), one_of) {
+            (true, _) => spawn,
+            (false, false) => flat_stateful_schema(&spawn, &actions),
+            (false, true) => stateful_schema(&spawn, &actions),
+        })
+    }
+
+    /// Whether a stateful tool keeps a live process between commands (VFS tools and `run`); the
+    /// others are run again with answers.
+    fn live(&self, name: &str) -> bool {
+        let Ok(entry) = self.tool(name) else { return false };
+        if entry.first_party {
+            return entry.name == RUN;
+        }
+        matches!(resolve_runtime(name, &self.run_config(entry)).choice, RuntimeChoice::Local(ToolRuntimeKind::Vfs))
+    }
+
+    /// Start a stateful tool: its first state, and its handle unless it stopped at once.
+    pub async fn spawn(
+        self: &Arc<Self>,
+        call: ToolCall,
+    ) -> Result<(ToolState, Option<Box<dyn AnyToolHandle>>), RuntimeError> {
+        let name = call.name.clone();
+        self.check_arguments(&name, &call.arguments).await?;
+        let entry = self.tool(&name).map_err(|e| RuntimeError::Config(e.to_string()))?;
+        if entry.first_party && entry.name == RUN {
+            let (state, handle) =
+                run_tool::spawn(self.vfs.services(), &self.runner, &call, &entry.config, self.fetch_wait).await?;
+            return Ok((state, handle.map(|h| Box::new(h) as Box<dyn AnyToolHandle>)));
+        }
+        if self.live(&name) {
+            let config = self.run_config(entry);
+            let (state, handle) =
+                self.vfs.spawn_stateful(call, &config, entry.default_policy(), self.fetch_wait).await?;
+            return Ok((state, handle.map(|h| Box::new(h) as Box<dyn AnyToolHandle>)));
+        }
+        let state = state_of(self.call(call.clone()).await?);
+        let handle = (!state.is_stopped()).then(|| Box::new(Rerun { app: self.clone(), call }) as Box<dyn AnyToolHandle>);
+        Ok((state, handle))
+    }
+
+    /// Run a call to its end (RFD 009 one-shot wrapping): a live stateful tool is spawned and
+    /// fetched until it stops (its output gathered into the result), a question is answered by
+    /// `answerer` and applied; other tools that need input are run again with the answers.
+    /// Without an answer the outcome is the question (`NeedsInput`).
+    pub async fn run_to_end(
+        self: &Arc<Self>,
+        call: ToolCall,
+        answerer: &dyn Answerer,
+    ) -> Result<ExecutionOutcome, RuntimeError> {
+        let name = call.name.clone();
+        if self.stateful_actions(&name).is_empty() || !self.live(&name) {
+            let mut call = call;
+            loop {
+                match self.call(call.clone()).await? {
+                    ExecutionOutcome::NeedsInput { id, question } => match answerer.answer(&name, &question).await {
+                        Some(v) if !call.answers.contains_key(&question.id) => {
+                            call.answers.insert(question.id.clone(), v);
+                        }
+                        _ => return Ok(ExecutionOutcome::NeedsInput { id, question }),
+                    },
+                    other => return Ok(other),
+                }
+            }
+        }
+        let (id, cancel) = (call.id.clone(), call.cancel.clone());
+        let timeout = self.timeout;
+        let (mut state, handle) = self.spawn(call).await?;
+        let Some(mut handle) = handle else { return Ok(completed(id, String::new(), state)) };
+        let mut gathered = String::new();
+        let work = async {
+            loop {
+                match state {
+                    ToolState::Stopped { .. } => return Ok(state),
+                    ToolState::Running { content } => {
+                        gathered.push_str(content.as_deref().unwrap_or_default());
+                        state = handle.fetch().await.unwrap_or_else(|e| ToolState::Stopped { result: Err(e) });
+                    }
+                    ToolState::Waiting { content, question } => {
+                        gathered.push_str(content.as_deref().unwrap_or_default());
+                        let Some(answer) = answerer.answer(&name, &question).await else {
+                            return Err(question);
+                        };
+                        let input = ApplyInput::Answer { question_id: question.id.clone(), value: answer };
+                        state = handle.apply(input).await.unwrap_or_else(|e| ToolState::Stopped { result: Err(e) });
+                    }
+                }
+            }
+        };
+        let ended = tokio::select! {
+            r = work => r,
+            () = cancel.cancelled() => {
+                handle.abort().await;
+                return Ok(ExecutionOutcome::Cancelled { id });
+            }
+            () = tokio::time::sleep(timeout) => {
+                handle.abort().await;
+                return Err(RuntimeError::Timeout { tool: name, seconds: timeout.as_secs() });
+            }
+        };
+        match ended {
+            Ok(state) => Ok(completed(id, gathered, state)),
+            Err(question) => {
+                handle.abort().await;
+                Ok(ExecutionOutcome::NeedsInput { id, question })
+            }
+        }
+    }
+
+    /// One call of an agent: a stateful command when the tool declares actions and the
+    /// arguments carry `action`, otherwise a call run to its end.
+    pub async fn agent_call(
+        self: &Arc<Self>,
+        mut call: ToolCall,
+        handles: &Handles,
+        answerer: &dyn Answerer,
+    ) -> Result<CallReply, RuntimeError> {
+        let name = call.name.clone();
+        self.tool(&name).map_err(|e| RuntimeError::Config(e.to_string()))?;
+        let actions = self.stateful_actions(&name);
+        if actions.is_empty() {
+            return self.run_to_end(call, answerer).await.map(CallReply::Outcome);
+        }
+        let Some(command) = ToolCommand::from_arguments(&call.arguments)
+            .map_err(|e| RuntimeError::Config(format!("tool '{name}': {e}")))?
+        else {
+            return self.run_to_end(call, answerer).await.map(CallReply::Outcome);
+        };
+        let action = match &command {
+            ToolCommand::Spawn { .. } => StatefulAction::Spawn,
+            ToolCommand::Fetch { .. } => StatefulAction::Fetch,
+            ToolCommand::Apply { .. } => StatefulAction::Apply,
+            ToolCommand::Abort { .. } => StatefulAction::Abort,
+        };
+        if !actions.contains(&action) {
+            return Err(RuntimeError::Config(format!(
+                "tool '{name}' does not support action '{}'; it supports: {}",
+                action.name(),
+                actions.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ")
+            )));
+        }
+        match command {
+            ToolCommand::Spawn { args } => {
+                call.arguments = args;
+                let (state, handle) = self.spawn(call).await?;
+                let id = handles.register(&name, &state, handle).await;
+                Ok(CallReply::Handle { id, state })
+            }
+            command => {
+                let id = match &command {
+                    ToolCommand::Fetch { id } | ToolCommand::Apply { id, .. } | ToolCommand::Abort { id } => id.clone(),
+                    ToolCommand::Spawn { .. } => String::new(),
+                };
+                let state = handles.command(&name, command).await?;
+                Ok(CallReply::Handle { id, state })
+            }
+        }
+    }
+
+    /// How long a stateful `fetch`/`apply` waits for a change.
+    pub fn fetch_wait(&self) -> Duration {
+        self.fetch_wait
+    }
+}
+
+/// The outcome of a stateful tool run to its end: the output it gathered, then its result.
+fn completed(id: String, gathered: String, state: ToolState) -> ExecutionOutcome {
+    let result = match state {
+        ToolState::Stopped { result: Ok(r) } if gathered.is_empty() => Ok(ToolResult::text(r)),
+        ToolState::Stopped { result: Ok(r) } => {
+            let sep = if gathered.ends_with('\n') { "" } else { "\n" };
+            Ok(ToolResult::text(format!("{gathered}{sep}{r}")))
+        }
+        ToolState::Stopped { result: Err(mut e) } => {
+            if !gathered.is_empty() {
+                e.message = format!("{}\n(output before it stopped:)\n{gathered}", e.message);
+            }
+            Err(e)
+        }
+        other => Err(ToolError::new(format!("the tool did not stop (it is {})", other.name()))),
+    };
+    ExecutionOutcome::Completed { id, result }
+}
+

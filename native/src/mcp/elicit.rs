@@ -1,0 +1,127 @@
+//! Asking the MCP client: a policy inquiry or a tool's own question becomes `elicitation/create`
+//! when the client declared elicitation (form mode, on a protocol version that allows server
+//! requests); otherwise nobody is asked and the request is denied at once with the reason.
+
+use std::time::Duration;
+
+use jp_core::BoxFuture;
+use jp_core::host::{Inquirer, Inquiry, InquiryAnswer, command_line};
+use jp_core::state::{AnswerType, Question};
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, EnumSchema};
+use rmcp::service::{ElicitationMode, RequestContext};
+use rmcp::{Peer, RoleServer};
+use serde_json::Value;
+
+use crate::app::Answerer;
+
+/// How long the client has to answer one elicitation.
+pub const ASK_TIMEOUT: Duration = Duration::from_secs(300);
+
+const ALLOW_ONCE: &str = "allow once";
+const ALLOW_CALL: &str = "allow for the rest of this call";
+const DENY: &str = "deny";
+
+/// The client of one call, when it can be asked.
+#[derive(Clone)]
+struct Client {
+    peer: Option<Peer<RoleServer>>,
+}
+
+impl Client {
+    fn new(ctx: &RequestContext<RoleServer>) -> Self {
+        let declared = ctx.peer.supported_elicitation_modes().contains(&ElicitationMode::Form);
+        // Protocol 2026-07-28 has no server-to-client requests.
+        let allowed = ctx.protocol_version().is_some_and(|v| v.has_initialize());
+        Self { peer: (declared && allowed).then(|| ctx.peer.clone()) }
+    }
+
+    async fn ask(&self, message: String, schema: ElicitationSchema) -> Option<ElicitResult> {
+        let peer = self.peer.as_ref()?;
+        let params = ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema: schema };
+        match peer.create_elicitation_with_timeout(params, Some(ASK_TIMEOUT)).await {
+            Ok(r) => Some(r),
+            Err(e) => {
+                eprintln!("jp mcp: asking the client failed: {e}");
+                None
+            }
+        }
+    }
+}
+
+/// Policy inquiries of one call, asked of the client.
+pub struct ElicitInquirer {
+    client: Client,
+}
+
+impl ElicitInquirer {
+    /// For the call `ctx` belongs to.
+    pub fn new(ctx: &RequestContext<RoleServer>) -> Self {
+        Self { client: Client::new(ctx) }
+    }
+}
+
+impl Inquirer for ElicitInquirer {
+    fn ask<'a>(&'a self, inquiry: &'a Inquiry) -> BoxFuture<'a, InquiryAnswer> {
+        Box::pin(async move {
+            if self.client.peer.is_none() {
+                return InquiryAnswer::Deny(
+                    "nobody could be asked: the MCP client does not support elicitation; allow it in the tool's configuration".into(),
+                );
+            }
+            let choice = EnumSchema::builder(vec![ALLOW_ONCE.into(), ALLOW_CALL.into(), DENY.into()])
+                .title("Decision")
+                .description("Allow this request of the tool?")
+                .build();
+            let Ok(schema) = ElicitationSchema::builder().required_enum_schema("decision", choice).build() else {
+                return InquiryAnswer::Deny("the question could not be built".into());
+            };
+            let message = format!(
+                "Tool '{}' asks for {} {}: {}",
+                inquiry.tool,
+                inquiry.method,
+                command_line(&inquiry.target, &[]),
+                inquiry.reason
+            );
+            let Some(answer) = self.client.ask(message, schema).await else {
+                return InquiryAnswer::Deny("the MCP client did not answer".into());
+            };
+            match (answer.action, answer.content.as_ref().and_then(|c| c.get("decision")).and_then(Value::as_str)) {
+                (ElicitationAction::Accept, Some(ALLOW_ONCE)) => InquiryAnswer::Allow,
+                (ElicitationAction::Accept, Some(ALLOW_CALL)) => InquiryAnswer::AllowAll,
+                (ElicitationAction::Accept, _) => InquiryAnswer::Deny("denied by the user".into()),
+                _ => InquiryAnswer::Deny("the user declined".into()),
+            }
+        })
+    }
+}
+
+/// A tool's own questions of one call, asked of the client.
+pub struct Elicitor {
+    client: Client,
+}
+
+impl Elicitor {
+    /// For the call `ctx` belongs to.
+    pub fn new(ctx: &RequestContext<RoleServer>) -> Self {
+        Self { client: Client::new(ctx) }
+    }
+}
+
+impl Answerer for Elicitor {
+    fn answer<'a>(&'a self, tool: &'a str, question: &'a Question) -> BoxFuture<'a, Option<Value>> {
+        Box::pin(async move {
+            let builder = ElicitationSchema::builder();
+            let builder = match &question.answer_type {
+                AnswerType::Boolean => builder.required_bool("answer"),
+                AnswerType::Text => builder.required_string("answer"),
+                AnswerType::Select { options } => builder.required_enum_schema("answer", EnumSchema::builder(options.clone()).build()),
+            };
+            let schema = builder.build().ok()?;
+            let answer = self.client.ask(format!("Tool '{tool}' asks: {}", question.text), schema).await?;
+            match answer.action {
+                ElicitationAction::Accept => answer.content.and_then(|c| c.get("answer").cloned()),
+                _ => None,
+            }
+        })
+    }
+}

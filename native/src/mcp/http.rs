@@ -1,0 +1,126 @@
+//! `jp mcp --http ADDR`: MCP Streamable HTTP. Loopback by default; every request needs
+//! `Authorization: Bearer <token>` (401 otherwise); a request with an `Origin` header is refused
+//! (403) unless it is the server's own origin — a web page cannot drive the tools even if it
+//! learns the address (DNS rebinding, as the MCP specification asks); rmcp checks `Host`
+//! as well. A non-loopback address is refused unless the token was given explicitly.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use hyper::body::{Bytes, Incoming};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+
+use super::{JpMcp, McpOptions};
+use crate::app::App;
+
+/// The endpoint's path.
+pub const PATH: &str = "/mcp";
+
+/// Where and how to serve.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// The address to listen on.
+    pub addr: SocketAddr,
+    /// The bearer token every request must carry.
+    pub token: String,
+    /// Whether the token was chosen by the user (required for a non-loopback address).
+    pub token_given: bool,
+}
+
+/// A fresh random token (32 bytes from the OS, hex).
+pub fn generate_token() -> Result<String, String> {
+    let mut bytes = [0u8; 32];
+    rustix::rand::getrandom(&mut bytes, rustix::rand::GetRandomFlags::empty())
+        .map_err(|e| format!("cannot generate a token: {e}"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+fn plain(status: StatusCode, text: &str) -> Response<BoxBody<Bytes, Infallible>> {
+    let mut r = Response::new(Full::new(Bytes::from(format!("{text}\n"))).boxed());
+    *r.status_mut() = status;
+    r.headers_mut().insert("content-type", hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"));
+    r
+}
+
+/// Constant-time comparison of the presented token.
+fn token_ok(req: &Request<Incoming>, token: &str) -> bool {
+    let Some(given) = req.headers().get("authorization").and_then(|v| v.to_str().ok()) else { return false };
+    let Some(given) = given.strip_prefix("Bearer ") else { return false };
+    given.len() == token.len() && given.bytes().zip(token.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+}
+
+/// Serve until `shutdown` resolves. Prints the address (and a generated token) to stderr.
+pub async fn serve(
+    app: Arc<App>,
+    options: McpOptions,
+    http: HttpOptions,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<(), String> {
+    if !http.addr.ip().is_loopback() && !http.token_given {
+        return Err(format!(
+            "{} is not a loopback address: serving there needs a token you chose (--token-env VAR); a generated one is only for 127.0.0.1",
+            http.addr
+        ));
+    }
+    let listener =
+        tokio::net::TcpListener::bind(http.addr).await.map_err(|e| format!("cannot listen on {}: {e}", http.addr))?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    let own_origins = [format!("http://{local}"), format!("http://localhost:{}", local.port())];
+    let mut config = StreamableHttpServerConfig::default();
+    if !local.ip().is_loopback() {
+        config = config.with_allowed_hosts([local.ip().to_string()]);
+    }
+    let factory_app = app.clone();
+    let service = StreamableHttpService::new(
+        move || Ok(JpMcp::new(factory_app.clone(), options)),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    eprintln!("jp mcp: serving MCP over HTTP at http://{local}{PATH}");
+    if !http.token_given {
+        eprintln!("jp mcp: bearer token (shown once): {}", http.token);
+    }
+    let token: Arc<str> = http.token.into();
+    let own_origins = Arc::new(own_origins);
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => { eprintln!("jp mcp: accept failed: {e}"); continue; }
+            },
+            () = &mut shutdown => return Ok(()),
+        };
+        let (service, token, own_origins) = (service.clone(), token.clone(), own_origins.clone());
+        tokio::spawn(async move {
+            let handler = hyper::service::service_fn(move |req: Request<Incoming>| {
+                let (service, token, own_origins) = (service.clone(), token.clone(), own_origins.clone());
+                async move {
+                    if req.uri().path() != PATH {
+                        return Ok::<_, Infallible>(plain(StatusCode::NOT_FOUND, "not found: the MCP endpoint is /mcp"));
+                    }
+                    if let Some(origin) = req.headers().get("origin") {
+                        let ok = origin.to_str().is_ok_and(|o| own_origins.iter().any(|own| own == o));
+                        if !ok {
+                            return Ok(plain(StatusCode::FORBIDDEN, "forbidden: requests from web pages of other origins are refused"));
+                        }
+                    }
+                    if !token_ok(&req, &token) {
+                        let mut r = plain(StatusCode::UNAUTHORIZED, "unauthorized: send Authorization: Bearer <token> (printed by jp mcp --http, or the value of --token-env)");
+                        r.headers_mut().insert("www-authenticate", hyper::header::HeaderValue::from_static("Bearer"));
+                        return Ok(r);
+                    }
+                    Ok(service.handle(req).await)
+                }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), handler)
+                .await;
+        });
+    }
+}

@@ -1,0 +1,252 @@
+//! `jp mcp`: the sandboxed tools served to agents over the Model Context Protocol (the official
+//! Rust SDK, `rmcp`). Every `tools/call` goes through the same [`App`] — runtimes, policies,
+//! OS sandbox — as `jp tool call`; stateful tools (RFD 009) keep their handles in the session
+//! ([`Handles`]), which aborts them all when the client goes away.
+//!
+//! - `tools/list`: each tool's schema as an agent sees it (a stateful tool in RFD 009's flat form,
+//!   never a top-level `oneOf`), with hints derived from its policy.
+//! - `tools/call`: at most [`McpOptions::max_concurrent`] at once, each in its own sandbox;
+//!   `notifications/cancelled` cancels the call (D11 `cancel`, SIGTERM, SIGKILL); with a
+//!   `progressToken`, progress is reported while it runs, always before the result.
+//! - Inquiries become `elicitation/create` when the client declared elicitation ([`elicit`]);
+//!   otherwise they are denied at once with the reason.
+//! - [`http`]: Streamable HTTP on a loopback address, behind a bearer token and an `Origin` check.
+
+pub mod elicit;
+pub mod http;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use jp_core::cancel::CancellationToken;
+use jp_core::runtime::{ExecutionOutcome, RuntimeError, ToolCall};
+use jp_core::state::ToolState;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::Value;
+use tokio::sync::Semaphore;
+
+use crate::app::{App, CallReply, Handles};
+
+/// How often a call with a `progressToken` reports that it is still running.
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+
+/// How `jp mcp` serves.
+#[derive(Debug, Clone, Copy)]
+pub struct McpOptions {
+    /// Calls running at once per session; more wait for a slot.
+    pub max_concurrent: usize,
+}
+
+impl Default for McpOptions {
+    fn default() -> Self {
+        let cores = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+        Self { max_concurrent: 2 * cores }
+    }
+}
+
+/// One MCP session's server: the shared host, this session's handles and call slots.
+#[derive(Clone)]
+pub struct JpMcp {
+    app: Arc<App>,
+    handles: Arc<Handles>,
+    slots: Arc<Semaphore>,
+    _session: Arc<SessionEnd>,
+}
+
+impl std::fmt::Debug for JpMcp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JpMcp").field("handles", &self.handles).finish_non_exhaustive()
+    }
+}
+
+/// Aborts the session's handles when the last clone of its server goes (an HTTP session that
+/// ended by DELETE or timeout; stdio ends them explicitly first).
+struct SessionEnd {
+    handles: Arc<Handles>,
+}
+
+impl Drop for SessionEnd {
+    fn drop(&mut self) {
+        let handles = self.handles.clone();
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move { handles.close().await });
+        }
+    }
+}
+
+impl JpMcp {
+    /// A session over `app`.
+    pub fn new(app: Arc<App>, options: McpOptions) -> Self {
+        let handles = Arc::new(Handles::new());
+        Self {
+            app,
+            slots: Arc::new(Semaphore::new(options.max_concurrent.max(1))),
+            _session: Arc::new(SessionEnd { handles: handles.clone() }),
+            handles,
+        }
+    }
+
+    /// This session's handles.
+    pub fn handles(&self) -> &Arc<Handles> {
+        &self.handles
+    }
+
+    async fn tool(&self, name: &str) -> Result<Tool, RuntimeError> {
+        let entry = self.app.tool(name).map_err(|e| RuntimeError::Config(e.to_string()))?;
+        let definition = self.app.definition(name).await?;
+        let schema = match self.app.agent_schema(name, false).await? {
+            Value::Object(m) => m,
+            _ => JsonObject::new(),
+        };
+        let description = match (definition.summary, definition.description) {
+            (Some(s), Some(d)) if !d.is_empty() => format!("{s}\n\n{d}"),
+            (Some(s), _) => s,
+            (None, Some(d)) => d,
+            (None, None) => String::new(),
+        };
+        let hints = entry.policy().map_err(|e| RuntimeError::Config(e.to_string()))?.hints();
+        let stateful = !self.app.stateful_actions(name).is_empty();
+        let mut annotations = ToolAnnotations::new().read_only(!hints.writes).open_world(hints.network);
+        if hints.writes {
+            annotations = annotations.destructive(hints.destructive);
+        }
+        if !stateful {
+            annotations = annotations.idempotent(!hints.writes);
+        }
+        Ok(Tool::new(name.to_owned(), description, schema).with_annotations(annotations))
+    }
+
+    /// Serve `call` until it ends, reporting progress to `ctx` when asked to.
+    async fn run(&self, call: ToolCall, ctx: &RequestContext<RoleServer>) -> Result<CallReply, RuntimeError> {
+        let answerer = elicit::Elicitor::new(ctx);
+        let work = self.app.agent_call(call, &self.handles, &answerer);
+        let Some(token) = ctx.meta.get_progress_token() else { return work.await };
+        tokio::pin!(work);
+        let mut ticks = 0u32;
+        loop {
+            tokio::select! {
+                r = &mut work => return r,
+                () = tokio::time::sleep(PROGRESS_EVERY) => {
+                    ticks += 1;
+                    let p = ProgressNotificationParam::new(token.clone(), f64::from(ticks))
+                        .with_message(format!("running for {ticks} s"));
+                    // Sent and flushed before the next select: the result cannot overtake it.
+                    let _ = ctx.peer.notify_progress(p).await;
+                }
+            }
+        }
+    }
+}
+
+/// A tool's content blocks as MCP content (they are MCP-shaped already, RFD 058).
+fn content(result: &jp_core::state::ToolResult) -> Vec<ContentBlock> {
+    let blocks: Vec<ContentBlock> = result
+        .content
+        .iter()
+        .filter_map(|b| serde_json::to_value(b).ok().and_then(|v| serde_json::from_value(v).ok()))
+        .collect();
+    if blocks.len() == result.content.len() { blocks } else { vec![ContentBlock::text(result.to_text())] }
+}
+
+fn tool_error(message: impl Into<String>) -> CallToolResponse {
+    CallToolResult::error(vec![ContentBlock::text(message.into())]).into()
+}
+
+/// The answer to `tools/call`: results as content blocks, a tool's failure as `isError`, a
+/// stateful command as RFD 009's JSON (text and `structuredContent`).
+fn response(name: &str, reply: Result<CallReply, RuntimeError>) -> Result<CallToolResponse, ErrorData> {
+    match reply {
+        Ok(CallReply::Outcome(ExecutionOutcome::Completed { result: Ok(r), .. })) => {
+            Ok(CallToolResult::success(content(&r)).into())
+        }
+        Ok(CallReply::Outcome(ExecutionOutcome::Completed { result: Err(e), .. })) => Ok(tool_error(e.message)),
+        Ok(CallReply::Outcome(ExecutionOutcome::NeedsInput { question, .. })) => Ok(tool_error(format!(
+            "tool '{name}' asks: {} — the client did not answer (it has no elicitation, or declined); answer by calling the tool again with the answer in its arguments if it takes one",
+            question.text
+        ))),
+        Ok(CallReply::Outcome(ExecutionOutcome::Cancelled { .. })) => Ok(tool_error(format!("tool '{name}' was cancelled"))),
+        Ok(CallReply::Handle { id, state }) => {
+            let json = state.to_handle_response(&id);
+            let failed = matches!(state, ToolState::Stopped { result: Err(_) });
+            let mut r = if failed {
+                CallToolResult::error(vec![ContentBlock::text(json.to_string())])
+            } else {
+                CallToolResult::success(vec![ContentBlock::text(json.to_string())])
+            };
+            r.structured_content = Some(json);
+            Ok(r.into())
+        }
+        // Unknown tool, bad arguments, unknown handle: the caller's mistake, said as such.
+        Err(RuntimeError::Config(message)) => Err(ErrorData::invalid_params(message, None)),
+        Err(e) => Ok(tool_error(e.to_string())),
+    }
+}
+
+impl ServerHandler for JpMcp {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("jp", env!("CARGO_PKG_VERSION")))
+            .with_instructions(format!(
+                "jp-host tools for the project at {}. Every call runs sandboxed: files, network and commands are decided by the tool's access policy. Stateful tools take an `action` (spawn, then fetch/apply/abort with the returned id).",
+                self.app.workspace().display()
+            ))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let mut tools = Vec::new();
+        let names: Vec<String> = self.app.tools().map(|t| t.name.clone()).collect();
+        for name in names {
+            match self.tool(&name).await {
+                Ok(t) => tools.push(t),
+                Err(e) => eprintln!("jp mcp: tool '{name}' is not listed: {e}"),
+            }
+        }
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.to_string();
+        let _slot = self.slots.acquire().await.map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let cancel = CancellationToken::new();
+        let mut call = ToolCall::new(name.clone(), format!("mcp-{}", context.id), request.arguments.unwrap_or_default());
+        call.cancel = cancel.clone();
+        call.inquirer = Some(Arc::new(elicit::ElicitInquirer::new(&context)));
+        let work = self.run(call, &context);
+        tokio::pin!(work);
+        let reply = tokio::select! {
+            r = &mut work => r,
+            () = context.ct.cancelled() => {
+                // Cancelled by the client (or the session ended): stop the tool and wait until
+                // its processes are gone; the answer is dropped.
+                cancel.cancel();
+                let _ = work.await;
+                return Ok(tool_error(format!("tool '{name}' was cancelled")));
+            }
+        };
+        response(&name, reply)
+    }
+}
+
+/// Serve one session over stdin/stdout until the client closes it; then abort its handles.
+pub async fn serve_stdio(app: Arc<App>, options: McpOptions) -> Result<(), String> {
+    let server = JpMcp::new(app, options);
+    let handles = server.handles().clone();
+    let running = server.serve(rmcp::transport::stdio_pipes()).await.map_err(|e| format!("MCP session: {e}"))?;
+    let quit = running.waiting().await;
+    handles.close().await;
+    quit.map(|_| ()).map_err(|e| format!("MCP session: {e}"))
+}

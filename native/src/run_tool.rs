@@ -1,0 +1,273 @@
+//! The first-party stateful tool `run` — RFD 009's long-running command. `spawn {program, args}`
+//! starts a command the tool's `commands` policy allows (decided by the dispatcher, inquiries
+//! included) under the same OS sandbox as `process.run`; `fetch` returns the output since the
+//! last fetch (stdout and stderr interleaved as they arrive, secrets scrubbed, at most
+//! [`MAX_FETCH`] bytes per fetch) and the state — `stopped` with the exit code once it has ended
+//! and everything was read; `apply {input}` writes the input to its stdin (`null` closes stdin);
+//! `abort` kills its process group. Its default policy allows no command: the user grants them.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use jp_core::BoxFuture;
+use jp_core::cancel::CancellationToken;
+use jp_core::handles::{AnyToolHandle, ApplyInput};
+use jp_core::host::{DispatchEvents, NoEvents};
+use jp_core::policy::{AccessPolicy, Scrubber};
+use jp_core::protocol::{Id, ProcessRunParams};
+use jp_core::runtime::{RuntimeError, ToolCall, ToolConfig};
+use jp_core::state::{ToolError, ToolState};
+use rustix::process::Signal;
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::Notify;
+
+use crate::process::{GroupGuard, Started, TokioProcessRunner, signal_group};
+use crate::services::HostServices;
+
+/// The tool's name.
+pub const RUN: &str = "run";
+
+/// Most output returned by one `fetch`; the rest waits for the next.
+pub const MAX_FETCH: usize = 64 * 1024;
+
+/// Most output kept unread; beyond it the oldest is dropped (and the fetch says how much).
+pub const MAX_UNREAD: usize = 4 * 1024 * 1024;
+
+/// How long a command has after SIGTERM before SIGKILL, on abort.
+const ABORT_GRACE: Duration = Duration::from_secs(2);
+
+/// The D06 description of `run` (its spawn parameters).
+pub const SUMMARY: &str = "Run a long-running command (build, tests, a server) and follow its output.";
+/// Longer description.
+pub const DESCRIPTION: &str = "spawn starts `program` with `args` in the project directory, under the OS sandbox, if the tool's policy allows that command; fetch returns the output printed since the last fetch and whether it has stopped (with its exit code); apply writes `input` to its stdin (null closes stdin); abort kills it.";
+/// Parameters in the D06 / TOML shape.
+pub const PARAMETERS: &str = r#"{
+    "program": {"type": "string", "summary": "The program to run (allowed by the tool's `commands` policy).", "required": true},
+    "args": {"type": "array", "items": {"type": "string"}, "summary": "Its arguments.", "required": false},
+    "envs": {"type": "array", "items": {"type": "string"}, "summary": "Host environment variables it needs (allowed by the policy).", "required": false}
+}"#;
+
+struct Output {
+    unread: Vec<u8>,
+    dropped: usize,
+    /// The exit status once the program ended and both pipes are closed.
+    ended: Option<Result<String, ToolError>>,
+}
+
+struct Shared {
+    output: Mutex<Output>,
+    changed: Notify,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Output> {
+        self.output.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// A running command.
+pub struct RunHandle {
+    shared: Arc<Shared>,
+    stdin: Option<tokio::net::unix::pipe::Sender>,
+    pgid: u32,
+    stop: CancellationToken,
+    task: Option<tokio::task::JoinHandle<()>>,
+    scrubber: Scrubber,
+    wait: Duration,
+}
+
+impl std::fmt::Debug for RunHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunHandle").field("pgid", &self.pgid).finish_non_exhaustive()
+    }
+}
+
+/// Start the command `call` asks for. A command the policy refuses (or that cannot start) is a
+/// `stopped` state with the reason and no handle.
+pub async fn spawn(
+    services: &HostServices,
+    runner: &TokioProcessRunner,
+    call: &ToolCall,
+    config: &ToolConfig,
+    wait: Duration,
+) -> Result<(ToolState, Option<RunHandle>), RuntimeError> {
+    let refused = |message: String| Ok((ToolState::Stopped { result: Err(ToolError::new(message)) }, None));
+    let Some(program) = call.arguments.get("program").and_then(Value::as_str) else {
+        return refused("spawn needs `program`: the command to run, e.g. {\"program\": \"cargo\", \"args\": [\"check\"]}".into());
+    };
+    let strings = |key: &str| -> Vec<String> {
+        call.arguments
+            .get(key)
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+            .unwrap_or_default()
+    };
+    let params = ProcessRunParams { program: program.into(), args: strings("args"), envs: strings("envs") };
+    let policy = services.policy(config, AccessPolicy::vfs_default())?;
+    let dispatcher = services.dispatcher(call, policy);
+    let events: &dyn DispatchEvents = match &services.trace {
+        Some(t) => t.as_ref(),
+        None => &NoEvents,
+    };
+    let request = match dispatcher.authorize_process(&params, &Id::String(format!("{RUN}:spawn")), events).await {
+        Ok(r) => r,
+        Err(e) => return refused(e.to_string()),
+    };
+    let Started { mut child, scratch } = match runner.start(&request, true) {
+        Ok(s) => s,
+        Err(e) => return refused(e.to_string()),
+    };
+    let pgid = child.id();
+    let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+    let shared = Arc::new(Shared {
+        output: Mutex::new(Output { unread: Vec::new(), dropped: 0, ended: None }),
+        changed: Notify::new(),
+    });
+    let stop = CancellationToken::new();
+    let task = {
+        let (shared, stop) = (shared.clone(), stop.clone());
+        tokio::spawn(async move {
+            // Declared after the scratch directory: the group dies before its HOME is removed.
+            let _scratch = scratch;
+            let guard = GroupGuard(pgid);
+            let pump = |pipe: Option<tokio::net::unix::pipe::Receiver>| {
+                let shared = shared.clone();
+                async move {
+                    let Some(mut pipe) = pipe else { return };
+                    let mut buf = vec![0u8; 16 * 1024];
+                    while let Ok(n) = pipe.read(&mut buf).await {
+                        if n == 0 {
+                            break;
+                        }
+                        let mut out = shared.lock();
+                        out.unread.extend_from_slice(&buf[..n]);
+                        if out.unread.len() > MAX_UNREAD {
+                            let excess = out.unread.len() - MAX_UNREAD;
+                            out.unread.drain(..excess);
+                            out.dropped += excess;
+                        }
+                        drop(out);
+                        shared.changed.notify_waiters();
+                    }
+                }
+            };
+            let wait = async {
+                let status = child.wait().await;
+                // What it left running dies with it, so the pipes close.
+                signal_group(pgid, Signal::KILL);
+                status
+            };
+            let ran = async { tokio::join!(pump(stdout), pump(stderr), wait).2 };
+            let ended = tokio::select! {
+                status = ran => match status {
+                    Ok(s) if s.success() => Ok("exited with code 0".to_owned()),
+                    Ok(s) => Err(ToolError::new(match s.code() {
+                        Some(code) => format!("exited with code {code}"),
+                        None => "was killed by a signal".to_owned(),
+                    })),
+                    Err(e) => Err(ToolError::new(format!("waiting for it failed: {e}"))),
+                },
+                () = stop.cancelled() => {
+                    signal_group(pgid, Signal::TERM);
+                    if tokio::time::timeout(ABORT_GRACE, child.wait()).await.is_err() {
+                        signal_group(pgid, Signal::KILL);
+                        let _ = child.wait().await;
+                    }
+                    Err(ToolError::new("aborted"))
+                }
+            };
+            drop(guard);
+            shared.lock().ended = Some(ended);
+            shared.changed.notify_waiters();
+        })
+    };
+    let scrubber = dispatcher.scrubber().clone();
+    let handle = RunHandle { shared, stdin, pgid, stop, task: Some(task), scrubber, wait };
+    Ok((ToolState::Running { content: Some(format!("started {}", jp_core::host::command_line(program, &params.args))) }, Some(handle)))
+}
+
+impl RunHandle {
+    /// Wait up to `wait` for output or the end, then take what there is.
+    async fn next(&mut self) -> ToolState {
+        let deadline = tokio::time::Instant::now() + self.wait;
+        loop {
+            let notified = self.shared.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let out = self.shared.lock();
+                if !out.unread.is_empty() || out.ended.is_some() {
+                    break;
+                }
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                break;
+            }
+        }
+        let mut out = self.shared.lock();
+        if out.unread.is_empty() && out.dropped == 0 {
+            return match &out.ended {
+                Some(result) => ToolState::Stopped { result: result.clone() },
+                None => ToolState::Running { content: None },
+            };
+        }
+        let n = out.unread.len().min(MAX_FETCH);
+        let chunk: Vec<u8> = out.unread.drain(..n).collect();
+        let mut text = String::new();
+        if out.dropped > 0 {
+            text.push_str(&format!("[{} bytes of earlier output were dropped: fetch more often]\n", out.dropped));
+            out.dropped = 0;
+        }
+        drop(out);
+        text.push_str(&String::from_utf8_lossy(&self.scrubber.scrub_bytes(&chunk)));
+        ToolState::Running { content: Some(text) }
+    }
+}
+
+impl AnyToolHandle for RunHandle {
+    fn fetch(&mut self) -> BoxFuture<'_, Result<ToolState, ToolError>> {
+        Box::pin(async move { Ok(self.next().await) })
+    }
+
+    fn apply(&mut self, input: ApplyInput) -> BoxFuture<'_, Result<ToolState, ToolError>> {
+        Box::pin(async move {
+            let input = match input {
+                ApplyInput::Data(v) | ApplyInput::Answer { value: v, .. } => v,
+            };
+            match input {
+                Value::Null => self.stdin = None,
+                other => {
+                    let bytes = match other {
+                        Value::String(s) => s.into_bytes(),
+                        v => v.to_string().into_bytes(),
+                    };
+                    let Some(stdin) = self.stdin.as_mut() else {
+                        return Err(ToolError::new("its stdin is closed (an earlier apply sent null)"));
+                    };
+                    if let Err(e) = stdin.write_all(&bytes).await {
+                        return Err(ToolError::new(format!("writing to its stdin failed: {e} (has it exited?)")));
+                    }
+                }
+            }
+            Ok(self.next().await)
+        })
+    }
+
+    fn abort(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            self.stdin = None;
+            self.stop.cancel();
+            if let Some(task) = self.task.take() {
+                let _ = task.await;
+            }
+        })
+    }
+}
+
+impl Drop for RunHandle {
+    fn drop(&mut self) {
+        self.stop.cancel();
+        signal_group(self.pgid, Signal::KILL);
+    }
+}
