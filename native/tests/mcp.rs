@@ -1,0 +1,124 @@
+//! `jp mcp` driven by real MCP clients: the official Python SDK (`mcp`, pinned; the test makes its
+//! own venv in the cache) and the npm SDK (`@modelcontextprotocol/sdk`, a pinned devDependency)
+//! over stdio and Streamable HTTP, against a workspace with a stateful Python VFS tool, a hanging
+//! tool and the first-party `run`. The client scripts are in `tests/mcp/`.
+
+#![cfg(target_os = "linux")]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const JP: &str = env!("CARGO_BIN_EXE_jp");
+/// The Python SDK version the tests pin.
+const PYTHON_MCP: &str = "mcp==2.3.0";
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// A venv with the pinned Python SDK, made once per machine (idempotent).
+fn python() -> PathBuf {
+    let home = std::env::var("HOME").unwrap();
+    let venv = Path::new(&home).join(".cache/jp-host/venv-mcp-2.3.0");
+    let py = venv.join("bin/python");
+    let has = |py: &Path| Command::new(py).args(["-c", "import mcp, importlib.metadata as m; assert m.version('mcp') == '2.3.0'"]).status().is_ok_and(|s| s.success());
+    if !has(&py) {
+        let s = Command::new("/usr/bin/python3").args(["-m", "venv"]).arg(&venv).status().unwrap();
+        assert!(s.success(), "python3 -m venv failed (install the python3-venv package)");
+        let s = Command::new(venv.join("bin/pip")).args(["install", "-q", PYTHON_MCP]).status().unwrap();
+        assert!(s.success(), "pip install {PYTHON_MCP} failed");
+    }
+    py
+}
+
+/// The workspace the client scripts expect.
+fn workspace() -> tempfile::TempDir {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("notes.txt"), "one\ntwo\nthree\n").unwrap();
+    std::fs::write(ws.path().join(".env"), "TOKEN=hunter2\n").unwrap();
+    std::fs::create_dir_all(ws.path().join(".jp")).unwrap();
+    let stager = repo().join("tests/mcp/stager.py");
+    let command = format!("/usr/bin/python3 {}", stager.display());
+    let config = format!(
+        r#"[conversation.tools.stager]
+source = "local"
+runtime = "vfs"
+command = {command:?}
+stateful = true
+[conversation.tools.stager.access]
+filesystem = [{{ path = ".", allow = ["read", "write"] }}]
+
+[conversation.tools.hang]
+source = "local"
+runtime = "vfs"
+command = {command:?}
+[conversation.tools.hang.access]
+filesystem = [{{ path = ".", allow = ["read", "write"] }}]
+
+[conversation.tools.run]
+source = "builtin"
+[conversation.tools.run.access]
+commands = {{ sh = {{ args = [["**"]] }}, sleep = {{ args = [["**"]] }} }}
+"#
+    );
+    std::fs::write(ws.path().join(".jp/config.toml"), config).unwrap();
+    ws
+}
+
+fn run_client(mut command: Command, expected_checks: usize) {
+    let out = command.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("{stdout}");
+    assert!(out.status.success(), "the client failed:\n{stdout}\n{stderr}");
+    let checks = stdout.lines().filter(|l| l.starts_with("ok ")).count();
+    assert_eq!(checks, expected_checks, "every check of the client ran:\n{stdout}");
+}
+
+#[test]
+fn the_python_sdk_drives_jp_mcp_over_stdio() {
+    let ws = workspace();
+    let mut c = Command::new(python());
+    c.arg(repo().join("tests/mcp/python_client.py")).arg(JP).arg(ws.path());
+    run_client(c, 12);
+    // The last writer of staged.txt is the one-shot run (answers yes, yes, no).
+    assert_eq!(std::fs::read_to_string(ws.path().join("staged.txt")).unwrap(), "one\ntwo\n");
+}
+
+#[test]
+fn the_npm_sdk_drives_jp_mcp_over_stdio_and_streamable_http() {
+    let sdk = repo().join("node_modules/@modelcontextprotocol/sdk");
+    assert!(sdk.is_dir(), "{} is missing: run `npm install` in the repository (./tests/run does)", sdk.display());
+    let ws = workspace();
+    let mut c = Command::new("node");
+    c.arg(repo().join("tests/mcp/npm_client.mjs")).arg(JP).arg(ws.path());
+    run_client(c, 7);
+}
+
+#[test]
+fn http_on_a_non_loopback_address_needs_a_chosen_token() {
+    let ws = workspace();
+    let out = Command::new(JP).args(["mcp", "--http", "0.0.0.0:0"]).current_dir(ws.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not a loopback address") && err.contains("--token-env"), "{err}");
+}
+
+#[test]
+fn a_stateful_tool_without_action_runs_to_its_end_in_jp_tool_call() {
+    let ws = workspace();
+    let out = Command::new(JP)
+        .args(["tool", "call", "stager", "path=notes.txt", "--answer", "hunk0=true", "--no-interaction"])
+        .current_dir(ws.path())
+        .output()
+        .unwrap();
+    // Nobody answers the second question: the call ends with it, and the process is gone.
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Stage 'one'?"), "{}", String::from_utf8_lossy(&out.stderr));
+    let schema = Command::new(JP).args(["tool", "schema", "stager", "--one-of"]).current_dir(ws.path()).output().unwrap();
+    let schema: serde_json::Value = serde_json::from_slice(&schema.stdout).unwrap();
+    assert_eq!(schema["parameters"]["oneOf"].as_array().unwrap().len(), 4, "{schema}");
+    let flat = Command::new(JP).args(["tool", "schema", "stager"]).current_dir(ws.path()).output().unwrap();
+    let flat: serde_json::Value = serde_json::from_slice(&flat.stdout).unwrap();
+    assert!(flat["parameters"].get("oneOf").is_none() && flat["parameters"]["properties"]["action"].is_object(), "{flat}");
+}

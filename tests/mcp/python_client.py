@@ -1,0 +1,196 @@
+"""Drives `jp mcp` over stdio with the official Python MCP SDK (the `mcp` package, pinned by the
+test that runs this). Usage: python_client.py JP WORKSPACE. Prints one `ok <check>` line per check
+and exits non-zero on the first failure."""
+import asyncio, json, os, sys, time
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp import types
+
+JP, WS = sys.argv[1], sys.argv[2]
+
+def ok(what):
+    print(f"ok {what}", flush=True)
+
+def text(result):
+    return "".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return ") Z " not in f.read()
+    except FileNotFoundError:
+        return False
+
+answers = []
+
+async def elicit(context, params):
+    choice = answers.pop(0)
+    if choice is None:
+        return types.ElicitResult(action="decline")
+    return types.ElicitResult(action="accept", content=choice)
+
+def server():
+    return StdioServerParameters(command=JP, args=["mcp", "--fetch-wait-ms", "3000"], cwd=WS)
+
+async def session_checks():
+    async with stdio_client(server()) as (read, write):
+        async with ClientSession(read, write, elicitation_callback=elicit) as s:
+            await s.initialize()
+            tools = {t.name: t for t in (await s.list_tools()).tools}
+            for name in ["fs_read_file", "fs_list_files", "fs_grep_files", "fs_create_file", "fs_modify_file",
+                         "fs_delete_file", "fs_move_file", "run", "stager"]:
+                assert name in tools, (name, list(tools))
+            for t in tools.values():
+                assert t.input_schema["type"] == "object", t
+                assert not any(k in t.input_schema for k in ("oneOf", "anyOf", "allOf")), t
+            assert tools["fs_read_file"].annotations.read_only_hint is True
+            assert tools["fs_delete_file"].annotations.destructive_hint is True
+            assert tools["fs_read_file"].annotations.open_world_hint is False
+            assert tools["stager"].input_schema["properties"]["action"]["enum"] == ["spawn", "fetch", "apply", "abort"]
+            ok("tools/list: every tool, object schemas without oneOf, policy hints, stateful flat schema")
+
+            r = await s.call_tool("fs_read_file", {"path": "notes.txt"})
+            assert not r.is_error and text(r) == "one\ntwo\nthree\n", r
+            r = await s.call_tool("fs_list_files", {})
+            assert "notes.txt" in text(r), r
+            r = await s.call_tool("fs_grep_files", {"pattern": "tw."})
+            assert "notes.txt:2:two" in text(r), r
+            r = await s.call_tool("fs_create_file", {"path": "new/made.txt", "content": "made"})
+            assert not r.is_error, r
+            r = await s.call_tool("fs_modify_file", {"path": "new/made.txt", "patterns": [{"old": "made", "new": "changed"}]})
+            assert not r.is_error, r
+            r = await s.call_tool("fs_move_file", {"source": "new/made.txt", "destination": "moved.txt"})
+            assert not r.is_error, r
+            assert open(os.path.join(WS, "moved.txt")).read() == "changed"
+            r = await s.call_tool("fs_delete_file", {"path": "moved.txt"})
+            assert not r.is_error and not os.path.exists(os.path.join(WS, "moved.txt")), r
+            ok("each first-party fs tool")
+
+            try:
+                await s.call_tool("no_such_tool", {})
+                raise AssertionError("an unknown tool must be a JSON-RPC error")
+            except Exception as e:
+                assert "no tool named 'no_such_tool'" in str(e), e
+            try:
+                await s.call_tool("fs_read_file", {})
+                raise AssertionError("a missing argument must be a JSON-RPC error")
+            except Exception as e:
+                assert "needs the argument(s) 'path'" in str(e), e
+            ok("unknown tool and missing argument are JSON-RPC errors naming the fix")
+
+            answers[:] = [None]
+            r = await s.call_tool("fs_read_file", {"path": ".env"})
+            assert r.is_error and "Access denied" in text(r) and "hunter2" not in text(r), r
+            answers[:] = [{"decision": "allow once"}]
+            r = await s.call_tool("fs_read_file", {"path": ".env"})
+            assert not r.is_error and text(r) == "TOKEN=hunter2\n", r
+            ok("a sensitive read asks through elicitation: declined is isError, allowed once reads it")
+
+            r = await s.call_tool("stager", {"action": "spawn", "path": "notes.txt"})
+            st = r.structured_content
+            assert st["id"].startswith("h_") and st["state"] == "waiting", st
+            assert st["question"]["text"] == "Stage 'one'?", st
+            hid, pid = st["id"], int(st["content"].split()[1])
+            assert alive(pid)
+            r = await s.call_tool("stager", {"action": "apply", "id": hid, "input": True})
+            assert r.structured_content["question"]["text"] == "Stage 'two'?", r
+            r = await s.call_tool("stager", {"action": "fetch", "id": hid})
+            assert r.structured_content["state"] == "waiting", r
+            await s.call_tool("stager", {"action": "apply", "id": hid, "input": False})
+            r = await s.call_tool("stager", {"action": "apply", "id": hid, "input": True})
+            st = r.structured_content
+            assert st == {"id": hid, "state": "stopped", "result": "Staged 2 of 3 changes."}, st
+            assert json.loads(text(r)) == st
+            assert open(os.path.join(WS, "staged.txt")).read() == "one\nthree\n"
+            try:
+                await s.call_tool("stager", {"action": "fetch", "id": hid})
+                raise AssertionError("a finished handle must be an error")
+            except Exception as e:
+                assert f"no live handle '{hid}'" in str(e), e
+            ok("stateful VFS tool: spawn -> apply -> fetch -> stopped, then its id is gone")
+
+            r = await s.call_tool("stager", {"action": "spawn", "path": "notes.txt"})
+            hid, pid = r.structured_content["id"], int(r.structured_content["content"].split()[1])
+            r = await s.call_tool("stager", {"action": "abort", "id": hid})
+            assert r.structured_content["state"] == "stopped" and not alive(pid), r
+            ok("abort ends the tool's process")
+
+            # One-shot wrapping: no action, questions asked through elicitation and applied.
+            answers[:] = [{"answer": True}, {"answer": True}, {"answer": False}]
+            r = await s.call_tool("stager", {"path": "notes.txt"})
+            assert not r.is_error and text(r).endswith("Staged 2 of 3 changes."), r
+            ok("a stateful tool called without action runs to its end, its questions elicited")
+
+            progress = []
+            async def on_progress(p, total, message):
+                progress.append(p)
+            r = await s.call_tool("run", {"action": "spawn", "program": "sh", "args": ["-c", "for i in 1 2 3; do echo tick $i; sleep 0.4; done; exit 3"]},
+                                  progress_callback=on_progress)
+            hid = r.structured_content["id"]
+            seen = r.structured_content.get("content", "")
+            states = []
+            for _ in range(40):
+                r = await s.call_tool("run", {"action": "fetch", "id": hid})
+                st = r.structured_content
+                states.append(st["state"])
+                seen += st.get("content", "")
+                if st["state"] == "stopped":
+                    break
+            assert "tick 1\ntick 2\ntick 3\n" in seen, seen
+            assert st["error"]["message"] == "exited with code 3", st
+            assert states.count("running") >= 2, states
+            r = await s.call_tool("run", {"action": "spawn", "program": "rm", "args": ["-rf", "."]})
+            assert r.is_error and "not allowed" in text(r), r
+            ok("run: fetches see the output grow, stopped with the exit code; a command not allowed is refused at spawn")
+
+            # A hanging tool, cancelled by the client: no process left.
+            task = asyncio.ensure_future(s.call_tool("hang", {}))
+            pidfile = os.path.join(WS, "hang.pid")
+            for _ in range(100):
+                if os.path.exists(pidfile) and open(pidfile).read():
+                    break
+                await asyncio.sleep(0.1)
+            hang_pid = int(open(pidfile).read())
+            task.cancel()
+            try:
+                await task
+            except (asyncio.CancelledError, Exception):
+                pass
+            for _ in range(150):
+                if not alive(hang_pid):
+                    break
+                await asyncio.sleep(0.1)
+            assert not alive(hang_pid), "the cancelled tool's process is gone"
+            ok("notifications/cancelled ends a hanging tool (cancel, SIGTERM, SIGKILL)")
+
+            # Progress with a token, before the result.
+            events = []
+            async def on_progress2(p, total, message):
+                events.append("progress")
+            r = await s.call_tool("run", {"program": "sleep", "args": ["2.5"]}, progress_callback=on_progress2)
+            events.append("result")
+            assert not r.is_error and "exited with code 0" in text(r), r
+            assert events[0] == "progress" and events[-1] == "result", events
+            ok("progress notifications arrive while a call runs, before its result")
+
+            # 8 concurrent calls.
+            t0 = time.monotonic()
+            rs = await asyncio.gather(*[s.call_tool("fs_read_file", {"path": "notes.txt"}) for _ in range(8)])
+            assert all(text(r) == "one\ntwo\nthree\n" for r in rs)
+            ok("8 concurrent calls")
+
+            # Disconnect mid-handle: left for the outer check.
+            r = await s.call_tool("stager", {"action": "spawn", "path": "notes.txt"})
+            return int(r.structured_content["content"].split()[1])
+
+async def main():
+    pid = await session_checks()
+    for _ in range(100):
+        if not alive(pid):
+            break
+        await asyncio.sleep(0.1)
+    assert not alive(pid), "the handle's process ended with the session"
+    ok("disconnect mid-handle: the session's handles are aborted, no process left")
+
+asyncio.run(main())
