@@ -32,10 +32,10 @@ use crate::builtin::BuiltinRuntime;
 use crate::files::FsProjectFiles;
 use crate::http::ReqwestHttpClient;
 use crate::process::TokioProcessRunner;
+use crate::run_tool::{self, RUN};
 use crate::sandbox::SandboxMode;
 use crate::stdio::StdioRuntime;
 use crate::vfs::{VfsOptions, VfsRuntime};
-use crate::run_tool::{self, RUN};
 use crate::wasm::{ComponentSource, LEARN_WASM, WasmEngine, WasmLimits, WasmRuntime};
 
 mod calls;
@@ -210,6 +210,10 @@ pub struct App {
     /// Starts the commands of the `run` tool.
     runner: TokioProcessRunner,
     fetch_wait: Duration,
+    /// Definitions by tool name (the configuration does not change while `jp` runs).
+    definitions: std::sync::Mutex<HashMap<String, ToolDefinition>>,
+    /// Compiled policies of the tools run in-process, by name.
+    policies: std::sync::Mutex<HashMap<String, Arc<AccessPolicy>>>,
 }
 
 impl std::fmt::Debug for App {
@@ -317,6 +321,8 @@ impl App {
             describers,
             runner: TokioProcessRunner::new(options.timeout).sandbox(options.sandbox),
             fetch_wait: options.fetch_wait,
+            definitions: std::sync::Mutex::new(HashMap::new()),
+            policies: std::sync::Mutex::new(HashMap::new()),
         })
     }
 
@@ -354,12 +360,33 @@ impl App {
     /// The tool's definition: its configured `parameters`, or what it says about itself (D06)
     /// with the configuration's fields merged on top.
     pub async fn definition(&self, name: &str) -> Result<ToolDefinition, RuntimeError> {
-        let entry = self.tool(name).map_err(|e| RuntimeError::Config(e.to_string()))?;
-        if entry.config.parameters.is_some() && !entry.first_party {
-            return Ok(ToolDefinition::resolve(name, None, &entry.config));
+        let cached = self.definitions.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(name).cloned();
+        if let Some(d) = cached {
+            return Ok(d);
         }
-        let described = self.describe(entry).await?;
-        Ok(ToolDefinition::resolve(name, Some(described), &entry.config))
+        let entry = self.tool(name).map_err(|e| RuntimeError::Config(e.to_string()))?;
+        let definition = if entry.config.parameters.is_some() && !entry.first_party {
+            ToolDefinition::resolve(name, None, &entry.config)
+        } else {
+            let described = self.describe(entry).await?;
+            ToolDefinition::resolve(name, Some(described), &entry.config)
+        };
+        self.definitions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(name.to_owned(), definition.clone());
+        Ok(definition)
+    }
+
+    /// The tool's policy, compiled once per process (sensitive-path globs and all).
+    fn compiled_policy(&self, entry: &ToolEntry) -> Result<Arc<AccessPolicy>, RuntimeError> {
+        let mut policies = self.policies.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(p) = policies.get(&entry.name) {
+            return Ok(p.clone());
+        }
+        let policy = Arc::new(self.vfs.services().policy(&entry.config, entry.default_policy())?);
+        policies.insert(entry.name.clone(), policy.clone());
+        Ok(policy)
     }
 
     /// Ask a tool for its schema; one answer per program and process.
@@ -433,7 +460,10 @@ impl App {
                     let (call, source) = self.learn_call(call, &config).await?;
                     self.wasm()?.run(call, &config, Some(source)).await
                 }
-                RuntimeChoice::Builtin => self.builtin.run(call, &config, entry.default_policy()).await,
+                RuntimeChoice::Builtin => {
+                    let policy = self.compiled_policy(entry)?;
+                    self.builtin.run_compiled(call, &config, policy).await
+                }
                 RuntimeChoice::Mcp { server, .. } => Err(RuntimeError::UnsupportedRuntime {
                     tool: name.into(),
                     runtime: "mcp".into(),

@@ -7,6 +7,7 @@
 //! completion on the runtime from there. Cancellation ends the call at once; the tool's thread
 //! finishes the request it is in (writes are atomic) and every later request is refused.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use jp_core::host::{DispatchEvents, HostError, NoEvents};
@@ -42,12 +43,23 @@ impl BuiltinRuntime {
         config: &ToolConfig,
         default: AccessPolicy,
     ) -> Result<ExecutionOutcome, RuntimeError> {
+        let policy = Arc::new(self.services.policy(config, default)?);
+        self.run_compiled(call, config, policy).await
+    }
+
+    /// [`run`](Self::run) with the tool's policy already compiled (a host that runs a tool many
+    /// times compiles it once).
+    pub async fn run_compiled(
+        &self,
+        call: ToolCall,
+        config: &ToolConfig,
+        policy: Arc<AccessPolicy>,
+    ) -> Result<ExecutionOutcome, RuntimeError> {
         let spec = *self
             .tools
             .iter()
             .find(|t| t.name == call.name)
             .ok_or_else(|| RuntimeError::Config(format!("'{}' is not a builtin tool", call.name)))?;
-        let policy = self.services.policy(config, default)?;
         let dispatcher = self.services.dispatcher(&call, policy);
         let trace = self.services.trace.clone();
         let runtime = tokio::runtime::Handle::current();

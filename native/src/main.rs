@@ -15,7 +15,7 @@ use jp_core::host::{DenyInquirer, Inquirer};
 use jp_core::runtime::{ExecutionOutcome, RuntimeError, ToolCall};
 use jp_native::app::{Answerer, App, AppError, AppOptions, CallReply, Handles, NoAnswerer, TOOL_MODE_ARG};
 use jp_native::mcp::http::{self, HttpOptions, generate_token};
-use jp_native::mcp::{McpOptions, serve_stdio};
+use jp_native::mcp::{McpOptions, serve_stdio, shutdown_signal};
 use jp_native::sandbox::{OPT_OUT_FLAG, SandboxMode, probe};
 use jp_native::terminal::{self, StderrTrace, TerminalInquirer};
 use serde_json::{Map, Value, json};
@@ -334,10 +334,7 @@ async fn mcp(cli: &Cli, args: &McpArgs) -> Result<ExitCode, Failure> {
                 },
                 None => (generate_token().map_err(|m| Failure { code: 1, message: m })?, false),
             };
-            let shutdown = async {
-                let _ = tokio::signal::ctrl_c().await;
-            };
-            http::serve(app, options, HttpOptions { addr, token, token_given }, shutdown).await
+            http::serve(app, options, HttpOptions { addr, token, token_given }, shutdown_signal()).await
         }
     };
     served.map(|()| ExitCode::SUCCESS).map_err(|message| Failure { code: 1, message })

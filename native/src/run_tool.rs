@@ -94,7 +94,9 @@ pub async fn spawn(
 ) -> Result<(ToolState, Option<RunHandle>), RuntimeError> {
     let refused = |message: String| Ok((ToolState::Stopped { result: Err(ToolError::new(message)) }, None));
     let Some(program) = call.arguments.get("program").and_then(Value::as_str) else {
-        return refused("spawn needs `program`: the command to run, e.g. {\"program\": \"cargo\", \"args\": [\"check\"]}".into());
+        return refused(
+            "spawn needs `program`: the command to run, e.g. {\"program\": \"cargo\", \"args\": [\"check\"]}".into(),
+        );
     };
     let strings = |key: &str| -> Vec<String> {
         call.arguments
@@ -105,7 +107,7 @@ pub async fn spawn(
     };
     let params = ProcessRunParams { program: program.into(), args: strings("args"), envs: strings("envs") };
     let policy = services.policy(config, AccessPolicy::vfs_default())?;
-    let dispatcher = services.dispatcher(call, policy);
+    let dispatcher = services.dispatcher(call, std::sync::Arc::new(policy));
     let events: &dyn DispatchEvents = match &services.trace {
         Some(t) => t.as_ref(),
         None => &NoEvents,
@@ -184,7 +186,10 @@ pub async fn spawn(
     };
     let scrubber = dispatcher.scrubber().clone();
     let handle = RunHandle { shared, stdin, pgid, stop, task: Some(task), scrubber, wait };
-    Ok((ToolState::Running { content: Some(format!("started {}", jp_core::host::command_line(program, &params.args))) }, Some(handle)))
+    Ok((
+        ToolState::Running { content: Some(format!("started {}", jp_core::host::command_line(program, &params.args))) },
+        Some(handle),
+    ))
 }
 
 impl RunHandle {

@@ -70,8 +70,8 @@ impl HostServices {
 
     /// The dispatcher serving one call of a tool under `policy`; the call's own inquirer, if it
     /// brings one, answers its inquiries.
-    pub fn dispatcher(&self, call: &ToolCall, policy: AccessPolicy) -> Dispatcher {
-        Dispatcher::builder(call.name.clone(), Arc::new(policy), self.files.clone())
+    pub fn dispatcher(&self, call: &ToolCall, policy: Arc<AccessPolicy>) -> Dispatcher {
+        Dispatcher::builder(call.name.clone(), policy, self.files.clone())
             .http(self.http.clone())
             .process(self.process.clone())
             .inquirer(call.inquirer.clone().unwrap_or_else(|| self.inquirer.clone()))

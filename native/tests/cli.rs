@@ -58,7 +58,7 @@ fn list_shows_every_first_party_tool_with_runtime_source_summary_and_policy() {
     let rows: Vec<Value> = serde_json::from_str(&stdout(&o)).unwrap();
     let names: Vec<&str> = rows.iter().map(|r| r["name"].as_str().unwrap()).collect();
     let mut expected = FIRST_PARTY.to_vec();
-    expected.push("learn");
+    expected.extend(["learn", "run"]);
     assert_eq!(names, expected);
     for r in &rows {
         assert_eq!(r["runtime"], if r["name"] == "learn" { "wasm" } else { "builtin" });

@@ -21,7 +21,12 @@ fn python() -> PathBuf {
     let home = std::env::var("HOME").unwrap();
     let venv = Path::new(&home).join(".cache/jp-host/venv-mcp-2.3.0");
     let py = venv.join("bin/python");
-    let has = |py: &Path| Command::new(py).args(["-c", "import mcp, importlib.metadata as m; assert m.version('mcp') == '2.3.0'"]).status().is_ok_and(|s| s.success());
+    let has = |py: &Path| {
+        Command::new(py)
+            .args(["-c", "import mcp, importlib.metadata as m; assert m.version('mcp') == '2.3.0'"])
+            .status()
+            .is_ok_and(|s| s.success())
+    };
     if !has(&py) {
         let s = Command::new("/usr/bin/python3").args(["-m", "venv"]).arg(&venv).status().unwrap();
         assert!(s.success(), "python3 -m venv failed (install the python3-venv package)");
@@ -115,10 +120,14 @@ fn a_stateful_tool_without_action_runs_to_its_end_in_jp_tool_call() {
     // Nobody answers the second question: the call ends with it, and the process is gone.
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("Stage 'one'?"), "{}", String::from_utf8_lossy(&out.stderr));
-    let schema = Command::new(JP).args(["tool", "schema", "stager", "--one-of"]).current_dir(ws.path()).output().unwrap();
+    let schema =
+        Command::new(JP).args(["tool", "schema", "stager", "--one-of"]).current_dir(ws.path()).output().unwrap();
     let schema: serde_json::Value = serde_json::from_slice(&schema.stdout).unwrap();
     assert_eq!(schema["parameters"]["oneOf"].as_array().unwrap().len(), 4, "{schema}");
     let flat = Command::new(JP).args(["tool", "schema", "stager"]).current_dir(ws.path()).output().unwrap();
     let flat: serde_json::Value = serde_json::from_slice(&flat.stdout).unwrap();
-    assert!(flat["parameters"].get("oneOf").is_none() && flat["parameters"]["properties"]["action"].is_object(), "{flat}");
+    assert!(
+        flat["parameters"].get("oneOf").is_none() && flat["parameters"]["properties"]["action"].is_object(),
+        "{flat}"
+    );
 }

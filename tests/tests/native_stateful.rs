@@ -104,7 +104,10 @@ async fn a_stateful_tool_lives_across_apply_cycles_in_the_registry() {
     // fetch shows the same question (its content went back with spawn); the same process
     // answers every apply.
     let fetched = registry.dispatch("stager", ToolCommand::Fetch { id: id.clone() }).await.unwrap();
-    assert!(matches!(&fetched, ToolState::Waiting { question, content: None } if question.text == "Stage 'add a'?"), "{fetched:?}");
+    assert!(
+        matches!(&fetched, ToolState::Waiting { question, content: None } if question.text == "Stage 'add a'?"),
+        "{fetched:?}"
+    );
     let next = registry.dispatch("stager", ToolCommand::Apply { id: id.clone(), input: json!("y") }).await.unwrap();
     assert!(matches!(&next, ToolState::Waiting { question, .. } if question.text == "Stage 'remove b'?"), "{next:?}");
     assert_eq!(pid_of(&next), pid, "the process stays alive between applies");
@@ -123,8 +126,10 @@ async fn a_stateful_tool_lives_across_apply_cycles_in_the_registry() {
 async fn aborting_a_stateful_tool_ends_its_process() {
     let (ws, _tools, cfg) = setup();
     let rt = runtime(ws.path());
-    let (state, handle) =
-        rt.spawn_stateful(call(json!({"path": "changes.txt"})), &cfg, AccessPolicy::stdio_default(), WAIT).await.unwrap();
+    let (state, handle) = rt
+        .spawn_stateful(call(json!({"path": "changes.txt"})), &cfg, AccessPolicy::stdio_default(), WAIT)
+        .await
+        .unwrap();
     let pid = pid_of(&state);
     assert!(alive(pid));
     let mut registry = HandleRegistry::new();

@@ -27,8 +27,7 @@ use crate::files::ProjectFiles;
 use crate::policy::{AccessPolicy, Capability, Decision, Scrubber, WorkspacePath, is_base_env};
 use crate::protocol::{
     DEFAULT_MAX_CONTENT, DEFAULT_MAX_LINE, Frame, HostRequest, HostResponse, Id, Incoming, Message, ProcessRunParams,
-    ProcessRunResult,
-    Response, RpcError, decode_incoming, encode_message,
+    ProcessRunResult, Response, RpcError, decode_incoming, encode_message,
 };
 
 /// How many redirects the dispatcher follows, each re-checked against the policy.
@@ -387,8 +386,7 @@ impl Dispatcher {
         events: &dyn DispatchEvents,
     ) -> Result<crate::host::ProcessRequest, HostError> {
         let line = command_line(&p.program, &p.args);
-        self.enforce("process.run", &line, self.policy.check_process(&p.program, &p.args, &p.envs), id, events)
-            .await?;
+        self.enforce("process.run", &line, self.policy.check_process(&p.program, &p.args, &p.envs), id, events).await?;
         let cwd = self.files.materialize().await.ok().map(|m| m.root);
         let mut env: Vec<(String, String)> =
             self.env.iter().filter(|(k, _)| is_base_env(k)).map(|(k, v)| (k.clone(), v.clone())).collect();

@@ -167,7 +167,8 @@ mod tests {
         assert_eq!((h.writes, h.destructive, h.network), (false, false, false));
         let h = AccessPolicy::stdio_default().hints();
         assert_eq!((h.writes, h.destructive, h.network), (true, true, false));
-        let create_only = access(r#"filesystem = [{ path = ".", allow = ["read"] }, { path = "out", allow = ["create"] }]"#);
+        let create_only =
+            access(r#"filesystem = [{ path = ".", allow = ["read"] }, { path = "out", allow = ["create"] }]"#);
         assert_eq!((create_only.hints().writes, create_only.hints().destructive), (true, false));
         let net = access(r#"network = { allow = ["https://api.example.com/"] }"#);
         assert!(net.hints().network);

@@ -214,7 +214,8 @@ impl App {
             return Ok((state, handle.map(|h| Box::new(h) as Box<dyn AnyToolHandle>)));
         }
         let state = state_of(self.call(call.clone()).await?);
-        let handle = (!state.is_stopped()).then(|| Box::new(Rerun { app: self.clone(), call }) as Box<dyn AnyToolHandle>);
+        let handle =
+            (!state.is_stopped()).then(|| Box::new(Rerun { app: self.clone(), call }) as Box<dyn AnyToolHandle>);
         Ok((state, handle))
     }
 
@@ -360,4 +361,3 @@ fn completed(id: String, gathered: String, state: ToolState) -> ExecutionOutcome
     };
     ExecutionOutcome::Completed { id, result }
 }
-

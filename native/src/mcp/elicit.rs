@@ -114,7 +114,9 @@ impl Answerer for Elicitor {
             let builder = match &question.answer_type {
                 AnswerType::Boolean => builder.required_bool("answer"),
                 AnswerType::Text => builder.required_string("answer"),
-                AnswerType::Select { options } => builder.required_enum_schema("answer", EnumSchema::builder(options.clone()).build()),
+                AnswerType::Select { options } => {
+                    builder.required_enum_schema("answer", EnumSchema::builder(options.clone()).build())
+                }
             };
             let schema = builder.build().ok()?;
             let answer = self.client.ask(format!("Tool '{tool}' asks: {}", question.text), schema).await?;

@@ -16,7 +16,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
 use super::{JpMcp, McpOptions};
-use crate::app::App;
+use crate::app::{App, Handles};
 
 /// The endpoint's path.
 pub const PATH: &str = "/mcp";
@@ -76,8 +76,17 @@ pub async fn serve(
         config = config.with_allowed_hosts([local.ip().to_string()]);
     }
     let factory_app = app.clone();
+    // Every session's handles, so that stopping the server aborts them all.
+    let sessions: Arc<std::sync::Mutex<Vec<std::sync::Weak<Handles>>>> = Arc::default();
+    let factory_sessions = sessions.clone();
     let service = StreamableHttpService::new(
-        move || Ok(JpMcp::new(factory_app.clone(), options)),
+        move || {
+            let server = JpMcp::new(factory_app.clone(), options);
+            let mut all = factory_sessions.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            all.retain(|w| w.strong_count() > 0);
+            all.push(Arc::downgrade(server.handles()));
+            Ok(server)
+        },
         Arc::new(LocalSessionManager::default()),
         config,
     );
@@ -94,7 +103,18 @@ pub async fn serve(
                 Ok(a) => a,
                 Err(e) => { eprintln!("jp mcp: accept failed: {e}"); continue; }
             },
-            () = &mut shutdown => return Ok(()),
+            () = &mut shutdown => {
+                let live: Vec<Arc<Handles>> = sessions
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .iter()
+                    .filter_map(std::sync::Weak::upgrade)
+                    .collect();
+                for handles in live {
+                    handles.close().await;
+                }
+                return Ok(());
+            }
         };
         let (service, token, own_origins) = (service.clone(), token.clone(), own_origins.clone());
         tokio::spawn(async move {
@@ -102,25 +122,32 @@ pub async fn serve(
                 let (service, token, own_origins) = (service.clone(), token.clone(), own_origins.clone());
                 async move {
                     if req.uri().path() != PATH {
-                        return Ok::<_, Infallible>(plain(StatusCode::NOT_FOUND, "not found: the MCP endpoint is /mcp"));
+                        return Ok::<_, Infallible>(plain(
+                            StatusCode::NOT_FOUND,
+                            "not found: the MCP endpoint is /mcp",
+                        ));
                     }
                     if let Some(origin) = req.headers().get("origin") {
                         let ok = origin.to_str().is_ok_and(|o| own_origins.iter().any(|own| own == o));
                         if !ok {
-                            return Ok(plain(StatusCode::FORBIDDEN, "forbidden: requests from web pages of other origins are refused"));
+                            return Ok(plain(
+                                StatusCode::FORBIDDEN,
+                                "forbidden: requests from web pages of other origins are refused",
+                            ));
                         }
                     }
                     if !token_ok(&req, &token) {
-                        let mut r = plain(StatusCode::UNAUTHORIZED, "unauthorized: send Authorization: Bearer <token> (printed by jp mcp --http, or the value of --token-env)");
+                        let mut r = plain(
+                            StatusCode::UNAUTHORIZED,
+                            "unauthorized: send Authorization: Bearer <token> (printed by jp mcp --http, or the value of --token-env)",
+                        );
                         r.headers_mut().insert("www-authenticate", hyper::header::HeaderValue::from_static("Bearer"));
                         return Ok(r);
                     }
                     Ok(service.handle(req).await)
                 }
             });
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), handler)
-                .await;
+            let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), handler).await;
         });
     }
 }

@@ -22,9 +22,8 @@ use jp_core::cancel::CancellationToken;
 use jp_core::runtime::{ExecutionOutcome, RuntimeError, ToolCall};
 use jp_core::state::ToolState;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -170,7 +169,9 @@ fn response(name: &str, reply: Result<CallReply, RuntimeError>) -> Result<CallTo
             "tool '{name}' asks: {} — the client did not answer (it has no elicitation, or declined); answer by calling the tool again with the answer in its arguments if it takes one",
             question.text
         ))),
-        Ok(CallReply::Outcome(ExecutionOutcome::Cancelled { .. })) => Ok(tool_error(format!("tool '{name}' was cancelled"))),
+        Ok(CallReply::Outcome(ExecutionOutcome::Cancelled { .. })) => {
+            Ok(tool_error(format!("tool '{name}' was cancelled")))
+        }
         Ok(CallReply::Handle { id, state }) => {
             let json = state.to_handle_response(&id);
             let failed = matches!(state, ToolState::Stopped { result: Err(_) });
@@ -222,7 +223,8 @@ impl ServerHandler for JpMcp {
         let name = request.name.to_string();
         let _slot = self.slots.acquire().await.map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         let cancel = CancellationToken::new();
-        let mut call = ToolCall::new(name.clone(), format!("mcp-{}", context.id), request.arguments.unwrap_or_default());
+        let mut call =
+            ToolCall::new(name.clone(), format!("mcp-{}", context.id), request.arguments.unwrap_or_default());
         call.cancel = cancel.clone();
         call.inquirer = Some(Arc::new(elicit::ElicitInquirer::new(&context)));
         let work = self.run(call, &context);
@@ -241,12 +243,35 @@ impl ServerHandler for JpMcp {
     }
 }
 
-/// Serve one session over stdin/stdout until the client closes it; then abort its handles.
+/// Serve one session over stdin/stdout until the client closes it or `jp` is asked to stop
+/// (SIGINT, SIGTERM); then abort its handles, so no tool process outlives `jp mcp`.
 pub async fn serve_stdio(app: Arc<App>, options: McpOptions) -> Result<(), String> {
     let server = JpMcp::new(app, options);
     let handles = server.handles().clone();
-    let running = server.serve(rmcp::transport::stdio_pipes()).await.map_err(|e| format!("MCP session: {e}"))?;
-    let quit = running.waiting().await;
+    let session = async {
+        let running = server.serve(rmcp::transport::stdio_pipes()).await.map_err(|e| format!("MCP session: {e}"))?;
+        running.waiting().await.map(|_| ()).map_err(|e| format!("MCP session: {e}"))
+    };
+    let ended = tokio::select! {
+        r = session => r,
+        () = shutdown_signal() => Ok(()),
+    };
     handles.close().await;
-    quit.map(|_| ()).map_err(|e| format!("MCP session: {e}"))
+    ended
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
 }

@@ -279,7 +279,7 @@ impl VfsRuntime {
             },
             protocol_version: PROTOCOL_VERSION.into(),
         });
-        let dispatcher = Arc::new(self.services.dispatcher(call, policy));
+        let dispatcher = Arc::new(self.services.dispatcher(call, Arc::new(policy)));
         Ok(Session::start(Spawned {
             name,
             call_id: call.id.clone(),

@@ -502,7 +502,11 @@ impl VfsHandle {
     /// Serve `session` in the background from its first state `state` on.
     pub(super) fn start(mut session: Session, state: ToolState, wait: Duration) -> Self {
         let inbox = Arc::new(Inbox {
-            state: std::sync::Mutex::new(Gathered { state: ToolState::Running { content: None }, unread: String::new(), version: 0 }),
+            state: std::sync::Mutex::new(Gathered {
+                state: ToolState::Running { content: None },
+                unread: String::new(),
+                version: 0,
+            }),
             changed: Notify::new(),
         });
         inbox.publish(state);
@@ -564,7 +568,9 @@ impl VfsHandle {
                 ToolState::Running { content: Some(c) }
             }
             (ToolState::Running { .. }, content) => ToolState::Running { content },
-            (ToolState::Waiting { question, .. }, content) => ToolState::Waiting { content, question: question.clone() },
+            (ToolState::Waiting { question, .. }, content) => {
+                ToolState::Waiting { content, question: question.clone() }
+            }
             (stopped, None) => stopped.clone(),
         }
     }
