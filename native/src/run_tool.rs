@@ -50,9 +50,24 @@ pub const PARAMETERS: &str = r#"{
 
 struct Output {
     unread: Vec<u8>,
+    /// Recognises the secrets in it: while the program runs, an end that could be the start of
+    /// a secret is kept back, so that a secret split across two fetches is still replaced.
+    scrubber: Scrubber,
     dropped: usize,
     /// The exit status once the program ended and both pipes are closed.
     ended: Option<Result<String, ToolError>>,
+}
+
+impl Output {
+    /// How many unread bytes may be shown now: while the program runs, the tail that could be
+    /// the start of a secret (or of a UTF-8 character) waits for the bytes that follow it.
+    fn ready(&self) -> usize {
+        if self.ended.is_some() {
+            return self.unread.len();
+        }
+        let partial = self.scrubber.partial_at_end(&self.unread);
+        utf8_boundary(&self.unread, self.unread.len() - partial)
+    }
 }
 
 struct Shared {
@@ -112,7 +127,12 @@ pub async fn spawn(
         Some(t) => t.as_ref(),
         None => &NoEvents,
     };
-    let request = match dispatcher.authorize_process(&params, &Id::String(format!("{RUN}:spawn")), events).await {
+    let request_id = Id::String(format!("{RUN}:spawn"));
+    let decided = tokio::select! {
+        r = dispatcher.authorize_process(&params, &request_id, events) => r,
+        () = call.cancel.cancelled() => return refused("cancelled before it started".into()),
+    };
+    let request = match decided {
         Ok(r) => r,
         Err(e) => return refused(e.to_string()),
     };
@@ -123,7 +143,12 @@ pub async fn spawn(
     let pgid = child.id();
     let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     let shared = Arc::new(Shared {
-        output: Mutex::new(Output { unread: Vec::new(), dropped: 0, ended: None }),
+        output: Mutex::new(Output {
+            unread: Vec::new(),
+            scrubber: dispatcher.scrubber().clone(),
+            dropped: 0,
+            ended: None,
+        }),
         changed: Notify::new(),
     });
     let stop = CancellationToken::new();
@@ -145,7 +170,10 @@ pub async fn spawn(
                         let mut out = shared.lock();
                         out.unread.extend_from_slice(&buf[..n]);
                         if out.unread.len() > MAX_UNREAD {
-                            let excess = out.unread.len() - MAX_UNREAD;
+                            // Past the cut, as many bytes again as the longest secret form: what
+                            // stays never starts with the tail of a secret whose head was dropped.
+                            let extra = out.scrubber.longest().saturating_sub(1);
+                            let excess = (out.unread.len() - MAX_UNREAD + extra).min(out.unread.len());
                             out.unread.drain(..excess);
                             out.dropped += excess;
                         }
@@ -186,10 +214,8 @@ pub async fn spawn(
     };
     let scrubber = dispatcher.scrubber().clone();
     let handle = RunHandle { shared, stdin, pgid, stop, task: Some(task), scrubber, wait };
-    Ok((
-        ToolState::Running { content: Some(format!("started {}", jp_core::host::command_line(program, &params.args))) },
-        Some(handle),
-    ))
+    let started = format!("started {}\n", jp_core::host::command_line(program, &params.args));
+    Ok((ToolState::Running { content: Some(started) }, Some(handle)))
 }
 
 impl RunHandle {
@@ -202,7 +228,7 @@ impl RunHandle {
             notified.as_mut().enable();
             {
                 let out = self.shared.lock();
-                if !out.unread.is_empty() || out.ended.is_some() {
+                if out.ready() > 0 || out.dropped > 0 || out.ended.is_some() {
                     break;
                 }
             }
@@ -211,13 +237,15 @@ impl RunHandle {
             }
         }
         let mut out = self.shared.lock();
-        if out.unread.is_empty() && out.dropped == 0 {
+        let ready = out.ready();
+        if ready == 0 && out.dropped == 0 {
             return match &out.ended {
-                Some(result) => ToolState::Stopped { result: result.clone() },
-                None => ToolState::Running { content: None },
+                Some(result) if out.unread.is_empty() => ToolState::Stopped { result: result.clone() },
+                _ => ToolState::Running { content: None },
             };
         }
-        let n = out.unread.len().min(MAX_FETCH);
+        let n = ready.min(MAX_FETCH);
+        let n = if n < ready { utf8_boundary(&out.unread, n) } else { n };
         let chunk: Vec<u8> = out.unread.drain(..n).collect();
         let mut text = String::new();
         if out.dropped > 0 {
@@ -227,6 +255,46 @@ impl RunHandle {
         drop(out);
         text.push_str(&String::from_utf8_lossy(&self.scrubber.scrub_bytes(&chunk)));
         ToolState::Running { content: Some(text) }
+    }
+}
+
+/// The largest `n' <= n` at which `bytes[..n']` does not end inside a UTF-8 character.
+fn utf8_boundary(bytes: &[u8], n: usize) -> usize {
+    let mut n = n.min(bytes.len());
+    // Back up over continuation bytes to the start of the last character…
+    let mut start = n;
+    while start > 0 && n - start < 4 && (bytes[start - 1] & 0xC0) == 0x80 {
+        start -= 1;
+    }
+    if start > 0 {
+        let lead = bytes[start - 1];
+        let width = if lead >= 0xF0 {
+            4
+        } else if lead >= 0xE0 {
+            3
+        } else if lead >= 0xC0 {
+            2
+        } else {
+            1
+        };
+        // …and keep it out unless it is complete.
+        if n - (start - 1) < width {
+            n = start - 1;
+        }
+    }
+    n
+}
+
+impl RunHandle {
+    /// The state after a failed `apply`: the command goes on (or has ended), and the note says
+    /// why the input did not reach it.
+    async fn with_note(&mut self, note: &str) -> ToolState {
+        match self.next().await {
+            ToolState::Running { content } => {
+                ToolState::Running { content: Some(format!("[{note}]\n{}", content.unwrap_or_default())) }
+            }
+            other => other,
+        }
     }
 }
 
@@ -248,10 +316,20 @@ impl AnyToolHandle for RunHandle {
                         v => v.to_string().into_bytes(),
                     };
                     let Some(stdin) = self.stdin.as_mut() else {
-                        return Err(ToolError::new("its stdin is closed (an earlier apply sent null)"));
+                        return Ok(self.with_note("its stdin is closed (an earlier apply sent null)").await);
                     };
-                    if let Err(e) = stdin.write_all(&bytes).await {
-                        return Err(ToolError::new(format!("writing to its stdin failed: {e} (has it exited?)")));
+                    // A program that does not read its input cannot hold the call: the write
+                    // gives up after the fetch wait.
+                    match tokio::time::timeout(self.wait, stdin.write_all(&bytes)).await {
+                        Ok(Ok(())) => {}
+                        Ok(Err(e)) => {
+                            return Ok(self
+                                .with_note(&format!("writing to its stdin failed: {e} (has it exited?)"))
+                                .await);
+                        }
+                        Err(_) => {
+                            return Ok(self.with_note("its stdin is full: the program is not reading its input; part of the input may have been written").await);
+                        }
                     }
                 }
             }
@@ -273,6 +351,9 @@ impl AnyToolHandle for RunHandle {
 impl Drop for RunHandle {
     fn drop(&mut self) {
         self.stop.cancel();
-        signal_group(self.pgid, Signal::KILL);
+        // Only while its task runs is the group ours: after that the id may be reused.
+        if self.task.as_ref().is_some_and(|t| !t.is_finished()) {
+            signal_group(self.pgid, Signal::KILL);
+        }
     }
 }

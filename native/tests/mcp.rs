@@ -63,7 +63,8 @@ filesystem = [{{ path = ".", allow = ["read", "write"] }}]
 [conversation.tools.run]
 source = "builtin"
 [conversation.tools.run.access]
-commands = {{ sh = {{ args = [["**"]] }}, sleep = {{ args = [["**"]] }} }}
+filesystem = [{{ path = ".", allow = ["read", "write"] }}]
+commands = {{ sh = {{ args = [["**"]], envs = ["JP_TEST_SECRET"] }}, sleep = {{ args = [["**"]] }}, cat = {{ args = [["**"]] }} }}
 "#
     );
     std::fs::write(ws.path().join(".jp/config.toml"), config).unwrap();
@@ -85,7 +86,7 @@ fn the_python_sdk_drives_jp_mcp_over_stdio() {
     let ws = workspace();
     let mut c = Command::new(python());
     c.arg(repo().join("tests/mcp/python_client.py")).arg(JP).arg(ws.path());
-    run_client(c, 12);
+    run_client(c, 16);
     // The last writer of staged.txt is the one-shot run (answers yes, yes, no).
     assert_eq!(std::fs::read_to_string(ws.path().join("staged.txt")).unwrap(), "one\ntwo\n");
 }
@@ -98,6 +99,27 @@ fn the_npm_sdk_drives_jp_mcp_over_stdio_and_streamable_http() {
     let mut c = Command::new("node");
     c.arg(repo().join("tests/mcp/npm_client.mjs")).arg(JP).arg(ws.path());
     run_client(c, 7);
+}
+
+#[test]
+fn run_allows_no_command_by_default() {
+    let ws = tempfile::tempdir().unwrap();
+    let out = Command::new(JP)
+        .args([
+            "tool",
+            "call",
+            "run",
+            "--no-interaction",
+            "--args",
+            r#"{"action":"spawn","program":"echo","args":["hi"]}"#,
+        ])
+        .current_dir(ws.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let reply: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(reply["state"], "stopped");
+    assert!(reply["error"]["message"].as_str().unwrap().contains("not allowed"), "{reply}");
 }
 
 #[test]
@@ -117,9 +139,20 @@ fn a_stateful_tool_without_action_runs_to_its_end_in_jp_tool_call() {
         .current_dir(ws.path())
         .output()
         .unwrap();
-    // Nobody answers the second question: the call ends with it, and the process is gone.
-    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("Stage 'one'?"), "{}", String::from_utf8_lossy(&out.stderr));
+    // The first question is answered by --answer; nobody answers the second: the call ends with
+    // it (and the tool's process is aborted).
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("Stage 'two'?") && err.contains("--answer hunk1="), "{err}");
+    let all = Command::new(JP)
+        .args(["tool", "call", "stager", "path=notes.txt", "--no-interaction"])
+        .args(["--answer", "hunk0=true", "--answer", "hunk1=false", "--answer", "hunk2=true"])
+        .current_dir(ws.path())
+        .output()
+        .unwrap();
+    assert_eq!(all.status.code(), Some(0), "{}", String::from_utf8_lossy(&all.stderr));
+    assert!(String::from_utf8_lossy(&all.stdout).ends_with("Staged 2 of 3 changes.\n"));
+    assert_eq!(std::fs::read_to_string(ws.path().join("staged.txt")).unwrap(), "one\nthree\n");
     let schema =
         Command::new(JP).args(["tool", "schema", "stager", "--one-of"]).current_dir(ws.path()).output().unwrap();
     let schema: serde_json::Value = serde_json::from_slice(&schema.stdout).unwrap();

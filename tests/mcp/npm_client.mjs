@@ -74,10 +74,13 @@ const text = (r) => r.content.filter((c) => c.type === 'text').map((c) => c.text
     await client.connect(new StreamableHTTPClientTransport(new URL(url), {
       requestInit: { headers: { Authorization: `Bearer ${token}` } },
     }));
-    const r = await client.callTool({ name: 'fs_read_file', arguments: { path: 'notes.txt' } });
+    let r = await client.callTool({ name: 'fs_read_file', arguments: { path: 'notes.txt' } });
     assert.equal(text(r), 'one\ntwo\nthree\n');
+    // This client declared no elicitation: a request that asks is denied at once, with the reason.
+    r = await client.callTool({ name: 'fs_read_file', arguments: { path: '.env' } });
+    assert.ok(r.isError && text(r).includes('does not support elicitation') && !text(r).includes('hunter2'), text(r));
     await client.close();
-    ok('http: the npm client with the token lists and calls');
+    ok('http: the npm client with the token lists and calls; without elicitation an inquiry is denied at once');
 
     const init = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '0' } } });
     const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
@@ -88,7 +91,9 @@ const text = (r) => r.content.filter((c) => c.type === 'text').map((c) => c.text
     ok('http: 401 without the token or with a wrong one');
     res = await fetch(url, { method: 'POST', headers: { ...headers, authorization: `Bearer ${token}`, origin: 'http://evil.example' }, body: init });
     assert.equal(res.status, 403);
-    ok('http: a foreign Origin is refused');
+    res = await fetch(url, { method: 'POST', headers: { ...headers, authorization: `Bearer ${token}`, origin: new URL(url).origin }, body: init });
+    assert.equal(res.status, 200);
+    ok('http: a foreign Origin is refused, its own accepted');
   } finally {
     server.kill('SIGTERM');
   }

@@ -1,7 +1,7 @@
 """Drives `jp mcp` over stdio with the official Python MCP SDK (the `mcp` package, pinned by the
 test that runs this). Usage: python_client.py JP WORKSPACE. Prints one `ok <check>` line per check
 and exits non-zero on the first failure."""
-import asyncio, json, os, sys, time
+import asyncio, json, os, re, sys
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -30,8 +30,22 @@ async def elicit(context, params):
         return types.ElicitResult(action="decline")
     return types.ElicitResult(action="accept", content=choice)
 
+SECRET = "s3cret-value-for-the-run-test"
+
 def server():
-    return StdioServerParameters(command=JP, args=["mcp", "--fetch-wait-ms", "3000"], cwd=WS)
+    # The fetch wait is generous so that a slow machine does not turn "not yet" into a different
+    # answer; `run` may start 8 commands at once for the concurrency check.
+    return StdioServerParameters(command=JP, args=["mcp", "--fetch-wait-ms", "1000", "--max-concurrent", "8"], cwd=WS,
+                                 env={**os.environ, "JP_TEST_SECRET": SECRET})
+
+async def run_until_stopped(s, hid, seen=""):
+    for _ in range(100):
+        r = await s.call_tool("run", {"action": "fetch", "id": hid})
+        st = r.structured_content
+        seen += st.get("content", "")
+        if st["state"] == "stopped":
+            return st, seen
+    raise AssertionError(f"{hid} did not stop: {seen!r}")
 
 async def session_checks():
     async with stdio_client(server()) as (read, write):
@@ -144,6 +158,47 @@ async def session_checks():
             assert r.is_error and "not allowed" in text(r), r
             ok("run: fetches see the output grow, stopped with the exit code; a command not allowed is refused at spawn")
 
+            r = await s.call_tool("run", {"action": "spawn", "program": "cat"})
+            hid = r.structured_content["id"]
+            r = await s.call_tool("run", {"action": "apply", "id": hid, "input": "hello from apply\n"})
+            seen = r.structured_content.get("content", "")
+            r = await s.call_tool("run", {"action": "apply", "id": hid, "input": None})  # closes stdin
+            st = r.structured_content
+            seen += st.get("content", "")
+            if st["state"] != "stopped":
+                st, seen = await run_until_stopped(s, hid, seen)
+            assert "hello from apply" in seen and st["result"] == "exited with code 0", (st, seen)
+            ok("run: apply writes to its stdin, null closes it")
+
+            r = await s.call_tool("run", {"action": "spawn", "program": "sh", "args": ["-c", "echo pid $$; exec sleep 100"]})
+            hid = r.structured_content["id"]
+            seen = r.structured_content.get("content", "")
+            while not re.search(r"^pid \d+$", seen, re.M):
+                seen += (await s.call_tool("run", {"action": "fetch", "id": hid})).structured_content.get("content", "")
+            sleeper = int(re.search(r"^pid (\d+)$", seen, re.M).group(1))
+            assert alive(sleeper)
+            r = await s.call_tool("run", {"action": "abort", "id": hid})
+            assert r.structured_content["state"] == "stopped" and not alive(sleeper), r
+            ok("run: abort kills its process group")
+
+            # A secret the command prints in two halves, a fetch in between: still replaced.
+            half = len(SECRET) // 2
+            script = f'printf %s "$(echo $JP_TEST_SECRET | cut -c1-{half})"; sleep 2; echo "$JP_TEST_SECRET" | cut -c{half + 1}-'
+            r = await s.call_tool("run", {"action": "spawn", "program": "sh", "args": ["-c", script], "envs": ["JP_TEST_SECRET"]})
+            st, seen = await run_until_stopped(s, r.structured_content["id"], r.structured_content.get("content", ""))
+            assert SECRET not in seen and SECRET[:half] not in seen and "[REDACTED]" in seen, seen
+            ok("run: output is scrubbed even when a secret is split across fetches")
+
+            r = await s.call_tool("stager", {"action": "spawn", "path": "notes.txt"})
+            live = r.structured_content["id"]
+            try:
+                await s.call_tool("stager", {"action": "fetch", "id": "h_999"})
+                raise AssertionError("an unknown handle must be an error")
+            except Exception as e:
+                assert "no live handle 'h_999'" in str(e) and live in str(e), e
+            await s.call_tool("stager", {"action": "abort", "id": live})
+            ok("an unknown handle is an error that lists the live handles")
+
             # A hanging tool, cancelled by the client: no process left.
             task = asyncio.ensure_future(s.call_tool("hang", {}))
             pidfile = os.path.join(WS, "hang.pid")
@@ -174,11 +229,15 @@ async def session_checks():
             assert events[0] == "progress" and events[-1] == "result", events
             ok("progress notifications arrive while a call runs, before its result")
 
-            # 8 concurrent calls.
-            t0 = time.monotonic()
+            # 8 concurrent calls: each waits (bounded) until all 8 have started, so they can only
+            # all succeed if they really run at the same time.
+            barrier = ('mkdir -p barrier; touch barrier/$$; i=0; '
+                       'while [ "$(ls barrier | wc -l)" -lt 8 ]; do i=$((i+1)); [ $i -gt 400 ] && exit 7; sleep 0.05; done')
+            rs = await asyncio.gather(*[s.call_tool("run", {"program": "sh", "args": ["-c", barrier]}) for _ in range(8)])
+            assert all(not r.is_error and "exited with code 0" in text(r) for r in rs), [text(r) for r in rs]
             rs = await asyncio.gather(*[s.call_tool("fs_read_file", {"path": "notes.txt"}) for _ in range(8)])
             assert all(text(r) == "one\ntwo\nthree\n" for r in rs)
-            ok("8 concurrent calls")
+            ok("8 concurrent calls, running at the same time")
 
             # Disconnect mid-handle: left for the outer check.
             r = await s.call_tool("stager", {"action": "spawn", "path": "notes.txt"})

@@ -21,6 +21,8 @@ pub const MIN_SECRET_LEN: usize = 4;
 pub struct Scrubber {
     matcher: Option<AhoCorasick>,
     needles: usize,
+    longest: usize,
+    forms: Vec<String>,
 }
 
 /// The fragments of `base64(prefix ++ secret ++ suffix)` that depend only on the secret, for a
@@ -91,10 +93,32 @@ impl Scrubber {
         needles.dedup();
         needles.retain(|n| !n.is_empty());
         let count = needles.len();
+        let longest = needles.iter().map(String::len).max().unwrap_or(0);
         let matcher = (!needles.is_empty())
             .then(|| AhoCorasick::builder().match_kind(MatchKind::LeftmostLongest).build(&needles).ok())
             .flatten();
-        Self { matcher, needles: count }
+        Self { matcher, needles: count, longest, forms: needles }
+    }
+
+    /// The length of the longest form of a secret it replaces (0 when there is none): output
+    /// scrubbed piece by piece must hold back this many bytes minus one, so that no secret is
+    /// split between two pieces.
+    pub fn longest(&self) -> usize {
+        self.longest
+    }
+
+    /// The length of the longest end of `bytes` that is the beginning of a secret form: output
+    /// scrubbed piece by piece must keep that much back until the bytes after it arrive (0 when
+    /// the end cannot begin a secret).
+    pub fn partial_at_end(&self, bytes: &[u8]) -> usize {
+        let max = self.longest.saturating_sub(1).min(bytes.len());
+        (1..=max)
+            .rev()
+            .find(|&k| {
+                let tail = &bytes[bytes.len() - k..];
+                self.forms.iter().any(|f| f.len() > k && f.as_bytes().starts_with(tail))
+            })
+            .unwrap_or(0)
     }
 
     /// Whether there is nothing to scrub.
@@ -136,6 +160,16 @@ mod tests {
     use base64::engine::general_purpose::STANDARD;
 
     const SECRET: &str = "s3cr3t-t0ken/with space";
+
+    #[test]
+    fn the_start_of_a_secret_at_the_end_is_found() {
+        let s = Scrubber::new(["hunter2-secret"]);
+        assert_eq!(s.partial_at_end(b"output: hunt"), 4);
+        assert_eq!(s.partial_at_end(b"output: hunter2-secre"), 13);
+        assert_eq!(s.partial_at_end(b"output done\n"), 0);
+        assert_eq!(s.partial_at_end(b"a whole hunter2-secret"), 0, "a whole secret is scrubbed, not kept back");
+        assert_eq!(Scrubber::default().partial_at_end(b"anything"), 0);
+    }
 
     #[test]
     fn raw_json_and_url_forms() {

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use jp_core::BoxFuture;
+use jp_core::cancel::CancellationToken;
 use jp_core::handles::{AnyToolHandle, ApplyInput, HandleRegistry};
 use jp_core::runtime::{ExecutionOutcome, RuntimeChoice, RuntimeError, ToolCall, ToolRuntimeKind, resolve_runtime};
 use jp_core::schema::{StatefulAction, flat_stateful_schema, stateful_schema};
@@ -91,36 +92,64 @@ impl Handles {
         self.lock().ids()
     }
 
-    /// Register a spawned tool; after [`close`](Self::close) it is aborted at once instead.
-    async fn register(&self, tool: &str, state: &ToolState, handle: Option<Box<dyn AnyToolHandle>>) -> String {
+    /// Register a spawned tool; after [`close`](Self::close) it is aborted at once instead
+    /// (`None`: the session is over).
+    async fn register(&self, tool: &str, state: &ToolState, handle: Option<Box<dyn AnyToolHandle>>) -> Option<String> {
         let mut handle = handle.unwrap_or_else(|| Box::new(Finished));
-        if self.closed.load(Ordering::SeqCst) {
-            handle.abort().await;
-            return "h_0".into();
+        {
+            // `closed` is set under the same lock, so no handle slips in after `close`.
+            let mut registry = self.lock();
+            if !self.closed.load(Ordering::SeqCst) {
+                return Some(registry.register(tool, state.clone(), handle));
+            }
         }
-        self.lock().register(tool, state.clone(), handle)
+        handle.abort().await;
+        None
     }
 
-    async fn command(&self, tool: &str, command: ToolCommand) -> Result<ToolState, RuntimeError> {
+    /// Run a command on a handle. Cancelling the call gives up on the command (the handle is
+    /// given back as it was and stays usable — `abort` it to stop the tool).
+    async fn command(
+        &self,
+        tool: &str,
+        command: ToolCommand,
+        cancel: &CancellationToken,
+    ) -> Result<ToolState, RuntimeError> {
         let id = match &command {
             ToolCommand::Fetch { id } | ToolCommand::Apply { id, .. } | ToolCommand::Abort { id } => id.clone(),
             ToolCommand::Spawn { .. } => String::new(),
         };
         let mut checkout = self.lock().checkout(tool, &command).map_err(|e| RuntimeError::Config(e.to_string()))?;
-        let state = checkout.run(command).await;
-        if self.closed.load(Ordering::SeqCst) {
-            checkout.abort().await;
-        } else {
-            self.lock().checkin(checkout);
+        let state = tokio::select! {
+            s = checkout.run(command) => Some(s),
+            () = cancel.cancelled() => None,
+        };
+        let give_back = {
+            let mut registry = self.lock();
+            if self.closed.load(Ordering::SeqCst) {
+                Some(checkout)
+            } else {
+                registry.checkin(checkout);
+                None
+            }
+        };
+        if let Some(c) = give_back {
+            c.abort().await;
         }
-        state.map_err(|e| RuntimeError::Config(format!("{id}: {e}")))
+        match state {
+            Some(s) => s.map_err(|e| RuntimeError::Config(format!("{id}: {e}"))),
+            None => Err(RuntimeError::Other(format!("the {id} command was cancelled; the handle is unchanged"))),
+        }
     }
 
     /// End of the session: abort every live handle (their processes are stopped: `cancel`,
     /// SIGTERM, SIGKILL); handles a call still has are aborted when it gives them back.
     pub async fn close(&self) {
-        self.closed.store(true, Ordering::SeqCst);
-        let drained = self.lock().drain();
+        let drained = {
+            let mut registry = self.lock();
+            self.closed.store(true, Ordering::SeqCst);
+            registry.drain()
+        };
         for h in drained {
             h.abort().await;
         }
@@ -144,7 +173,10 @@ impl AnyToolHandle for Rerun {
                 return Err(ToolError::new("this tool takes input only as answers to its questions"));
             };
             self.call.answers.insert(question_id, value);
-            let outcome = self.app.call(self.call.clone()).await.map_err(|e| ToolError::new(e.to_string()))?;
+            // Its own token: the spawn call's is long gone (a cancelled apply is dropped).
+            let mut call = self.call.clone();
+            call.cancel = CancellationToken::new();
+            let outcome = self.app.call(call).await.map_err(|e| ToolError::new(e.to_string()))?;
             Ok(state_of(outcome))
         })
     }
@@ -244,22 +276,28 @@ impl App {
             }
         }
         let (id, cancel) = (call.id.clone(), call.cancel.clone());
+        // Answers given up front (`--answer`) are applied when their question comes.
+        let mut given = call.answers.clone();
         let timeout = self.timeout;
         let (mut state, handle) = self.spawn(call).await?;
         let Some(mut handle) = handle else { return Ok(completed(id, String::new(), state)) };
-        let mut gathered = String::new();
+        let mut gathered = Gathered::default();
         let work = async {
             loop {
                 match state {
                     ToolState::Stopped { .. } => return Ok(state),
                     ToolState::Running { content } => {
-                        gathered.push_str(content.as_deref().unwrap_or_default());
+                        gathered.push(content.as_deref().unwrap_or_default());
                         state = handle.fetch().await.unwrap_or_else(|e| ToolState::Stopped { result: Err(e) });
                     }
                     ToolState::Waiting { content, question } => {
-                        gathered.push_str(content.as_deref().unwrap_or_default());
-                        let Some(answer) = answerer.answer(&name, &question).await else {
-                            return Err(question);
+                        gathered.push(content.as_deref().unwrap_or_default());
+                        let answer = match given.remove(&question.id) {
+                            Some(a) => a,
+                            None => match answerer.answer(&name, &question).await {
+                                Some(a) => a,
+                                None => return Err(question),
+                            },
                         };
                         let input = ApplyInput::Answer { question_id: question.id.clone(), value: answer };
                         state = handle.apply(input).await.unwrap_or_else(|e| ToolState::Stopped { result: Err(e) });
@@ -279,7 +317,7 @@ impl App {
             }
         };
         match ended {
-            Ok(state) => Ok(completed(id, gathered, state)),
+            Ok(state) => Ok(completed(id, gathered.text, state)),
             Err(question) => {
                 handle.abort().await;
                 Ok(ExecutionOutcome::NeedsInput { id, question })
@@ -322,8 +360,18 @@ impl App {
         match command {
             ToolCommand::Spawn { args } => {
                 call.arguments = args;
-                let (state, handle) = self.spawn(call).await?;
-                let id = handles.register(&name, &state, handle).await;
+                let cancel = call.cancel.clone();
+                let (state, mut handle) = self.spawn(call).await?;
+                if cancel.is_cancelled() {
+                    // Nobody will see the id: the tool must not live on.
+                    if let Some(h) = handle.as_mut() {
+                        h.abort().await;
+                    }
+                    return Ok(CallReply::Outcome(ExecutionOutcome::Cancelled { id: String::new() }));
+                }
+                let Some(id) = handles.register(&name, &state, handle).await else {
+                    return Err(RuntimeError::Other("the session has ended".into()));
+                };
                 Ok(CallReply::Handle { id, state })
             }
             command => {
@@ -331,7 +379,7 @@ impl App {
                     ToolCommand::Fetch { id } | ToolCommand::Apply { id, .. } | ToolCommand::Abort { id } => id.clone(),
                     ToolCommand::Spawn { .. } => String::new(),
                 };
-                let state = handles.command(&name, command).await?;
+                let state = handles.command(&name, command, &call.cancel).await?;
                 Ok(CallReply::Handle { id, state })
             }
         }
@@ -340,6 +388,33 @@ impl App {
     /// How long a stateful `fetch`/`apply` waits for a change.
     pub fn fetch_wait(&self) -> Duration {
         self.fetch_wait
+    }
+}
+
+/// Output a stateful tool printed while it was run to its end, up to the content cap.
+#[derive(Default)]
+struct Gathered {
+    text: String,
+    truncated: bool,
+}
+
+impl Gathered {
+    fn push(&mut self, content: &str) {
+        if self.truncated || content.is_empty() {
+            return;
+        }
+        let room = jp_core::protocol::DEFAULT_MAX_CONTENT.saturating_sub(self.text.len());
+        if content.len() <= room {
+            self.text.push_str(content);
+        } else {
+            let mut cut = room;
+            while !content.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            self.text.push_str(&content[..cut]);
+            self.text.push_str("\n[… more output was not kept: over the 10 MiB limit]\n");
+            self.truncated = true;
+        }
     }
 }
 

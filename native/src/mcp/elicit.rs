@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use jp_core::BoxFuture;
-use jp_core::host::{Inquirer, Inquiry, InquiryAnswer, command_line};
+use jp_core::host::{Inquirer, Inquiry, InquiryAnswer};
 use jp_core::state::{AnswerType, Question};
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, EnumSchema};
 use rmcp::service::{ElicitationMode, RequestContext};
@@ -13,6 +13,7 @@ use rmcp::{Peer, RoleServer};
 use serde_json::Value;
 
 use crate::app::Answerer;
+use crate::terminal::{escape, shown};
 
 /// How long the client has to answer one elicitation.
 pub const ASK_TIMEOUT: Duration = Duration::from_secs(300);
@@ -75,12 +76,14 @@ impl Inquirer for ElicitInquirer {
             let Ok(schema) = ElicitationSchema::builder().required_enum_schema("decision", choice).build() else {
                 return InquiryAnswer::Deny("the question could not be built".into());
             };
+            // Everything but jp's own words is escaped: a tool cannot forge another request's
+            // text (line breaks, bidi and invisible characters are shown as escapes).
             let message = format!(
-                "Tool '{}' asks for {} {}: {}",
-                inquiry.tool,
+                "Tool {} asks for {} {}. Policy: {}",
+                shown(&inquiry.tool),
                 inquiry.method,
-                command_line(&inquiry.target, &[]),
-                inquiry.reason
+                shown(&inquiry.target),
+                escape(&inquiry.reason)
             );
             let Some(answer) = self.client.ask(message, schema).await else {
                 return InquiryAnswer::Deny("the MCP client did not answer".into());
@@ -119,7 +122,8 @@ impl Answerer for Elicitor {
                 }
             };
             let schema = builder.build().ok()?;
-            let answer = self.client.ask(format!("Tool '{tool}' asks: {}", question.text), schema).await?;
+            let message = format!("Tool {} asks: {}", shown(tool), escape(&question.text));
+            let answer = self.client.ask(message, schema).await?;
             match answer.action {
                 ElicitationAction::Accept => answer.content.and_then(|c| c.get("answer").cloned()),
                 _ => None,

@@ -221,7 +221,12 @@ impl ServerHandler for JpMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
-        let _slot = self.slots.acquire().await.map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        // Cancelled while waiting for a slot: the tool never starts.
+        let _slot = tokio::select! {
+            biased;
+            () = context.ct.cancelled() => return Ok(tool_error(format!("tool '{name}' was cancelled"))),
+            slot = self.slots.acquire() => slot.map_err(|e| ErrorData::internal_error(e.to_string(), None))?,
+        };
         let cancel = CancellationToken::new();
         let mut call =
             ToolCall::new(name.clone(), format!("mcp-{}", context.id), request.arguments.unwrap_or_default());

@@ -462,6 +462,9 @@ pub struct VfsHandle {
     seen: u64,
 }
 
+/// Most content of unfetched states a handle keeps.
+const MAX_UNREAD_STATE: usize = 4 * 1024 * 1024;
+
 /// What the serving task has gathered for the handle.
 struct Inbox {
     state: std::sync::Mutex<Gathered>,
@@ -489,6 +492,14 @@ impl Inbox {
     fn publish(&self, state: ToolState) {
         let mut g = self.lock();
         if let ToolState::Running { content: Some(c) } | ToolState::Waiting { content: Some(c), .. } = &state {
+            // Bounded: a tool that streams states nobody fetches loses the oldest content.
+            if g.unread.len() + c.len() > MAX_UNREAD_STATE {
+                let mut cut = (g.unread.len() + c.len() - MAX_UNREAD_STATE).min(g.unread.len());
+                while !g.unread.is_char_boundary(cut) {
+                    cut += 1;
+                }
+                g.unread.replace_range(..cut, "[… earlier output dropped: fetch more often]\n");
+            }
             g.unread.push_str(c);
         }
         g.state = state;
