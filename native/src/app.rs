@@ -485,9 +485,37 @@ impl App {
         }
     }
 
-    /// Missing required parameters are a [`RuntimeError::Config`] naming them.
+    /// Missing required parameters, and arguments whose JSON type is not their parameter's, are
+    /// a [`RuntimeError::Config`] naming them.
     async fn check_arguments(&self, name: &str, arguments: &Map<String, Value>) -> Result<(), RuntimeError> {
         let definition = self.definition(name).await?;
+        for (key, value) in arguments {
+            let Some(kind) = definition.parameters.get(key).and_then(|p| p.kind.as_deref()) else { continue };
+            let fits = match kind {
+                "string" => value.is_string(),
+                "integer" => value.is_i64() || value.is_u64(),
+                "number" => value.is_number(),
+                "boolean" => value.is_boolean(),
+                "array" => value.is_array(),
+                "object" => value.is_object(),
+                "null" => value.is_null(),
+                _ => true,
+            };
+            if !fits {
+                let mut shown = value.to_string();
+                if shown.len() > 60 {
+                    let mut cut = 57;
+                    while !shown.is_char_boundary(cut) {
+                        cut -= 1;
+                    }
+                    shown = format!("{}...", &shown[..cut]);
+                }
+                return Err(RuntimeError::Config(format!(
+                    "tool '{name}': argument '{key}' must be {} {kind}, got {shown}; see `jp tool schema {name}`",
+                    if kind.starts_with(['a', 'i', 'o']) { "an" } else { "a" }
+                )));
+            }
+        }
         let missing: Vec<&String> = definition
             .parameters
             .iter()

@@ -98,7 +98,7 @@ fn the_npm_sdk_drives_jp_mcp_over_stdio_and_streamable_http() {
     let ws = workspace();
     let mut c = Command::new("node");
     c.arg(repo().join("tests/mcp/npm_client.mjs")).arg(JP).arg(ws.path());
-    run_client(c, 7);
+    run_client(c, 8);
 }
 
 #[test]

@@ -82,6 +82,22 @@ const text = (r) => r.content.filter((c) => c.type === 'text').map((c) => c.text
     await client.close();
     ok('http: the npm client with the token lists and calls; without elicitation an inquiry is denied at once');
 
+    // One that declared it is asked over HTTP, on the call's own stream.
+    const asking = new Client({ name: 'jp-test-http-ask', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+    let asked = 0;
+    asking.setRequestHandler(ElicitRequestSchema, async () => {
+      asked += 1;
+      return { action: 'accept', content: { decision: 'allow once' } };
+    });
+    await asking.connect(new StreamableHTTPClientTransport(new URL(url), {
+      requestInit: { headers: { Authorization: `Bearer ${token}` } },
+    }));
+    r = await asking.callTool({ name: 'fs_read_file', arguments: { path: '.env' } });
+    assert.equal(text(r), 'TOKEN=hunter2\n');
+    assert.equal(asked, 1);
+    await asking.close();
+    ok('http: elicitation over Streamable HTTP');
+
     const init = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '0' } } });
     const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
     let res = await fetch(url, { method: 'POST', headers, body: init });

@@ -91,7 +91,12 @@ async def session_checks():
                 raise AssertionError("a missing argument must be a JSON-RPC error")
             except Exception as e:
                 assert "needs the argument(s) 'path'" in str(e), e
-            ok("unknown tool and missing argument are JSON-RPC errors naming the fix")
+            try:
+                await s.call_tool("fs_read_file", {"path": 42})
+                raise AssertionError("an argument of the wrong type must be a JSON-RPC error")
+            except Exception as e:
+                assert "argument 'path' must be a string, got 42" in str(e), e
+            ok("unknown tool, missing argument and wrong type are JSON-RPC errors naming the fix")
 
             answers[:] = [None]
             r = await s.call_tool("fs_read_file", {"path": ".env"})

@@ -7,8 +7,11 @@ use std::time::Duration;
 use jp_core::BoxFuture;
 use jp_core::host::{Inquirer, Inquiry, InquiryAnswer};
 use jp_core::state::{AnswerType, Question};
-use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, EnumSchema};
-use rmcp::service::{ElicitationMode, RequestContext};
+use rmcp::model::{
+    ClientResult, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, EnumSchema,
+    RequestId, ServerRequest,
+};
+use rmcp::service::{ElicitationMode, OriginatingRequestId, PeerRequestOptions, RequestContext};
 use rmcp::{Peer, RoleServer};
 use serde_json::Value;
 
@@ -26,6 +29,8 @@ const DENY: &str = "deny";
 #[derive(Clone)]
 struct Client {
     peer: Option<Peer<RoleServer>>,
+    /// The `tools/call` the question belongs to.
+    origin: RequestId,
 }
 
 impl Client {
@@ -33,14 +38,29 @@ impl Client {
         let declared = ctx.peer.supported_elicitation_modes().contains(&ElicitationMode::Form);
         // Protocol 2026-07-28 has no server-to-client requests.
         let allowed = ctx.protocol_version().is_some_and(|v| v.has_initialize());
-        Self { peer: (declared && allowed).then(|| ctx.peer.clone()) }
+        Self { peer: (declared && allowed).then(|| ctx.peer.clone()), origin: ctx.id.clone() }
     }
 
     async fn ask(&self, message: String, schema: ElicitationSchema) -> Option<ElicitResult> {
         let peer = self.peer.as_ref()?;
         let params = ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema: schema };
-        match peer.create_elicitation_with_timeout(params, Some(ASK_TIMEOUT)).await {
-            Ok(r) => Some(r),
+        let mut request = ElicitRequest::new(params);
+        // Tied to its call explicitly: tools ask from tasks of their own, where rmcp's
+        // task-local association does not reach, and over Streamable HTTP the question must
+        // travel on that call's response stream.
+        request.extensions.insert(OriginatingRequestId(self.origin.clone()));
+        let mut options = PeerRequestOptions::no_options();
+        options.timeout = Some(ASK_TIMEOUT);
+        let asked = async {
+            let handle = peer.send_request_with_option(ServerRequest::ElicitRequest(request), options).await?;
+            handle.await_response().await
+        };
+        match asked.await {
+            Ok(ClientResult::ElicitResult(r)) => Some(r),
+            Ok(other) => {
+                eprintln!("jp mcp: the client answered an elicitation with {other:?}");
+                None
+            }
             Err(e) => {
                 eprintln!("jp mcp: asking the client failed: {e}");
                 None

@@ -1,5 +1,5 @@
 //! [`VfsRuntime`]: RFD D11's runtime. A tool is an ordinary program started under the OS sandbox;
-//! everything it needs from the host it asks for on stdout, and the core [`Dispatcher`] answers on
+//! everything it needs from the host it asks for on stdout, and the core [`Dispatcher`](jp_core::host::Dispatcher) answers on
 //! its stdin.
 //!
 //! Reading the tool's stdout, serving its requests and writing to its stdin run concurrently (the
