@@ -13,6 +13,7 @@
 //! `SIGKILL`; at the end the tool's whole process group is killed, so nothing it started
 //! survives the call.
 
+mod handle;
 mod session;
 
 use std::collections::BTreeMap;
@@ -28,7 +29,7 @@ use jp_core::protocol::{DEFAULT_MAX_LINE, InitParams, InitTool, PROTOCOL_VERSION
 use jp_core::runtime::{ExecutionOutcome, RuntimeError, ToolCall, ToolConfig, ToolRuntime};
 use jp_core::state::ToolState;
 
-pub use self::session::VfsHandle;
+pub use self::handle::VfsHandle;
 use self::session::{Session, Spawned, Step, stopped};
 use crate::process::{GroupGuard, find_program};
 use crate::sandbox::{ChildCommand, SandboxMode, SandboxSpec, configured_read_paths};
