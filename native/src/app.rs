@@ -209,6 +209,7 @@ pub struct App {
     describers: describe::Describers,
     /// Starts the commands of the `run` tool.
     runner: TokioProcessRunner,
+    sandbox: SandboxMode,
     fetch_wait: Duration,
     /// Definitions by tool name (the configuration does not change while `jp` runs).
     definitions: std::sync::Mutex<HashMap<String, ToolDefinition>>,
@@ -320,10 +321,16 @@ impl App {
             kb_files,
             describers,
             runner: TokioProcessRunner::new(options.timeout).sandbox(options.sandbox),
+            sandbox: options.sandbox,
             fetch_wait: options.fetch_wait,
             definitions: std::sync::Mutex::new(HashMap::new()),
             policies: std::sync::Mutex::new(HashMap::new()),
         })
+    }
+
+    /// Whether tools run under the OS sandbox.
+    pub fn sandbox_mode(&self) -> SandboxMode {
+        self.sandbox
     }
 
     /// The workspace root.

@@ -164,3 +164,58 @@ fn a_stateful_tool_without_action_runs_to_its_end_in_jp_tool_call() {
         "{flat}"
     );
 }
+
+/// `tools/list` of `jp mcp` (plus `extra` arguments) in `ws`, over a raw JSON-RPC exchange.
+fn list_tools(ws: &Path, extra: &[&str]) -> Vec<serde_json::Value> {
+    use std::io::{BufRead, BufReader, Write};
+    let mut child = Command::new(JP)
+        .args(extra)
+        .arg("mcp")
+        .current_dir(ws)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+    writeln!(stdin, "{init}").unwrap();
+    lines.next().unwrap().unwrap();
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).unwrap();
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":2,"method":"tools/list"}}"#).unwrap();
+    let reply: serde_json::Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    reply["result"]["tools"].as_array().unwrap().clone()
+}
+
+#[test]
+fn annotations_follow_the_policy_and_say_more_without_the_os_sandbox() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(ws.path().join(".jp")).unwrap();
+    let config = r#"[conversation.tools.run]
+source = "builtin"
+[conversation.tools.run.access]
+filesystem = [{ path = ".", allow = ["read"] }]
+network = { allow = [] }
+commands = { ls = { args = [["**"]] } }
+"#;
+    std::fs::write(ws.path().join(".jp/config.toml"), config).unwrap();
+    let hints = |tools: &[serde_json::Value], name: &str| {
+        tools.iter().find(|t| t["name"] == name).unwrap()["annotations"].clone()
+    };
+    let pair = |h: &serde_json::Value| (h["readOnlyHint"].as_bool(), h["openWorldHint"].as_bool());
+    let tools = list_tools(ws.path(), &[]);
+    let run = hints(&tools, "run");
+    assert_eq!(pair(&run), (Some(true), Some(false)), "a read-only workspace and no network hold its commands: {run}");
+    assert_eq!(hints(&tools, "fs_read_file")["readOnlyHint"], true);
+    assert_eq!(hints(&tools, "fs_create_file")["destructiveHint"], true);
+    let tools = list_tools(ws.path(), &["--no-os-sandbox"]);
+    let run = hints(&tools, "run");
+    assert_eq!(pair(&run), (Some(false), Some(true)), "without the OS sandbox a command can do anything: {run}");
+    assert_eq!(
+        hints(&tools, "fs_read_file")["readOnlyHint"],
+        true,
+        "in-process tools are held by the dispatcher alone"
+    );
+}

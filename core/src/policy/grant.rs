@@ -33,6 +33,8 @@ pub struct PolicyHints {
     pub destructive: bool,
     /// It may reach the network.
     pub network: bool,
+    /// It may run programs (`process.run`).
+    pub commands: bool,
 }
 
 impl AccessPolicy {
@@ -48,6 +50,7 @@ impl AccessPolicy {
             writes: any(Capability::Create) || any(Capability::Update) || any(Capability::Delete) || command_writes,
             destructive: any(Capability::Update) || any(Capability::Delete) || command_writes,
             network: network || (commands && self.process_grant().is_ok_and(|g| g.network)),
+            commands,
         }
     }
 

@@ -79,9 +79,11 @@ pub async fn serve(
     // Every session's handles, so that stopping the server aborts them all.
     let sessions: Arc<std::sync::Mutex<Vec<std::sync::Weak<Handles>>>> = Arc::default();
     let factory_sessions = sessions.clone();
+    // One bound on concurrent calls for the whole server, not per session.
+    let slots = Arc::new(tokio::sync::Semaphore::new(options.max_concurrent.max(1)));
     let service = StreamableHttpService::new(
         move || {
-            let server = JpMcp::new(factory_app.clone(), options);
+            let server = JpMcp::with_slots(factory_app.clone(), slots.clone());
             let mut all = factory_sessions.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             all.retain(|w| w.strong_count() > 0);
             all.push(Arc::downgrade(server.handles()));

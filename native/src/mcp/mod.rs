@@ -5,7 +5,8 @@
 //!
 //! - `tools/list`: each tool's schema as an agent sees it (a stateful tool in RFD 009's flat form,
 //!   never a top-level `oneOf`), with hints derived from its policy.
-//! - `tools/call`: at most [`McpOptions::max_concurrent`] at once, each in its own sandbox;
+//! - `tools/call`: at most [`McpOptions::max_concurrent`] at once (per server), each in its own
+//!   sandbox;
 //!   `notifications/cancelled` cancels the call (D11 `cancel`, SIGTERM, SIGKILL); with a
 //!   `progressToken`, progress is reported while it runs, always before the result.
 //! - Inquiries become `elicitation/create` when the client declared elicitation ([`elicit`]);
@@ -31,6 +32,7 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use crate::app::{App, CallReply, Handles};
+use crate::sandbox::SandboxMode;
 
 /// How often a call with a `progressToken` reports that it is still running.
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(1);
@@ -82,13 +84,14 @@ impl Drop for SessionEnd {
 impl JpMcp {
     /// A session over `app`.
     pub fn new(app: Arc<App>, options: McpOptions) -> Self {
+        Self::with_slots(app, Arc::new(Semaphore::new(options.max_concurrent.max(1))))
+    }
+
+    /// A session whose calls take their slots from `slots`, shared with other sessions (HTTP:
+    /// one bound for the whole server).
+    pub fn with_slots(app: Arc<App>, slots: Arc<Semaphore>) -> Self {
         let handles = Arc::new(Handles::new());
-        Self {
-            app,
-            slots: Arc::new(Semaphore::new(options.max_concurrent.max(1))),
-            _session: Arc::new(SessionEnd { handles: handles.clone() }),
-            handles,
-        }
+        Self { app, slots, _session: Arc::new(SessionEnd { handles: handles.clone() }), handles }
     }
 
     /// This session's handles.
@@ -109,7 +112,15 @@ impl JpMcp {
             (None, Some(d)) => d,
             (None, None) => String::new(),
         };
-        let hints = entry.policy().map_err(|e| RuntimeError::Config(e.to_string()))?.hints();
+        let mut hints = entry.policy().map_err(|e| RuntimeError::Config(e.to_string()))?.hints();
+        // Without the OS sandbox, what touches files directly (a stdio tool, the programs a
+        // tool runs) is held by nothing: say it may do anything.
+        let direct = entry.runtime_label() == "stdio" || hints.commands;
+        if self.app.sandbox_mode() == SandboxMode::Disabled && direct {
+            hints.writes = true;
+            hints.destructive = true;
+            hints.network = true;
+        }
         let stateful = !self.app.stateful_actions(name).is_empty();
         let mut annotations = ToolAnnotations::new().read_only(!hints.writes).open_world(hints.network);
         if hints.writes {
