@@ -195,6 +195,77 @@ pub struct ConversationConfig {
     pub tools: BTreeMap<String, ToolConfig>,
 }
 
+/// `tools = "*"` (every tool of the server) or a list of names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum McpToolsImport {
+    /// `"*"`.
+    All(String),
+    /// These tools.
+    Some(Vec<String>),
+}
+
+impl McpToolsImport {
+    /// Whether `tool` is imported.
+    pub fn includes(&self, tool: &str) -> bool {
+        match self {
+            Self::All(star) => star == "*",
+            Self::Some(names) => names.iter().any(|n| n == tool),
+        }
+    }
+}
+
+/// One `[mcp.servers.<name>]` table: an MCP server jp-host starts (under the OS sandbox) and
+/// whose tools it offers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// The program (on `PATH` or a path relative to the workspace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// A Streamable-HTTP server's URL (instead of `command`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Host environment variables forwarded to it (nothing else is).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
+    /// Read-only host paths for the server's own files (its package, its interpreter's libraries).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read_paths: Vec<String>,
+    /// What the server process may touch (RFD 076 shape).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access: Option<AccessConfig>,
+    /// The same in the RFD 016 / D11 shape.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxConfig>,
+    /// Import tools as `<server>.<tool>` without a table each.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<McpToolsImport>,
+}
+
+impl McpServerConfig {
+    /// The server process's policy: its `access`/`sandbox` table, or the workspace read-only with
+    /// no network.
+    pub fn policy(&self) -> Result<AccessPolicy, crate::policy::PolicyConfigError> {
+        if self.sandbox.is_none() && self.access.is_none() {
+            return Ok(AccessPolicy::vfs_default());
+        }
+        AccessPolicy::from_config(self.sandbox.as_ref(), self.access.as_ref())
+    }
+}
+
+/// `[mcp]`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpConfig {
+    /// Servers by name.
+    #[serde(default)]
+    pub servers: BTreeMap<String, McpServerConfig>,
+}
+
 /// A `.jp/config.toml` file.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -202,6 +273,9 @@ pub struct Config {
     /// The conversation table.
     #[serde(default)]
     pub conversation: ConversationConfig,
+    /// MCP servers whose tools are offered (sandboxed).
+    #[serde(default)]
+    pub mcp: McpConfig,
 }
 
 /// A configuration error: the file, the key and what to do.
@@ -232,6 +306,49 @@ impl Config {
         })?;
         for (name, tool) in &config.conversation.tools {
             validate_tool(name, tool).map_err(|(key, message)| ConfigError { file: file.into(), key, message })?;
+            if let ToolSource::Mcp { server, .. } = &tool.source
+                && !config.mcp.servers.contains_key(server)
+            {
+                return Err(ConfigError {
+                    file: file.into(),
+                    key: format!("conversation.tools.{name}.source"),
+                    message: format!(
+                        "no MCP server '{server}': add an [mcp.servers.{server}] table with its `command`"
+                    ),
+                });
+            }
+        }
+        for (name, server) in &config.mcp.servers {
+            let key = |k: &str| format!("mcp.servers.{name}.{k}");
+            let err = |key: String, message: String| ConfigError { file: file.into(), key, message };
+            match (&server.command, &server.url) {
+                (None, None) => {
+                    return Err(err(
+                        key("command"),
+                        "an MCP server needs `command` (a program to start) or `url`".into(),
+                    ));
+                }
+                (Some(_), Some(_)) => {
+                    return Err(err(key("url"), "give `command` or `url`, not both".into()));
+                }
+                (None, Some(_)) => {
+                    return Err(err(
+                        key("url"),
+                        "Streamable-HTTP MCP servers are not supported yet; start the server with `command` instead"
+                            .into(),
+                    ));
+                }
+                (Some(_), None) => {}
+            }
+            if name.contains('.') || name.is_empty() {
+                return Err(err(format!("mcp.servers.{name}"), "a server name cannot be empty or contain '.'".into()));
+            }
+            server.policy().map_err(|e| err(key(&e.key), e.message))?;
+            if let Some(McpToolsImport::All(s)) = &server.tools
+                && s != "*"
+            {
+                return Err(err(key("tools"), format!("{s:?}: use \"*\" for every tool, or a list of names")));
+            }
         }
         Ok(config)
     }
@@ -483,7 +600,7 @@ mod tests {
             ("source = \"local\"\ncommand = \"x\"\nruntime = \"wasm\"", RuntimeChoice::Local(ToolRuntimeKind::Wasm)),
             ("source = \"builtin\"", RuntimeChoice::Builtin),
             (
-                "source = \"mcp.github.list_issues\"",
+                "source = \"mcp.github.list_issues\"\n[mcp.servers.github]\ncommand = \"github-mcp\"",
                 RuntimeChoice::Mcp { server: "github".into(), tool: "list_issues".into() },
             ),
         ];
@@ -523,6 +640,10 @@ mod tests {
                 "unknown type",
             ),
             ("[conversation.tools.t\n", ".", "not valid TOML"),
+            ("[conversation.tools.t]\nsource = \"mcp.gh.x\"", "conversation.tools.t.source", "add an [mcp.servers.gh] table"),
+            ("[mcp.servers.gh]\nargs = []", "mcp.servers.gh.command", "needs `command`"),
+            ("[mcp.servers.gh]\nurl = \"http://127.0.0.1:1/mcp\"", "mcp.servers.gh.url", "not supported yet"),
+            ("[mcp.servers.gh]\ncommand = \"x\"\ntools = \"all\"", "mcp.servers.gh.tools", "use \"*\""),
         ];
         for (text, key, needle) in cases {
             let e = Config::from_toml(text, ".jp/config.toml").unwrap_err();

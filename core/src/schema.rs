@@ -201,9 +201,64 @@ pub struct ToolDefinition {
     pub description: Option<String>,
     /// Parameters.
     pub parameters: BTreeMap<String, ParameterConfig>,
+    /// The arguments' JSON Schema as the tool gave it (an MCP server's `inputSchema`), which
+    /// [`to_json_schema`](Self::to_json_schema) returns as is; `parameters` then mirrors its
+    /// top-level properties for checks and `key=value` parsing.
+    pub input_schema: Option<Value>,
 }
 
 impl ToolDefinition {
+    /// A definition from an MCP server's tool (`description`, `inputSchema`), with the user's
+    /// `summary`/`description` on top.
+    pub fn from_mcp(name: &str, description: Option<String>, input_schema: Value, config: &ToolConfig) -> Self {
+        let required: Vec<&str> = input_schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let parameters = input_schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|props| {
+                props
+                    .iter()
+                    .map(|(k, v)| {
+                        let p = ParameterConfig {
+                            kind: v.get("type").and_then(Value::as_str).map(str::to_owned),
+                            summary: v.get("description").and_then(Value::as_str).map(str::to_owned),
+                            required: Some(required.contains(&k.as_str())),
+                            default: v.get("default").cloned(),
+                            ..ParameterConfig::default()
+                        };
+                        (k.clone(), p)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut schema = input_schema;
+        if schema.get("type").is_none()
+            && let Value::Object(m) = &mut schema
+        {
+            m.insert("type".into(), json!("object"));
+        }
+        let (summary, rest) = match description {
+            Some(d) => match d.split_once('\n') {
+                Some((first, rest)) => {
+                    (Some(first.trim().to_owned()), Some(rest.trim().to_owned()).filter(|r| !r.is_empty()))
+                }
+                None => (Some(d), None),
+            },
+            None => (None, None),
+        };
+        Self {
+            name: name.into(),
+            summary: config.summary.clone().or(summary),
+            description: config.description.clone().or(rest),
+            parameters,
+            input_schema: Some(schema),
+        }
+    }
+
     /// Build the definition from a self-described schema (if any) and the user's config, whose
     /// `summary`, `description` and per-parameter fields override the schema's (D06 merge).
     pub fn resolve(name: &str, described: Option<ToolSchema>, config: &ToolConfig) -> Self {
@@ -226,11 +281,15 @@ impl ToolDefinition {
             summary: config.summary.clone().or(base.summary),
             description: config.description.clone().or(base.description),
             parameters,
+            input_schema: None,
         }
     }
 
     /// The parameters as a JSON Schema object.
     pub fn to_json_schema(&self) -> Value {
+        if let Some(schema) = &self.input_schema {
+            return schema.clone();
+        }
         let properties: Map<String, Value> =
             self.parameters.iter().map(|(k, v)| (k.clone(), v.to_json_schema())).collect();
         let required: Vec<&String> =

@@ -21,8 +21,8 @@ use jp_core::files::ProjectFiles;
 use jp_core::host::{DenyInquirer, DispatchEvents, Inquirer};
 use jp_core::policy::AccessPolicy;
 use jp_core::runtime::{
-    Config, ExecutionOutcome, RuntimeChoice, RuntimeError, ToolCall, ToolConfig, ToolRuntimeKind, ToolSource,
-    resolve_runtime,
+    Config, ExecutionOutcome, McpServerConfig, McpToolsImport, RuntimeChoice, RuntimeError, ToolCall, ToolConfig,
+    ToolRuntimeKind, ToolSource, resolve_runtime,
 };
 use jp_core::schema::{SchemaResponse, ToolDefinition, ToolSchema};
 use serde_json::{Map, Value};
@@ -31,6 +31,7 @@ use tokio::sync::Mutex;
 use crate::builtin::BuiltinRuntime;
 use crate::files::FsProjectFiles;
 use crate::http::ReqwestHttpClient;
+use crate::mcp::client::McpRuntime;
 use crate::process::TokioProcessRunner;
 use crate::run_tool::{self, RUN};
 use crate::sandbox::SandboxMode;
@@ -194,7 +195,11 @@ impl ToolEntry {
 /// The host: tools, runtimes, and a per-process schema cache.
 pub struct App {
     workspace: PathBuf,
-    tools: BTreeMap<String, ToolEntry>,
+    tools: std::sync::RwLock<BTreeMap<String, ToolEntry>>,
+    /// The configured MCP servers, started on first use.
+    mcp: McpRuntime,
+    /// Servers whose `tools = "*"` were listed.
+    discovered: tokio::sync::Mutex<std::collections::BTreeSet<String>>,
     vfs: VfsRuntime,
     stdio: StdioRuntime,
     builtin: BuiltinRuntime,
@@ -219,7 +224,7 @@ pub struct App {
 
 impl std::fmt::Debug for App {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("App").field("workspace", &self.workspace).field("tools", &self.tools.keys()).finish()
+        f.debug_struct("App").field("workspace", &self.workspace).finish_non_exhaustive()
     }
 }
 
@@ -249,12 +254,37 @@ impl App {
             Some(p) => Some(p.clone()),
             None => Some(workspace.join(CONFIG_PATH)).filter(|p| p.is_file()),
         };
+        let mut mcp_servers = BTreeMap::new();
         if let Some(path) = config_path {
             let shown = path.display().to_string();
             let text = std::fs::read_to_string(&path)
                 .map_err(|e| AppError::Config(format!("cannot read config file {shown}: {e}")))?;
             let config = Config::from_toml(&text, &shown).map_err(|e| AppError::Config(e.to_string()))?;
+            mcp_servers = config.mcp.servers.clone();
+            // Tools imported by name (`tools = [..]`) are known now; `tools = "*"` waits for
+            // `discover`, which asks the server.
+            for (server, sc) in &config.mcp.servers {
+                if let Some(McpToolsImport::Some(names)) = &sc.tools {
+                    for tool in names {
+                        let entry = mcp_entry(server, tool, sc, None, &shown);
+                        tools.insert(entry.name.clone(), entry);
+                    }
+                }
+            }
             for (name, config) in config.conversation.tools {
+                if let ToolSource::Mcp { server, tool } = config.source.clone() {
+                    let (server, tool) = (server.as_str(), tool.as_str());
+                    let sc = &mcp_servers[server];
+                    if config.runtime.is_some() {
+                        eprintln!(
+                            "warning: {shown}: conversation.tools.{name}.runtime is ignored: an MCP tool runs on its server; remove the key"
+                        );
+                    }
+                    let mut entry = mcp_entry(server, tool, sc, Some(config), &shown);
+                    entry.name = name.clone();
+                    tools.insert(name, entry);
+                    continue;
+                }
                 let first_party =
                     config.source == ToolSource::Builtin && tools.get(&name).is_some_and(|t| t.first_party);
                 if config.source == ToolSource::Builtin && !first_party {
@@ -306,10 +336,13 @@ impl App {
             sandbox: options.sandbox,
         };
         let builtin = BuiltinRuntime::new(vfs.services().clone(), jp_fs_tools::TOOLS);
+        let mcp = McpRuntime::new(&workspace, mcp_servers, options.env.clone(), options.sandbox, options.timeout);
         let stdio = StdioRuntime::new(&workspace).env(options.env).sandbox(options.sandbox).timeout(options.timeout);
         Ok(Self {
             workspace,
-            tools,
+            tools: std::sync::RwLock::new(tools),
+            mcp,
+            discovered: tokio::sync::Mutex::new(std::collections::BTreeSet::new()),
             vfs,
             stdio,
             builtin,
@@ -339,15 +372,39 @@ impl App {
     }
 
     /// Every tool, by name.
-    pub fn tools(&self) -> impl Iterator<Item = &ToolEntry> {
-        self.tools.values()
+    pub fn tools(&self) -> Vec<ToolEntry> {
+        self.tools.read().unwrap_or_else(std::sync::PoisonError::into_inner).values().cloned().collect()
+    }
+
+    /// Ask every MCP server configured with `tools = "*"` which tools it has and offer them as
+    /// `<server>.<tool>` (once per process; a server that fails is reported and asked again next
+    /// time).
+    pub async fn discover(&self) {
+        let mut done = self.discovered.lock().await;
+        for (server, sc) in self.mcp.servers() {
+            if !matches!(sc.tools, Some(McpToolsImport::All(_))) || done.contains(server) {
+                continue;
+            }
+            match self.mcp.list_tools(server).await {
+                Ok(listed) => {
+                    let mut tools = self.tools.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    for t in listed {
+                        let entry = mcp_entry(server, &t.name, sc, None, "the configuration");
+                        tools.entry(entry.name.clone()).or_insert(entry);
+                    }
+                    done.insert(server.to_string());
+                }
+                Err(e) => eprintln!("jp: the tools of MCP server '{server}' are not offered: {e}"),
+            }
+        }
     }
 
     /// One tool.
-    pub fn tool(&self, name: &str) -> Result<&ToolEntry, AppError> {
-        self.tools.get(name).ok_or_else(|| AppError::UnknownTool {
+    pub fn tool(&self, name: &str) -> Result<ToolEntry, AppError> {
+        let tools = self.tools.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        tools.get(name).cloned().ok_or_else(|| AppError::UnknownTool {
             name: name.into(),
-            available: self.tools.keys().cloned().collect::<Vec<_>>().join(", "),
+            available: tools.keys().cloned().collect::<Vec<_>>().join(", "),
         })
     }
 
@@ -372,10 +429,21 @@ impl App {
             return Ok(d);
         }
         let entry = self.tool(name).map_err(|e| RuntimeError::Config(e.to_string()))?;
-        let definition = if entry.config.parameters.is_some() && !entry.first_party {
+        let definition = if let ToolSource::Mcp { server, tool } = &entry.config.source {
+            // D06 for MCP: the server's `tools/list`, the user's summary/description on top.
+            let listed = self.mcp.list_tools(server).await?;
+            let found = listed.iter().find(|t| t.name == tool.as_str()).ok_or_else(|| {
+                RuntimeError::Config(format!(
+                    "MCP server '{server}' has no tool '{tool}'; it offers: {}",
+                    listed.iter().map(|t| t.name.as_ref()).collect::<Vec<_>>().join(", ")
+                ))
+            })?;
+            let schema = Value::Object((*found.input_schema).clone());
+            ToolDefinition::from_mcp(name, found.description.as_ref().map(|d| d.to_string()), schema, &entry.config)
+        } else if entry.config.parameters.is_some() && !entry.first_party {
             ToolDefinition::resolve(name, None, &entry.config)
         } else {
-            let described = self.describe(entry).await?;
+            let described = self.describe(&entry).await?;
             ToolDefinition::resolve(name, Some(described), &entry.config)
         };
         self.definitions
@@ -448,7 +516,7 @@ impl App {
         let entry = self.tool(name).map_err(|e| RuntimeError::Config(e.to_string()))?;
         self.check_arguments(name, &call.arguments).await?;
         let cancel = call.cancel.clone();
-        let config = self.run_config(entry);
+        let config = self.run_config(&entry);
         let resolution = resolve_runtime(name, &config);
         for warning in &resolution.warnings {
             eprintln!("warning: {warning}");
@@ -468,16 +536,10 @@ impl App {
                     self.wasm()?.run(call, &config, Some(source)).await
                 }
                 RuntimeChoice::Builtin => {
-                    let policy = self.compiled_policy(entry)?;
+                    let policy = self.compiled_policy(&entry)?;
                     self.builtin.run_compiled(call, &config, policy).await
                 }
-                RuntimeChoice::Mcp { server, .. } => Err(RuntimeError::UnsupportedRuntime {
-                    tool: name.into(),
-                    runtime: "mcp".into(),
-                    why: format!(
-                        "jp-host does not connect to MCP servers (server '{server}'); configure a local tool instead"
-                    ),
-                }),
+                RuntimeChoice::Mcp { server, tool } => self.mcp.call(&server, &tool, call).await,
             }
         };
         tokio::pin!(run);
@@ -557,6 +619,21 @@ impl App {
         }
         Ok(out)
     }
+}
+
+/// The entry of tool `tool` of MCP server `server`: named `<server>.<tool>` unless a table names
+/// it; its policy is the server's (the server process is what the sandbox holds).
+fn mcp_entry(server: &str, tool: &str, sc: &McpServerConfig, table: Option<ToolConfig>, origin: &str) -> ToolEntry {
+    let mut config = table.unwrap_or_else(|| {
+        let mut c = ToolConfig::local("");
+        c.command = None;
+        c
+    });
+    config.source = ToolSource::Mcp { server: server.into(), tool: tool.into() };
+    config.runtime = None;
+    config.access = sc.access.clone();
+    config.sandbox = sc.sandbox.clone();
+    ToolEntry { name: format!("{server}.{tool}"), config, first_party: false, origin: origin.into() }
 }
 
 /// What the wasm runtime is built from, on first use (the engine costs a few milliseconds).

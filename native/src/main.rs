@@ -197,11 +197,13 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Sandbox(SandboxCommand::Status) => Ok(sandbox_status(cli.json)),
         Command::Tool(ToolCommand::List) => {
             let app = App::load(options(&cli))?;
+            app.discover().await;
             list(&app, cli.json).await
         }
         Command::Mcp(args) => mcp(&cli, args).await,
         Command::Tool(ToolCommand::Schema { name, one_of }) => {
             let app = App::load(options(&cli))?;
+            app.discover().await;
             let def = app.definition(name).await?;
             let schema = json!({
                 "name": def.name,
@@ -225,6 +227,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             }
             o.timeout = Duration::from_secs(args.timeout.max(1));
             let app = Arc::new(App::load(o)?);
+            app.discover().await;
             call(&app, args, interactive, cli.json).await
         }
     }

@@ -196,10 +196,10 @@ fn state_of(outcome: ExecutionOutcome) -> ToolState {
 impl App {
     /// The RFD 009 actions a tool declares (empty: one-shot). The first-party `run` declares all four.
     pub fn stateful_actions(&self, name: &str) -> Vec<StatefulAction> {
-        match self.tools.get(name) {
-            Some(e) if e.first_party && e.name == RUN => StatefulAction::ALL.to_vec(),
-            Some(e) => e.config.stateful.as_ref().map(|s| s.actions()).unwrap_or_default(),
-            None => Vec::new(),
+        match self.tool(name) {
+            Ok(e) if e.first_party && e.name == RUN => StatefulAction::ALL.to_vec(),
+            Ok(e) => e.config.stateful.as_ref().map(|s| s.actions()).unwrap_or_default(),
+            Err(_) => Vec::new(),
         }
     }
 
@@ -223,7 +223,7 @@ impl App {
         if entry.first_party {
             return entry.name == RUN;
         }
-        matches!(resolve_runtime(name, &self.run_config(entry)).choice, RuntimeChoice::Local(ToolRuntimeKind::Vfs))
+        matches!(resolve_runtime(name, &self.run_config(&entry)).choice, RuntimeChoice::Local(ToolRuntimeKind::Vfs))
     }
 
     /// Start a stateful tool: its first state, and its handle unless it stopped at once.
@@ -240,7 +240,7 @@ impl App {
             return Ok((state, handle.map(|h| Box::new(h) as Box<dyn AnyToolHandle>)));
         }
         if self.live(&name) {
-            let config = self.run_config(entry);
+            let config = self.run_config(&entry);
             let (state, handle) =
                 self.vfs.spawn_stateful(call, &config, entry.default_policy(), self.fetch_wait).await?;
             return Ok((state, handle.map(|h| Box::new(h) as Box<dyn AnyToolHandle>)));

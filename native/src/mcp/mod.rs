@@ -13,6 +13,7 @@
 //!   otherwise they are denied at once with the reason.
 //! - [`http`]: Streamable HTTP on a loopback address, behind a bearer token and an `Origin` check.
 
+pub mod client;
 pub mod elicit;
 pub mod http;
 
@@ -216,7 +217,8 @@ impl ServerHandler for JpMcp {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let mut tools = Vec::new();
-        let names: Vec<String> = self.app.tools().map(|t| t.name.clone()).collect();
+        self.app.discover().await;
+        let names: Vec<String> = self.app.tools().into_iter().map(|t| t.name).collect();
         for name in names {
             match self.tool(&name).await {
                 Ok(t) => tools.push(t),
@@ -232,6 +234,7 @@ impl ServerHandler for JpMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
+        self.app.discover().await;
         // Cancelled while waiting for a slot: the tool never starts.
         let _slot = tokio::select! {
             biased;

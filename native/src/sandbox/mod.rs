@@ -214,10 +214,18 @@ pub fn configured_read_paths(
     workspace: &std::path::Path,
     config: &jp_core::runtime::ToolConfig,
 ) -> Result<Vec<PathBuf>, jp_core::runtime::RuntimeError> {
+    read_paths(workspace, &config.read_paths)
+}
+
+/// [`configured_read_paths`] for a list of entries (an MCP server's `read_paths`).
+pub fn read_paths(
+    workspace: &std::path::Path,
+    entries: &[String],
+) -> Result<Vec<PathBuf>, jp_core::runtime::RuntimeError> {
     use jp_core::runtime::RuntimeError;
     let ws = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
     let mut out = Vec::new();
-    for p in &config.read_paths {
+    for p in entries {
         let path = std::fs::canonicalize(workspace.join(p))
             .map_err(|e| RuntimeError::Config(format!("read_paths entry {p:?}: {e}")))?;
         if ws.starts_with(&path) || path.starts_with(&ws) {

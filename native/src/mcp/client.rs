@@ -1,0 +1,301 @@
+//! [`McpRuntime`] (D10): tools of MCP servers that jp-host starts itself, **under the OS
+//! sandbox**. An MCP server touches files directly, so — like a stdio tool — the kernel holds it
+//! to the workspace as a whole (read-only or read-write per the server's policy), system
+//! directories read+exec, its own program files and `read_paths` read, a private `HOME`/`TMPDIR`,
+//! no network unless its policy allows some URL (then any host: the kernel cannot narrow it), a
+//! clean environment plus the variables it names, its own process group. A policy the kernel
+//! cannot hold it to is refused with the reason.
+//!
+//! Each server starts on first use, once per `jp` process, and is shared by all its tools; one
+//! that died is started again on the next call. Its stderr is drained (the tail kept for error
+//! messages). It is an rmcp client over the pipes we spawned; requests the server makes of us
+//! (sampling, roots, elicitation) are declined — our client declares none of them.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use jp_core::policy::is_base_env;
+use jp_core::runtime::{ExecutionOutcome, McpServerConfig, RuntimeError};
+use jp_core::state::{ToolError, ToolResult};
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, Tool};
+use rmcp::service::{RoleClient, RunningService};
+use rustix::process::Signal;
+use tokio::io::AsyncReadExt;
+
+use crate::process::{GroupGuard, find_program, signal_group};
+use crate::sandbox::{ChildCommand, PROCESS_CONFIG_READ, SandboxMode, SandboxSpec, read_paths};
+
+/// How long a server has to answer `initialize` and `tools/list`.
+pub const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Most of a server's stderr kept for error messages.
+const STDERR_TAIL: usize = 8 * 1024;
+
+/// A started server.
+struct Server {
+    service: RunningService<RoleClient, ()>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+    pgid: u32,
+    _guard: GroupGuard,
+    _scratch: Option<tempfile::TempDir>,
+}
+
+impl Server {
+    fn tail(&self) -> String {
+        let tail = self.stderr.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        String::from_utf8_lossy(&tail).trim().to_owned()
+    }
+}
+
+/// The MCP servers of the configuration, started on demand.
+pub struct McpRuntime {
+    workspace: PathBuf,
+    env: BTreeMap<String, String>,
+    sandbox: SandboxMode,
+    timeout: Duration,
+    servers: BTreeMap<String, McpServerConfig>,
+    running: tokio::sync::Mutex<HashMap<String, Arc<Server>>>,
+}
+
+impl std::fmt::Debug for McpRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpRuntime").field("servers", &self.servers.keys()).finish_non_exhaustive()
+    }
+}
+
+fn with_tail(message: String, tail: &str) -> String {
+    if tail.is_empty() { message } else { format!("{message}; its stderr ends with:\n{tail}") }
+}
+
+impl McpRuntime {
+    /// The servers of `servers`, started in `workspace` with variables picked from `env`.
+    pub fn new(
+        workspace: impl Into<PathBuf>,
+        servers: BTreeMap<String, McpServerConfig>,
+        env: BTreeMap<String, String>,
+        sandbox: SandboxMode,
+        timeout: Duration,
+    ) -> Self {
+        Self {
+            workspace: workspace.into(),
+            env,
+            sandbox,
+            timeout,
+            servers,
+            running: tokio::sync::Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The configured servers.
+    pub fn servers(&self) -> &BTreeMap<String, McpServerConfig> {
+        &self.servers
+    }
+
+    /// The running server `name`, started (again) when needed.
+    async fn server(&self, name: &str) -> Result<Arc<Server>, RuntimeError> {
+        let mut running = self.running.lock().await;
+        if let Some(s) = running.get(name) {
+            if !s.service.is_closed() {
+                return Ok(s.clone());
+            }
+            running.remove(name);
+        }
+        let server = Arc::new(self.start(name).await?);
+        running.insert(name.to_owned(), server.clone());
+        Ok(server)
+    }
+
+    async fn start(&self, name: &str) -> Result<Server, RuntimeError> {
+        let config = self
+            .servers
+            .get(name)
+            .ok_or_else(|| RuntimeError::Config(format!("no MCP server '{name}' is configured")))?;
+        let who = format!("MCP server '{name}'");
+        let command = config.command.as_deref().ok_or_else(|| {
+            RuntimeError::Config(format!("{who} has no `command`; Streamable-HTTP servers are not supported yet"))
+        })?;
+        let path_var = self.env.get("PATH").map(String::as_str);
+        let program = find_program(command, path_var, &self.workspace)
+            .ok_or_else(|| RuntimeError::Config(format!("{who}: program {command:?} was not found on PATH")))?;
+        let program = std::fs::canonicalize(&program).unwrap_or(program);
+        let policy = config.policy().map_err(|e| RuntimeError::Config(format!("[mcp.servers.{name}] {e}")))?;
+        let workspace = std::fs::canonicalize(&self.workspace).unwrap_or_else(|_| self.workspace.clone());
+        // Arguments naming existing files (a script) are readable in the sandbox.
+        let script_files: Vec<PathBuf> = config
+            .args
+            .iter()
+            .filter(|a| !a.starts_with('-'))
+            .map(|a| workspace.join(a))
+            .filter(|p| p.is_file())
+            .filter_map(|p| std::fs::canonicalize(p).ok())
+            .filter(|p| !p.starts_with(&workspace))
+            .collect();
+        let scratch = tempfile::Builder::new()
+            .prefix("jp-mcp-")
+            .tempdir()
+            .map_err(|e| RuntimeError::Spawn { tool: who.clone(), message: format!("no private HOME: {e}") })?;
+        let mut env: BTreeMap<String, String> = self
+            .env
+            .iter()
+            .filter(|(k, _)| is_base_env(k) || config.env.contains(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let scratch_dir = scratch.path().to_string_lossy().into_owned();
+        env.insert("HOME".into(), scratch_dir.clone());
+        env.insert("TMPDIR".into(), scratch_dir);
+        let sandbox = match self.sandbox {
+            SandboxMode::Enforce => {
+                let grant = policy.process_grant().map_err(|why| {
+                    RuntimeError::Sandbox(format!(
+                        "{who} was not started: a server touches files directly, so the OS sandbox can grant it only the whole workspace (read-only or read-write) and the network all or nothing, and its policy cannot be held that way: {why}"
+                    ))
+                })?;
+                let mut spec =
+                    SandboxSpec::for_tool(&program, &script_files, &read_paths(&self.workspace, &config.read_paths)?);
+                spec.read_write.push(scratch.path().to_path_buf());
+                // The harmless system files common programs fail without (as for process.run).
+                spec.read_only.extend(
+                    PROCESS_CONFIG_READ.iter().map(PathBuf::from).filter(|p| std::fs::symlink_metadata(p).is_ok()),
+                );
+                if grant.workspace.write {
+                    spec.read_write.push(workspace.clone());
+                } else if grant.workspace.read {
+                    spec.read_only.push(workspace.clone());
+                }
+                spec.network = grant.network;
+                Some(spec.prepare().map_err(|e| RuntimeError::Sandbox(e.to_string()))?)
+            }
+            SandboxMode::Disabled => None,
+        };
+        let mut child =
+            ChildCommand::new(&program).args(&config.args).envs(&env).current_dir(&workspace).spawn(sandbox).map_err(
+                |e| RuntimeError::Spawn { tool: who.clone(), message: format!("{}: {e}", program.display()) },
+            )?;
+        let pgid = child.id();
+        let guard = GroupGuard(pgid);
+        let (stdin, stdout, stderr) = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
+            (Some(i), Some(o), Some(e)) => (i, o, e),
+            _ => return Err(RuntimeError::Spawn { tool: who, message: "pipes were not created".into() }),
+        };
+        // Drained always: a full stderr pipe would block the server.
+        let tail = Arc::new(Mutex::new(Vec::new()));
+        {
+            let tail = tail.clone();
+            let mut stderr = stderr;
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 8192];
+                while let Ok(n) = stderr.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                    let mut t = tail.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    t.extend_from_slice(&buf[..n]);
+                    if t.len() > STDERR_TAIL {
+                        let cut = t.len() - STDERR_TAIL;
+                        t.drain(..cut);
+                    }
+                }
+            });
+        }
+        // The child is reaped by its own task; the group dies with the guard.
+        tokio::spawn(async move {
+            let _ = child.wait().await;
+        });
+        let started = tokio::time::timeout(START_TIMEOUT, ().serve((stdout, stdin))).await;
+        let tail_now = || {
+            String::from_utf8_lossy(&tail.lock().unwrap_or_else(std::sync::PoisonError::into_inner)).trim().to_owned()
+        };
+        let service = match started {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => {
+                signal_group(pgid, Signal::KILL);
+                return Err(RuntimeError::Spawn {
+                    tool: who,
+                    message: with_tail(format!("initialize failed: {e}"), &tail_now()),
+                });
+            }
+            Err(_) => {
+                signal_group(pgid, Signal::KILL);
+                return Err(RuntimeError::Spawn {
+                    tool: who,
+                    message: with_tail(
+                        format!("it did not answer initialize within {} s", START_TIMEOUT.as_secs()),
+                        &tail_now(),
+                    ),
+                });
+            }
+        };
+        Ok(Server { service, stderr: tail, pgid, _guard: guard, _scratch: Some(scratch) })
+    }
+
+    /// The tools server `name` offers.
+    pub async fn list_tools(&self, name: &str) -> Result<Vec<Tool>, RuntimeError> {
+        let server = self.server(name).await?;
+        match tokio::time::timeout(START_TIMEOUT, server.service.peer().list_all_tools()).await {
+            Ok(Ok(tools)) => Ok(tools),
+            Ok(Err(e)) => Err(RuntimeError::Protocol {
+                tool: format!("mcp.{name}"),
+                message: with_tail(format!("tools/list failed: {e}"), &server.tail()),
+            }),
+            Err(_) => Err(RuntimeError::Timeout { tool: format!("mcp.{name}"), seconds: START_TIMEOUT.as_secs() }),
+        }
+    }
+
+    /// Call `tool` of server `name`. Its result's content blocks become the tool's; `isError`
+    /// becomes a tool error; a server that fails or dies is a protocol error with its stderr tail.
+    pub async fn call(
+        &self,
+        name: &str,
+        tool: &str,
+        call: jp_core::runtime::ToolCall,
+    ) -> Result<ExecutionOutcome, RuntimeError> {
+        let server = self.server(name).await?;
+        let mut params = CallToolRequestParams::new(tool.to_owned());
+        params.arguments = Some(call.arguments.clone());
+        let peer = server.service.peer().clone();
+        let result = tokio::select! {
+            r = peer.call_tool(params) => r,
+            () = call.cancel.cancelled() => return Ok(ExecutionOutcome::Cancelled { id: call.id }),
+            () = tokio::time::sleep(self.timeout) => {
+                return Err(RuntimeError::Timeout { tool: call.name, seconds: self.timeout.as_secs() });
+            }
+        };
+        let result = match result {
+            Ok(r) => r,
+            Err(e) => {
+                // A JSON-RPC error is the server's answer; anything else means the connection
+                // is gone: the server is dropped and the next call starts it again.
+                let dead = !matches!(e, rmcp::ServiceError::McpError(_)) || server.service.is_closed();
+                if dead {
+                    // Give the tail a moment to arrive when the server just died.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    signal_group(server.pgid, Signal::KILL);
+                    let mut running = self.running.lock().await;
+                    if running.get(name).is_some_and(|s| Arc::ptr_eq(s, &server)) {
+                        running.remove(name);
+                    }
+                }
+                return Err(RuntimeError::Protocol {
+                    tool: call.name,
+                    message: with_tail(
+                        format!(
+                            "MCP server '{name}' failed on tools/call {tool}: {e}{}",
+                            if dead { " (it exited; the next call starts it again)" } else { "" }
+                        ),
+                        &server.tail(),
+                    ),
+                });
+            }
+        };
+        let content = serde_json::to_value(&result.content).unwrap_or_default();
+        let tool_result =
+            ToolResult::from_content(content.clone()).unwrap_or_else(|_| ToolResult::text(content.to_string()));
+        if result.is_error == Some(true) {
+            return Ok(ExecutionOutcome::Completed { id: call.id, result: Err(ToolError::new(tool_result.to_text())) });
+        }
+        Ok(ExecutionOutcome::Completed { id: call.id, result: Ok(tool_result) })
+    }
+}

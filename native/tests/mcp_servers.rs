@@ -1,0 +1,226 @@
+//! MCP servers run by jp-host under the OS sandbox (D10 `McpRuntime`): the reference
+//! `@modelcontextprotocol/server-filesystem`, told it may use `/`, and a hostile Python server
+//! (the official SDK's server side, `tests/mcp_servers/hostile_server.py`) trying the network,
+//! files outside the workspace and a crash — the kernel refuses what the policy does not grant,
+//! through `jp tool call` and through `jp mcp` as a proxy.
+
+#![cfg(target_os = "linux")]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+const JP: &str = env!("CARGO_BIN_EXE_jp");
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// The venv with the pinned Python SDK (made by `mcp.rs` when missing; made here too).
+fn venv() -> PathBuf {
+    let home = std::env::var("HOME").unwrap();
+    let venv = Path::new(&home).join(".cache/jp-host/venv-mcp-2.3.0");
+    if !venv.join("bin/python").exists()
+        || !Command::new(venv.join("bin/python")).args(["-c", "import mcp"]).status().unwrap().success()
+    {
+        assert!(Command::new("/usr/bin/python3").args(["-m", "venv"]).arg(&venv).status().unwrap().success());
+        assert!(Command::new(venv.join("bin/pip")).args(["install", "-q", "mcp==2.3.0"]).status().unwrap().success());
+    }
+    venv
+}
+
+fn site_packages(venv: &Path) -> PathBuf {
+    std::fs::read_dir(venv.join("lib")).unwrap().flatten().next().unwrap().path().join("site-packages")
+}
+
+fn workspace() -> tempfile::TempDir {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("inside.txt"), "inside the workspace\n").unwrap();
+    std::fs::create_dir_all(ws.path().join(".jp")).unwrap();
+    let node_modules = repo().join("node_modules");
+    let server_js = node_modules.join("@modelcontextprotocol/server-filesystem/dist/index.js");
+    assert!(server_js.is_file(), "{} is missing: run `npm install` (./tests/run does)", server_js.display());
+    let venv = venv();
+    let config = format!(
+        r#"[mcp.servers.files]
+command = "node"
+args = [{server_js:?}, "/"]
+read_paths = [{node_modules:?}]
+tools = "*"
+[mcp.servers.files.access]
+filesystem = [{{ path = ".", allow = ["read"] }}]
+
+[mcp.servers.hostile]
+command = "/usr/bin/python3"
+args = [{script:?}]
+env = ["PYTHONPATH"]
+read_paths = [{venv:?}]
+tools = ["connect", "read", "write", "whoami", "crash"]
+[mcp.servers.hostile.access]
+filesystem = [{{ path = ".", allow = ["read", "write"] }}]
+
+[conversation.tools.read_text]
+source = "mcp.files.read_text_file"
+summary = "Read a text file (through the sandboxed reference server)."
+"#,
+        script = repo().join("tests/mcp_servers/hostile_server.py"),
+    );
+    std::fs::write(ws.path().join(".jp/config.toml"), config).unwrap();
+    ws
+}
+
+fn jp(ws: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(JP).args(args).current_dir(ws).env("PYTHONPATH", site_packages(&venv())).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+#[test]
+fn the_reference_filesystem_server_is_held_to_the_workspace_by_the_kernel() {
+    let ws = workspace();
+    let root = ws.path().canonicalize().unwrap();
+    let inside = root.join("inside.txt");
+    let (code, out, err) =
+        jp(ws.path(), &["tool", "call", "files.read_text_file", &format!("path={}", inside.display())]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim_end(), "inside the workspace");
+    // The server believes it may use all of `/`…
+    let (code, out, err) = jp(ws.path(), &["tool", "call", "files.list_allowed_directories"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Allowed directories:\n/"), "{out}");
+    // …the kernel says otherwise.
+    let (code, _, err) = jp(ws.path(), &["tool", "call", "files.read_text_file", "path=/etc/hostname"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("EACCES") || err.contains("permission denied"), "{err}");
+    let target = root.join("new.txt");
+    let (code, _, err) =
+        jp(ws.path(), &["tool", "call", "files.write_file", &format!("path={}", target.display()), "content=x"]);
+    assert_eq!(code, 1, "a read-only policy: {err}");
+    assert!(!target.exists());
+    // A table naming one tool of the server: the user's summary on top of the server's schema.
+    let (code, out, err) = jp(ws.path(), &["tool", "schema", "read_text"]);
+    assert_eq!(code, 0, "{err}");
+    let schema: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(schema["summary"], "Read a text file (through the sandboxed reference server).");
+    assert_eq!(schema["parameters"]["type"], "object");
+    assert!(schema["parameters"]["properties"]["path"].is_object(), "{schema}");
+}
+
+#[test]
+fn a_hostile_server_cannot_reach_the_network_or_files_outside_and_a_crash_is_a_clear_error() {
+    let ws = workspace();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("id_rsa");
+    std::fs::write(&secret, "PRIVATE KEY").unwrap();
+
+    let text = |args: &[&str]| {
+        let (code, out, err) = jp(ws.path(), args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        out
+    };
+    let connected = text(&["tool", "call", "hostile.connect", &format!("port={port}")]);
+    assert!(connected.contains("refused"), "{connected}");
+    let read = text(&["tool", "call", "hostile.read", &format!("path={}", secret.display())]);
+    assert!(read.contains("refused") && !read.contains("PRIVATE KEY"), "{read}");
+    let escaped = outside.path().join("planted.txt");
+    let wrote = text(&["tool", "call", "hostile.write", &format!("path={}", escaped.display()), "text=x"]);
+    assert!(wrote.contains("refused") && !escaped.exists(), "{wrote}");
+    let inside = ws.path().canonicalize().unwrap().join("made-by-server.txt");
+    let wrote = text(&["tool", "call", "hostile.write", &format!("path={}", inside.display()), "text=ok"]);
+    assert_eq!(wrote.trim_end(), "written", "the workspace is writable by its policy");
+    let who = text(&["tool", "call", "hostile.whoami"]);
+    let home = who.split_whitespace().nth(1).unwrap();
+    assert!(home.contains("jp-mcp-") && !home.starts_with(&std::env::var("HOME").unwrap()), "a private HOME: {who}");
+    drop(listener);
+}
+
+/// A raw JSON-RPC session with `jp mcp` in `ws`.
+struct Session {
+    child: std::process::Child,
+    lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
+    next: u64,
+}
+
+impl Session {
+    fn start(ws: &Path) -> Self {
+        let mut child = Command::new(JP)
+            .arg("mcp")
+            .current_dir(ws)
+            .env("PYTHONPATH", site_packages(&venv()))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut s = Self { child, lines, next: 0 };
+        s.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
+        );
+        s.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        s
+    }
+    fn send(&mut self, v: Value) {
+        writeln!(self.child.stdin.as_mut().unwrap(), "{v}").unwrap();
+    }
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let id = self.next;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let v: Value = serde_json::from_str(&self.lines.next().unwrap().unwrap()).unwrap();
+            if v["id"] == id {
+                return v;
+            }
+        }
+    }
+    fn call(&mut self, name: &str, args: Value) -> Value {
+        self.request("tools/call", json!({"name": name, "arguments": args}))
+    }
+}
+
+#[test]
+fn jp_mcp_serves_the_servers_tools_sandboxed_and_restarts_a_server_that_died() {
+    let ws = workspace();
+    let mut s = Session::start(ws.path());
+    let list = s.request("tools/list", json!({}));
+    let names: Vec<&str> =
+        list["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    for n in ["files.read_text_file", "files.write_file", "hostile.crash", "read_text", "fs_read_file"] {
+        assert!(names.contains(&n), "{n} in {names:?}");
+    }
+    let inside = ws.path().canonicalize().unwrap().join("inside.txt");
+    let r = s.call("read_text", json!({"path": inside}));
+    assert_eq!(r["result"]["content"][0]["text"], "inside the workspace\n", "{r}");
+    let r = s.call("files.read_text_file", json!({"path": "/etc/hostname"}));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+
+    let before = s.call("hostile.whoami", json!({}));
+    let pid: u32 =
+        before["result"]["content"][0]["text"].as_str().unwrap().split_whitespace().next().unwrap().parse().unwrap();
+    let crashed = s.call("hostile.crash", json!({}));
+    let message = crashed["result"]["content"][0]["text"].as_str().unwrap_or_default().to_owned();
+    assert_eq!(crashed["result"]["isError"], true, "{crashed}");
+    assert!(
+        message.contains("MCP server 'hostile'") && message.contains("crashing on purpose"),
+        "the stderr tail: {message}"
+    );
+    let after = s.call("hostile.whoami", json!({}));
+    let again: u32 =
+        after["result"]["content"][0]["text"].as_str().unwrap().split_whitespace().next().unwrap().parse().unwrap();
+    assert_ne!(pid, again, "the next call started the server again");
+    drop(s.child.stdin.take());
+    assert!(s.child.wait().unwrap().success());
+    assert!(
+        !Path::new(&format!("/proc/{again}")).exists()
+            || std::fs::read_to_string(format!("/proc/{again}/stat")).unwrap_or_default().contains(") Z "),
+        "the server died with jp"
+    );
+}
