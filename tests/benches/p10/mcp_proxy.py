@@ -1,0 +1,81 @@
+"""P10: an MCP server run by jp-host under the OS sandbox, against the same server run directly.
+The server is the reference @modelcontextprotocol/server-filesystem. Through `jp mcp` it is
+started lazily, sandboxed (workspace read-only), and each `tools/call` of `files.read_text_file`
+is relayed. Directly, the same server answers `read_text_file`. One raw JSON-RPC client
+(benches/mcp_raw_client.py) drives both, calls alternating in blocks. Also: how long the first
+call takes (the server's start, sandboxed through jp vs spawned bare). Prints medians, ratios and
+`TABLE|…` lines; asserts nothing about time.
+
+Usage: mcp_proxy.py JP SERVER_INDEX_JS N
+"""
+
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from mcp_raw_client import Server  # noqa: E402
+
+jp, server_js, n = sys.argv[1], os.path.realpath(sys.argv[2]), int(sys.argv[3])
+GOAL = 1.1
+BLOCK = 100
+node_modules = server_js[: server_js.index("/node_modules/") + len("/node_modules")]
+
+with tempfile.TemporaryDirectory() as ws:
+    ws = os.path.realpath(ws)
+    content = ("0123456789abcdef" * 63 + "012345678901234\n") * 4  # 4 KiB of text
+    path = os.path.join(ws, "data.txt")
+    with open(path, "w") as f:
+        f.write(content)
+    os.makedirs(os.path.join(ws, ".jp"))
+    with open(os.path.join(ws, ".jp", "config.toml"), "w") as f:
+        f.write(f'''[mcp.servers.files]
+command = "node"
+args = ["{server_js}", "{ws}"]
+read_paths = ["{node_modules}"]
+tools = ["read_text_file"]
+[mcp.servers.files.access]
+filesystem = [{{ path = ".", allow = ["read"] }}]
+''')
+
+    starts = {"jp": [], "bare": []}
+    for _ in range(5):
+        t = time.perf_counter_ns()
+        s = Server([jp, "mcp"], ws, "files.read_text_file", {"path": path})
+        assert s.call() == content
+        starts["jp"].append(time.perf_counter_ns() - t)
+        s.close()
+        t = time.perf_counter_ns()
+        s = Server(["node", server_js, ws], ws, "read_text_file", {"path": path})
+        assert s.call() == content
+        starts["bare"].append(time.perf_counter_ns() - t)
+        s.close()
+
+    ours = Server([jp, "mcp"], ws, "files.read_text_file", {"path": path})
+    bare = Server(["node", server_js, ws], ws, "read_text_file", {"path": path})
+    for s in (ours, bare):
+        for _ in range(50):  # warm-up (and, through jp, the server's start), not counted
+            assert s.call() == content
+        s.samples.clear()
+    done = 0
+    while done < n:
+        for s in (ours, bare):
+            for _ in range(min(BLOCK, n - done)):
+                s.call()
+        done += min(BLOCK, n - done)
+    ours.close()
+    bare.close()
+
+med = lambda s: statistics.median(s) / 1000
+m_ours, m_bare = med(ours.samples), med(bare.samples)
+ratio = m_ours / m_bare
+print(f"p10: through jp mcp (server sandboxed): median {m_ours:.1f} µs ({n} calls)")
+print(f"p10: the server directly: median {m_bare:.1f} µs ({n} calls)")
+print(f"p10: ratio {ratio:.2f}x")
+status = "met" if ratio <= GOAL else "NOT met"
+print(f"TABLE|P10|MCP server relayed by jp mcp, sandboxed, 4 KiB read ({n} calls each)|{m_ours:.1f} µs|server directly {m_bare:.1f} µs|{ratio:.2f}x|<= {GOAL}x|{status}")
+s_jp, s_bare = statistics.median(starts["jp"]) / 1e6, statistics.median(starts["bare"]) / 1e6
+print(f"p10: first call incl. start: jp mcp + sandboxed server {s_jp:.1f} ms, bare server {s_bare:.1f} ms ({s_jp / s_bare:.2f}x)")
+print(f"TABLE|P10b|first call incl. server start: jp mcp + sandboxed server vs bare server|{s_jp:.1f} ms|{s_bare:.1f} ms|{s_jp / s_bare:.2f}x|-|info")
