@@ -640,7 +640,11 @@ mod tests {
                 "unknown type",
             ),
             ("[conversation.tools.t\n", ".", "not valid TOML"),
-            ("[conversation.tools.t]\nsource = \"mcp.gh.x\"", "conversation.tools.t.source", "add an [mcp.servers.gh] table"),
+            (
+                "[conversation.tools.t]\nsource = \"mcp.gh.x\"",
+                "conversation.tools.t.source",
+                "add an [mcp.servers.gh] table",
+            ),
             ("[mcp.servers.gh]\nargs = []", "mcp.servers.gh.command", "needs `command`"),
             ("[mcp.servers.gh]\nurl = \"http://127.0.0.1:1/mcp\"", "mcp.servers.gh.url", "not supported yet"),
             ("[mcp.servers.gh]\ncommand = \"x\"\ntools = \"all\"", "mcp.servers.gh.tools", "use \"*\""),

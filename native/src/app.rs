@@ -42,6 +42,7 @@ use crate::wasm::{ComponentSource, LEARN_WASM, WasmEngine, WasmLimits, WasmRunti
 mod calls;
 mod describe;
 mod learn;
+mod schema_cache;
 
 pub use calls::{Answerer, CallReply, Handles, NoAnswerer};
 
@@ -499,7 +500,25 @@ impl App {
         let key = format!("{}:{}", kind.name(), config.command.as_deref().or(config.wasm.as_deref()).unwrap_or(""));
         let mut cache = self.schemas.lock().await;
         if !cache.contains_key(&key) {
-            let answer = self.ask_schema(entry, &config, kind).await;
+            // On disk, keyed by the configuration entry and the files the tool is made of.
+            let disk = schema_cache::dir().map(|dir| {
+                let files = self.tool_files(&config, kind);
+                let entry_text = serde_json::to_string(&entry.config).unwrap_or_default();
+                (dir, schema_cache::key(kind.name(), &entry_text, &files))
+            });
+            let stored = disk.as_ref().and_then(|(dir, k)| schema_cache::load(dir, k));
+            let answer = match stored {
+                Some(text) => Ok(text),
+                None => {
+                    let answer = self.ask_schema(entry, &config, kind).await;
+                    if let (Ok(text), Some((dir, k))) = (&answer, &disk)
+                        && SchemaResponse::parse_for(&entry.name, text).is_ok()
+                    {
+                        schema_cache::store(dir, k, text);
+                    }
+                    answer
+                }
+            };
             cache.insert(key.clone(), answer);
         }
         let text = cache.get(&key).cloned().unwrap_or_else(|| Err("no answer".into()));
@@ -551,6 +570,19 @@ impl App {
                 let _ = run.await;
                 Err(RuntimeError::Timeout { tool: name.into(), seconds: self.timeout.as_secs() })
             }
+        }
+    }
+
+    /// The files a local tool is made of: its program and scripts, or its component.
+    fn tool_files(&self, config: &ToolConfig, kind: ToolRuntimeKind) -> Vec<PathBuf> {
+        let path_var = self.vfs.services().env.get("PATH").map(String::as_str);
+        match (kind, &config.wasm, &config.command) {
+            (ToolRuntimeKind::Wasm, Some(w), _) => vec![self.workspace.join(w)],
+            (_, _, Some(c)) => match crate::vfs::ProgramLine::parse(c, &self.workspace, path_var) {
+                Ok(line) => std::iter::once(line.program).chain(line.script_files).collect(),
+                Err(_) => Vec::new(),
+            },
+            _ => Vec::new(),
         }
     }
 

@@ -48,7 +48,7 @@ struct Cli {
 enum Command {
     /// List, describe and call tools.
     #[command(subcommand)]
-    Tool(ToolCommand),
+    Tool(ToolSubcommand),
     /// The OS sandbox.
     #[command(subcommand)]
     Sandbox(SandboxCommand),
@@ -60,7 +60,7 @@ enum Command {
 }
 
 #[derive(Debug, Subcommand)]
-enum ToolCommand {
+enum ToolSubcommand {
     /// Every tool: name, runtime, source, summary and policy.
     List,
     /// The JSON schema of a tool's arguments.
@@ -195,13 +195,13 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     match &cli.command {
         Command::ToolMode => Ok(jp_tool::serve(jp_fs_tools::TOOLS)),
         Command::Sandbox(SandboxCommand::Status) => Ok(sandbox_status(cli.json)),
-        Command::Tool(ToolCommand::List) => {
+        Command::Tool(ToolSubcommand::List) => {
             let app = App::load(options(&cli))?;
             app.discover().await;
             list(&app, cli.json).await
         }
         Command::Mcp(args) => mcp(&cli, args).await,
-        Command::Tool(ToolCommand::Schema { name, one_of }) => {
+        Command::Tool(ToolSubcommand::Schema { name, one_of }) => {
             let app = App::load(options(&cli))?;
             app.discover().await;
             let def = app.definition(name).await?;
@@ -214,7 +214,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             println!("{}", serde_json::to_string_pretty(&schema).unwrap_or_default());
             Ok(ExitCode::SUCCESS)
         }
-        Command::Tool(ToolCommand::Call(args)) => {
+        Command::Tool(ToolSubcommand::Call(args)) => {
             let interactive = !args.no_interaction && TerminalInquirer::available();
             let mut o = options(&cli);
             o.inquirer = if interactive {

@@ -23,7 +23,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::process::{GroupGuard, read_capped, signal_group};
 use crate::sandbox::{ChildCommand, SandboxMode, SandboxSpec, configured_read_paths};
-use crate::vfs::ToolCommand;
+use crate::vfs::ProgramLine;
 
 /// Runs `runtime = "stdio"` tools (the default for local tools).
 #[derive(Debug, Clone)]
@@ -77,7 +77,7 @@ impl StdioRuntime {
         let name = call.name.clone();
         let command =
             config.command.as_deref().ok_or_else(|| RuntimeError::Config(format!("tool '{name}' has no `command`")))?;
-        let cmd = ToolCommand::parse(command, &self.workspace, self.env.get("PATH").map(String::as_str))?;
+        let cmd = ProgramLine::parse(command, &self.workspace, self.env.get("PATH").map(String::as_str))?;
         let policy = config.policy(AccessPolicy::stdio_default()).map_err(|e| RuntimeError::Config(e.to_string()))?;
         let workspace = std::fs::canonicalize(&self.workspace).map_err(|e| RuntimeError::Spawn {
             tool: name.clone(),

@@ -274,6 +274,9 @@ parameters.x = { type = "string" }
 [conversation.tools.remote]
 source = "mcp.github.list_issues"
 parameters.x = { type = "string" }
+
+[mcp.servers.github]
+command = "no-such-mcp-server-program"
 "#,
     );
     let o = jp(ws.path(), &["tool", "list", "--json"]);
@@ -289,7 +292,11 @@ parameters.x = { type = "string" }
     }
     let o = jp(ws.path(), &["tool", "call", "remote", "x=1"]);
     assert_eq!(code(&o), 2);
-    assert!(stderr(&o).contains("MCP"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("MCP server 'github'") && stderr(&o).contains("no-such-mcp-server-program"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 const STDIO_TOOL: &str = r#"#!/bin/sh
@@ -649,4 +656,49 @@ fn a_tools_output_cannot_drive_the_terminal_but_a_pipe_gets_it_unchanged() {
     // To a pipe: byte for byte what the file holds.
     let o = jp(ws.path(), &["tool", "call", "fs_read_file", "path=evil.txt"]);
     assert_eq!(stdout(&o), "line one\n\u{1b}[2J\u{1b}]0;pwned\u{7}gone\rfake\u{202e}\tx\n");
+}
+
+#[test]
+fn a_self_describing_tool_is_asked_once_per_change_across_runs() {
+    let ws = workspace();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let counter = dir.path().join("asked");
+    let script = dir.path().join("tool.sh");
+    // A stdio tool that counts how often it is asked for its schema (outside the sandbox, so it
+    // can write the count where the test reads it).
+    let text = format!(
+        r#"#!/bin/sh
+ctx=$(cat)
+case "$ctx" in
+  *'"action":"schema"'*) echo x >> {counter}; echo '{{"tools":[{{"name":"counted","summary":"Counts.","parameters":{{"n":{{"type":"integer","required":false}}}}}}]}}' ;;
+  *) echo done ;;
+esac
+"#,
+        counter = counter.display()
+    );
+    std::fs::write(&script, text).unwrap();
+    std::process::Command::new("chmod").arg("+x").arg(&script).status().unwrap();
+    std::fs::create_dir_all(ws.path().join(".jp")).unwrap();
+    std::fs::write(
+        ws.path().join(".jp/config.toml"),
+        format!("[conversation.tools.counted]\nsource = \"local\"\ncommand = {:?}\n", script.display().to_string()),
+    )
+    .unwrap();
+    let run = || {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_jp"))
+            .args(["--no-os-sandbox", "tool", "call", "counted", "n=1"])
+            .current_dir(ws.path())
+            .env("XDG_CACHE_HOME", cache.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        std::fs::read_to_string(&counter).unwrap_or_default().lines().count()
+    };
+    assert_eq!(run(), 1, "asked on the first run");
+    assert_eq!(run(), 1, "not asked again: the answer is on disk");
+    // A changed program is asked again (its size and modification time are in the key).
+    std::fs::write(&script, std::fs::read_to_string(&script).unwrap() + "# changed\n").unwrap();
+    assert_eq!(run(), 2, "asked again after the tool changed");
+    assert_eq!(run(), 2);
 }

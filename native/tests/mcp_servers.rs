@@ -218,9 +218,16 @@ fn jp_mcp_serves_the_servers_tools_sandboxed_and_restarts_a_server_that_died() {
     assert_ne!(pid, again, "the next call started the server again");
     drop(s.child.stdin.take());
     assert!(s.child.wait().unwrap().success());
-    assert!(
+    let gone = || {
         !Path::new(&format!("/proc/{again}")).exists()
-            || std::fs::read_to_string(format!("/proc/{again}/stat")).unwrap_or_default().contains(") Z "),
-        "the server died with jp"
-    );
+            || std::fs::read_to_string(format!("/proc/{again}/stat")).unwrap_or_default().contains(") Z ")
+    };
+    // The kill is asynchronous: wait (bounded) for the process to be gone.
+    for _ in 0..100 {
+        if gone() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(gone(), "the server died with jp");
 }

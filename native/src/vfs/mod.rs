@@ -65,7 +65,7 @@ impl Default for VfsOptions {
 /// How a tool program is started: the resolved program, its arguments and the files named in
 /// the command that the sandbox must let it read (scripts of interpreted tools).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolCommand {
+pub struct ProgramLine {
     /// Absolute path of the program.
     pub program: PathBuf,
     /// Arguments.
@@ -74,7 +74,7 @@ pub struct ToolCommand {
     pub script_files: Vec<PathBuf>,
 }
 
-impl ToolCommand {
+impl ProgramLine {
     /// Parse a `command` string (shell words) relative to `base` (the workspace root), finding
     /// the program on `path_var` when it has no `/`.
     pub fn parse(command: &str, base: &Path, path_var: Option<&str>) -> Result<Self, RuntimeError> {
@@ -249,7 +249,7 @@ impl VfsRuntime {
         let command =
             config.command.as_deref().ok_or_else(|| RuntimeError::Config(format!("tool '{name}' has no `command`")))?;
         let ws = &self.services.workspace;
-        let cmd = ToolCommand::parse(command, ws, self.services.env.get("PATH").map(String::as_str))?;
+        let cmd = ProgramLine::parse(command, ws, self.services.env.get("PATH").map(String::as_str))?;
         let policy = self.services.policy(config, default_policy)?;
         let sandbox = match self.sandbox {
             SandboxMode::Enforce => {
