@@ -154,6 +154,10 @@ pub struct ToolConfig {
     /// Read-only host paths a sandboxed tool needs for its own files (never the project).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub read_paths: Vec<String>,
+    /// The name of this tool in its binary's schema answer, when the binary serves several
+    /// tools under other names (D06); default: the table's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
 }
 
 impl ToolConfig {
@@ -172,6 +176,7 @@ impl ToolConfig {
             stateful: None,
             options: Map::new(),
             read_paths: Vec::new(),
+            tool: None,
         }
     }
 
@@ -378,6 +383,15 @@ fn validate_tool(name: &str, tool: &ToolConfig) -> Result<(), (String, String)> 
     tool.policy(AccessPolicy::vfs_default()).map_err(|e| (key(&e.key), e.message))?;
     if let Some(params) = &tool.parameters {
         for (pname, p) in params {
+            if let Some(k) = p.unknown_keys().first() {
+                return Err((
+                    key(&format!("parameters.{pname}.{k}")),
+                    format!(
+                        "unknown key; a parameter takes type, summary, description, required, default, enum, items, properties and the JSON Schema keywords {}",
+                        crate::schema::SCHEMA_KEYWORDS.join(", ")
+                    ),
+                ));
+            }
             if let Some(t) = &p.kind {
                 const TYPES: [&str; 7] = ["string", "number", "integer", "boolean", "array", "object", "null"];
                 if !TYPES.contains(&t.as_str()) {

@@ -13,9 +13,42 @@ use serde_json::{Map, Value, json};
 
 use crate::runtime::ToolConfig;
 
-/// A parameter, in the shape shared by TOML config, D06 responses and MCP.
+/// The JSON Schema keywords a parameter may carry besides the named fields of
+/// [`ParameterConfig`]; they are passed through to the schema as written.
+pub const SCHEMA_KEYWORDS: &[&str] = &[
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "format",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "minProperties",
+    "maxProperties",
+    "additionalProperties",
+    "anyOf",
+    "oneOf",
+    "allOf",
+    "not",
+    "const",
+    "examples",
+    "title",
+    "deprecated",
+    "contentEncoding",
+    "contentMediaType",
+    "prefixItems",
+    "patternProperties",
+];
+
+/// A parameter, in the shape shared by TOML config, D06 responses and MCP. Other JSON Schema
+/// keywords (`minimum`, `pattern`, `format`, `anyOf`, …; see [`SCHEMA_KEYWORDS`]) are kept in
+/// `keywords` and passed through; any other key is refused when the configuration is read.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct ParameterConfig {
     /// JSON Schema type (`string`, `integer`, …).
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
@@ -41,6 +74,9 @@ pub struct ParameterConfig {
     /// Property schemas for objects.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub properties: Option<BTreeMap<String, ParameterConfig>>,
+    /// Further JSON Schema keywords, as written.
+    #[serde(flatten)]
+    pub keywords: Map<String, Value>,
 }
 
 impl ParameterConfig {
@@ -72,7 +108,24 @@ impl ParameterConfig {
                 s.insert("required".into(), json!(req));
             }
         }
+        for (k, v) in &self.keywords {
+            s.entry(k.clone()).or_insert_with(|| v.clone());
+        }
         Value::Object(s)
+    }
+
+    /// Keys that are neither a named field nor a JSON Schema keyword, here and in nested
+    /// `items`/`properties`, with their dotted path below this parameter.
+    pub fn unknown_keys(&self) -> Vec<String> {
+        let mut out: Vec<String> =
+            self.keywords.keys().filter(|k| !SCHEMA_KEYWORDS.contains(&k.as_str())).cloned().collect();
+        if let Some(i) = &self.items {
+            out.extend(i.unknown_keys().into_iter().map(|k| format!("items.{k}")));
+        }
+        for (name, p) in self.properties.iter().flatten() {
+            out.extend(p.unknown_keys().into_iter().map(|k| format!("properties.{name}.{k}")));
+        }
+        out
     }
 
     /// Overlay `over` onto `self`, field by field (user overrides win).
@@ -86,6 +139,11 @@ impl ParameterConfig {
             one_of: over.one_of.clone().or_else(|| self.one_of.clone()),
             items: over.items.clone().or_else(|| self.items.clone()),
             properties: over.properties.clone().or_else(|| self.properties.clone()),
+            keywords: {
+                let mut k = self.keywords.clone();
+                k.extend(over.keywords.clone());
+                k
+            },
         }
     }
 }
@@ -142,9 +200,20 @@ impl SchemaResponse {
     /// Parse a binary's answer for tool `tool`. In the response, a parameter without `required`
     /// is required exactly when it has no default (D06).
     pub fn parse_for(tool: &str, text: &str) -> Result<ToolSchema, SchemaError> {
-        let response: SchemaResponse = serde_json::from_str(text.trim()).map_err(|e| SchemaError::Unparseable {
-            tool: tool.into(),
-            why: format!("expected {{\"tools\":[…]}}: {e}"),
+        let response: SchemaResponse = serde_json::from_str(text.trim()).map_err(|e| {
+            // A legacy tool that ignores the schema action runs and prints its result instead.
+            let ran = serde_json::from_str::<Value>(text.trim()).ok().is_some_and(|v| {
+                v.get("type")
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| ["success", "error", "needs_input", "running", "waiting", "stopped"].contains(&t))
+                    || (v.get("content").is_some() && v.get("tools").is_none())
+            });
+            let why = if ran {
+                "it ran and printed a result instead: it ignores `action = \"schema\"` in its context".to_owned()
+            } else {
+                format!("expected {{\"tools\":[…]}}: {e}")
+            };
+            SchemaError::Unparseable { tool: tool.into(), why }
         })?;
         let listed: Vec<String> = response.tools.iter().map(|t| t.name.clone()).collect();
         let mut schema = response

@@ -156,6 +156,11 @@ impl ToolEntry {
         self.first_party && self.name != LEARN && self.config.runtime == Some(ToolRuntimeKind::Vfs)
     }
 
+    /// The name the tool's binary knows it by (`tool` in its table, else its own name).
+    pub fn binary_name(&self) -> &str {
+        self.config.tool.as_deref().unwrap_or(&self.name)
+    }
+
     /// `local`, `builtin` or `mcp.<server>.<tool>`.
     pub fn source_label(&self) -> String {
         match &self.config.source {
@@ -512,7 +517,7 @@ impl App {
                 None => {
                     let answer = self.ask_schema(entry, &config, kind).await;
                     if let (Ok(text), Some((dir, k))) = (&answer, &disk)
-                        && SchemaResponse::parse_for(&entry.name, text).is_ok()
+                        && SchemaResponse::parse_for(entry.binary_name(), text).is_ok()
                     {
                         schema_cache::store(dir, k, text);
                     }
@@ -524,7 +529,7 @@ impl App {
         let text = cache.get(&key).cloned().unwrap_or_else(|| Err("no answer".into()));
         drop(cache);
         let text = text.map_err(RuntimeError::Config)?;
-        SchemaResponse::parse_for(&entry.name, &text).map_err(|e| RuntimeError::Config(e.to_string()))
+        SchemaResponse::parse_for(entry.binary_name(), &text).map_err(|e| RuntimeError::Config(e.to_string()))
     }
 
     /// Run one call. Its arguments are checked against the definition first (missing required
@@ -535,6 +540,11 @@ impl App {
         let entry = self.tool(name).map_err(|e| RuntimeError::Config(e.to_string()))?;
         self.check_arguments(name, &call.arguments).await?;
         let cancel = call.cancel.clone();
+        let mut call = call;
+        if let Some(t) = &entry.config.tool {
+            // A multi-tool binary knows this tool by another name (D06 `tool`).
+            call.name = t.clone();
+        }
         let config = self.run_config(&entry);
         let resolution = resolve_runtime(name, &config);
         for warning in &resolution.warnings {

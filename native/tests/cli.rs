@@ -702,3 +702,91 @@ esac
     assert_eq!(run(), 2, "asked again after the tool changed");
     assert_eq!(run(), 2);
 }
+
+#[test]
+fn d06_keywords_pass_through_a_multi_tool_binary_maps_by_tool_and_a_tool_that_ignores_schema_is_named() {
+    let ws = workspace();
+    let dir = tempfile::tempdir().unwrap();
+    // A binary serving two tools, `check` and `fmt`, that prints what it was called as.
+    let multi = dir.path().join("multi.sh");
+    std::fs::write(
+        &multi,
+        r#"#!/bin/sh
+ctx=$(cat)
+case "$ctx" in
+  *'"action":"schema"'*) echo '{"tools":[{"name":"check","summary":"Check.","parameters":{"level":{"type":"integer","minimum":1,"maximum":3}}},{"name":"fmt","summary":"Format.","parameters":{}}]}' ;;
+  *'"name":"check"'*) echo "ran check" ;;
+  *) echo "ran something else" ;;
+esac
+"#,
+    )
+    .unwrap();
+    // A legacy tool that ignores the schema action: it always runs and prints an Outcome.
+    let legacy = dir.path().join("legacy.sh");
+    std::fs::write(&legacy, "#!/bin/sh\ncat >/dev/null\necho '{\"type\":\"success\",\"content\":\"done\"}'\n").unwrap();
+    for p in [&multi, &legacy] {
+        std::process::Command::new("chmod").arg("+x").arg(p).status().unwrap();
+    }
+    let config = format!(
+        r#"[conversation.tools.lint]
+source = "local"
+command = {multi:?}
+tool = "check"
+
+[conversation.tools.lint2]
+source = "local"
+command = {multi:?}
+tool = "nope"
+
+[conversation.tools.old]
+source = "local"
+command = {legacy:?}
+
+[conversation.tools.ranged]
+source = "local"
+command = {legacy:?}
+[conversation.tools.ranged.parameters.n]
+type = "integer"
+minimum = 1
+pattern = "^[0-9]+$"
+anyOf = [{{ type = "integer" }}, {{ type = "string" }}]
+"#,
+        multi = multi.display().to_string(),
+        legacy = legacy.display().to_string()
+    );
+    write_config(ws.path(), &config);
+    let o = jp(ws.path(), &["tool", "schema", "lint"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let schema: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(schema["summary"], "Check.");
+    assert_eq!(
+        schema["parameters"]["properties"]["level"]["maximum"], 3,
+        "keywords of the answer pass through: {schema}"
+    );
+    let o = jp(ws.path(), &["tool", "call", "lint", "level=2"]);
+    assert_eq!(stdout(&o).trim(), "ran check", "the binary is called with its own name for the tool: {}", stderr(&o));
+    let o = jp(ws.path(), &["tool", "schema", "lint2"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("'nope'") && stderr(&o).contains("check, fmt"), "{}", stderr(&o));
+    let o = jp(ws.path(), &["tool", "schema", "old"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("ignores `action = \"schema\"`"), "{}", stderr(&o));
+    let o = jp(ws.path(), &["tool", "schema", "ranged"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let schema: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let n = &schema["parameters"]["properties"]["n"];
+    assert_eq!((n["minimum"].as_i64(), n["pattern"].as_str()), (Some(1), Some("^[0-9]+$")), "{schema}");
+    assert_eq!(n["anyOf"].as_array().map(Vec::len), Some(2), "{schema}");
+
+    write_config(
+        ws.path(),
+        "[conversation.tools.bad]\nsource = \"local\"\ncommand = \"x\"\n[conversation.tools.bad.parameters.n]\ntype = \"integer\"\nminimun = 1\n",
+    );
+    let o = jp(ws.path(), &["tool", "list"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("conversation.tools.bad.parameters.n.minimun") && stderr(&o).contains("unknown key"),
+        "{}",
+        stderr(&o)
+    );
+}
