@@ -231,9 +231,13 @@ pub struct McpServerConfig {
     /// Its arguments.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
-    /// A Streamable-HTTP server's URL (instead of `command`).
+    /// A Streamable-HTTP server's URL (instead of `command`); its `access` network rules must
+    /// allow it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// The host variable holding a bearer token for a `url` server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_env: Option<String>,
     /// Host environment variables forwarded to it (nothing else is).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<String>,
@@ -336,12 +340,16 @@ impl Config {
                 (Some(_), Some(_)) => {
                     return Err(err(key("url"), "give `command` or `url`, not both".into()));
                 }
-                (None, Some(_)) => {
-                    return Err(err(
-                        key("url"),
-                        "Streamable-HTTP MCP servers are not supported yet; start the server with `command` instead"
-                            .into(),
-                    ));
+                (None, Some(url)) => {
+                    let policy = server.policy().map_err(|e| err(key(&e.key), e.message))?;
+                    if !policy.check_http(url).is_allow() {
+                        return Err(err(
+                            key("url"),
+                            format!(
+                                "{url} is not allowed by the server's network rules; add it, e.g. [mcp.servers.{name}.access] network = {{ allow = [\"{url}\"] }}"
+                            ),
+                        ));
+                    }
                 }
                 (Some(_), None) => {}
             }
@@ -660,7 +668,11 @@ mod tests {
                 "add an [mcp.servers.gh] table",
             ),
             ("[mcp.servers.gh]\nargs = []", "mcp.servers.gh.command", "needs `command`"),
-            ("[mcp.servers.gh]\nurl = \"http://127.0.0.1:1/mcp\"", "mcp.servers.gh.url", "not supported yet"),
+            (
+                "[mcp.servers.gh]\nurl = \"http://127.0.0.1:1/mcp\"",
+                "mcp.servers.gh.url",
+                "not allowed by the server's network rules",
+            ),
             ("[mcp.servers.gh]\ncommand = \"x\"\ntools = \"all\"", "mcp.servers.gh.tools", "use \"*\""),
         ];
         for (text, key, needle) in cases {

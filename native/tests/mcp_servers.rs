@@ -231,3 +231,62 @@ fn jp_mcp_serves_the_servers_tools_sandboxed_and_restarts_a_server_that_died() {
     }
     assert!(gone(), "the server died with jp");
 }
+
+#[test]
+fn a_streamable_http_server_is_reached_at_its_url_when_its_network_rules_allow_it() {
+    // Upstream: jp itself, serving another workspace over Streamable HTTP with a token.
+    let upstream = tempfile::tempdir().unwrap();
+    std::fs::write(upstream.path().join("up.txt"), "from upstream\n").unwrap();
+    let token = "upstream-token-for-the-test";
+    let mut server = Command::new(JP)
+        .args(["mcp", "--http", "127.0.0.1:0", "--token-env", "UPSTREAM_TOKEN"])
+        .current_dir(upstream.path())
+        .env("UPSTREAM_TOKEN", token)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(server.stderr.take().unwrap()).lines();
+    let url = loop {
+        let line = err.next().expect("jp mcp --http printed its address").unwrap();
+        if let Some(rest) = line.split(" at ").nth(1) {
+            break rest.trim().to_owned();
+        }
+    };
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(ws.path().join(".jp")).unwrap();
+    let origin = url.trim_end_matches("/mcp");
+    let config = format!(
+        "[mcp.servers.up]\nurl = {url:?}\ntoken_env = \"UP_TOKEN\"\ntools = [\"fs_read_file\"]\n[mcp.servers.up.access]\nnetwork = {{ allow = [\"{origin}/\"] }}\n"
+    );
+    std::fs::write(ws.path().join(".jp/config.toml"), &config).unwrap();
+    let out = Command::new(JP)
+        .args(["tool", "call", "up.fs_read_file", "path=up.txt"])
+        .current_dir(ws.path())
+        .env("UP_TOKEN", token)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "from upstream\n");
+    // Without the token the upstream refuses; without a network rule for it, jp refuses.
+    let out = Command::new(JP)
+        .args(["tool", "call", "up.fs_read_file", "path=up.txt"])
+        .current_dir(ws.path())
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("UP_TOKEN"), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::write(
+        ws.path().join(".jp/config.toml"),
+        config.replace(&format!("\"{origin}/\""), "\"https://example.com/\""),
+    )
+    .unwrap();
+    let out = Command::new(JP).args(["tool", "list"]).current_dir(ws.path()).env("UP_TOKEN", token).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not allowed by the server's network rules"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+}

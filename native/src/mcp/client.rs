@@ -34,12 +34,12 @@ pub const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// Most of a server's stderr kept for error messages.
 const STDERR_TAIL: usize = 8 * 1024;
 
-/// A started server.
+/// A started server (or a connection to a remote one: no process, no stderr).
 struct Server {
     service: RunningService<RoleClient, ()>,
     stderr: Arc<Mutex<Vec<u8>>>,
-    pgid: u32,
-    _guard: GroupGuard,
+    pgid: Option<u32>,
+    _guard: Option<GroupGuard>,
     _scratch: Option<tempfile::TempDir>,
 }
 
@@ -114,9 +114,13 @@ impl McpRuntime {
             .get(name)
             .ok_or_else(|| RuntimeError::Config(format!("no MCP server '{name}' is configured")))?;
         let who = format!("MCP server '{name}'");
-        let command = config.command.as_deref().ok_or_else(|| {
-            RuntimeError::Config(format!("{who} has no `command`; Streamable-HTTP servers are not supported yet"))
-        })?;
+        if let Some(url) = &config.url {
+            return self.connect(name, config, url).await;
+        }
+        let command = config
+            .command
+            .as_deref()
+            .ok_or_else(|| RuntimeError::Config(format!("{who} has neither `command` nor `url`")))?;
         let path_var = self.env.get("PATH").map(String::as_str);
         let program = find_program(command, path_var, &self.workspace)
             .ok_or_else(|| RuntimeError::Config(format!("{who}: program {command:?} was not found on PATH")))?;
@@ -228,7 +232,41 @@ impl McpRuntime {
                 });
             }
         };
-        Ok(Server { service, stderr: tail, pgid, _guard: guard, _scratch: Some(scratch) })
+        Ok(Server { service, stderr: tail, pgid: Some(pgid), _guard: Some(guard), _scratch: Some(scratch) })
+    }
+
+    /// Connect to a Streamable-HTTP server. Its URL was checked against the server's network
+    /// rules when the configuration was read, and is checked again here.
+    async fn connect(&self, name: &str, config: &McpServerConfig, url: &str) -> Result<Server, RuntimeError> {
+        use rmcp::transport::StreamableHttpClientTransport;
+        use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+        let who = format!("MCP server '{name}'");
+        let policy = config.policy().map_err(|e| RuntimeError::Config(format!("[mcp.servers.{name}] {e}")))?;
+        if !policy.check_http(url).is_allow() {
+            return Err(RuntimeError::Config(format!("{who}: {url} is not allowed by its network rules")));
+        }
+        let mut transport = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
+        if let Some(var) = &config.token_env {
+            let token = self.env.get(var).filter(|t| !t.is_empty()).ok_or_else(|| {
+                RuntimeError::Config(format!("{who}: token_env {var} is not set in the environment; export it"))
+            })?;
+            transport.auth_header = Some(token.clone());
+        }
+        let connected =
+            tokio::time::timeout(START_TIMEOUT, ().serve(StreamableHttpClientTransport::from_config(transport))).await;
+        let service = match connected {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => {
+                return Err(RuntimeError::Spawn { tool: who, message: format!("connecting to {url} failed: {e}") });
+            }
+            Err(_) => {
+                return Err(RuntimeError::Spawn {
+                    tool: who,
+                    message: format!("{url} did not answer initialize within {} s", START_TIMEOUT.as_secs()),
+                });
+            }
+        };
+        Ok(Server { service, stderr: Arc::default(), pgid: None, _guard: None, _scratch: None })
     }
 
     /// The tools server `name` offers.
@@ -272,7 +310,9 @@ impl McpRuntime {
                 if dead {
                     // Give the tail a moment to arrive when the server just died.
                     tokio::time::sleep(Duration::from_millis(50)).await;
-                    signal_group(server.pgid, Signal::KILL);
+                    if let Some(pgid) = server.pgid {
+                        signal_group(pgid, Signal::KILL);
+                    }
                     let mut running = self.running.lock().await;
                     if running.get(name).is_some_and(|s| Arc::ptr_eq(s, &server)) {
                         running.remove(name);
