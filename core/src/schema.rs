@@ -278,8 +278,34 @@ pub struct ToolDefinition {
 
 impl ToolDefinition {
     /// A definition from an MCP server's tool (`description`, `inputSchema`), with the user's
-    /// `summary`/`description` on top.
+    /// `summary`/`description` and `parameters` on top (each configured parameter's fields
+    /// override the server's for that property; `required` adds or removes it).
     pub fn from_mcp(name: &str, description: Option<String>, input_schema: Value, config: &ToolConfig) -> Self {
+        let mut input_schema = input_schema;
+        if let (Some(overrides), Value::Object(schema)) = (&config.parameters, &mut input_schema) {
+            for (pname, over) in overrides {
+                let props = schema.entry("properties").or_insert_with(|| json!({}));
+                if let Value::Object(props) = props {
+                    let merged = match (props.remove(pname), over.to_json_schema()) {
+                        (Some(Value::Object(mut base)), Value::Object(top)) => {
+                            base.extend(top);
+                            Value::Object(base)
+                        }
+                        (_, top) => top,
+                    };
+                    props.insert(pname.clone(), merged);
+                }
+                if let Some(req) = over.required {
+                    let list = schema.entry("required").or_insert_with(|| json!([]));
+                    if let Value::Array(list) = list {
+                        list.retain(|v| v.as_str() != Some(pname.as_str()));
+                        if req {
+                            list.push(json!(pname));
+                        }
+                    }
+                }
+            }
+        }
         let required: Vec<&str> = input_schema
             .get("required")
             .and_then(Value::as_array)
@@ -469,6 +495,27 @@ mod tests {
         let actions: Vec<&Value> =
             cargo["oneOf"].as_array().unwrap().iter().map(|v| &v["properties"]["action"]["const"]).collect();
         assert_eq!(actions, [&json!("spawn"), &json!("fetch"), &json!("abort")]);
+    }
+
+    #[test]
+    fn an_mcp_tool_keeps_its_schema_with_the_users_overrides_on_top() {
+        let server = json!({
+            "type": "object",
+            "properties": { "path": { "type": "string", "description": "A path." }, "n": { "type": "integer" } },
+            "required": ["path"]
+        });
+        let mut cfg = ToolConfig::local("");
+        cfg.summary = Some("Read.".into());
+        cfg.parameters = Some(BTreeMap::from([
+            ("path".into(), ParameterConfig { summary: Some("Workspace path.".into()), ..Default::default() }),
+            ("n".into(), ParameterConfig { required: Some(true), ..Default::default() }),
+        ]));
+        let d = ToolDefinition::from_mcp("files.read", Some("Read a file.\nMore.".into()), server, &cfg);
+        let s = d.to_json_schema();
+        assert_eq!(d.summary.as_deref(), Some("Read."));
+        assert_eq!(s["properties"]["path"], json!({"type": "string", "description": "Workspace path."}));
+        assert_eq!(s["required"], json!(["path", "n"]));
+        assert_eq!(d.parameters["n"].required, Some(true));
     }
 
     #[test]
