@@ -14,7 +14,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use jp_core::files::ProjectFiles;
@@ -37,11 +37,12 @@ use crate::run_tool::{self, RUN};
 use crate::sandbox::SandboxMode;
 use crate::stdio::StdioRuntime;
 use crate::vfs::{VfsOptions, VfsRuntime};
-use crate::wasm::{ComponentSource, LEARN_WASM, WasmEngine, WasmLimits, WasmRuntime};
+use crate::wasm::WasmLimits;
 
 mod calls;
 mod describe;
 mod learn;
+mod runtimes;
 mod schema_cache;
 
 pub use calls::{Answerer, CallReply, Handles, NoAnswerer};
@@ -172,9 +173,7 @@ impl ToolEntry {
 
     /// The policy the tool runs under when no table overrides it.
     pub fn default_policy(&self) -> AccessPolicy {
-        let writes = self.first_party
-            && jp_fs_tools::TOOLS.iter().any(|t| t.name == self.name)
-            && !jp_fs_tools::READ_ONLY_TOOLS.contains(&self.name.as_str());
+        let writes = self.first_party && first_party_writes(&self.name);
         match resolve_runtime(&self.name, &self.config).choice {
             RuntimeChoice::Local(ToolRuntimeKind::Stdio) => AccessPolicy::stdio_default(),
             _ if writes => AccessPolicy::stdio_default(),
@@ -203,19 +202,16 @@ pub struct App {
     workspace: PathBuf,
     tools: std::sync::RwLock<BTreeMap<String, ToolEntry>>,
     /// The configured MCP servers, started on first use.
-    mcp: McpRuntime,
+    mcp: Arc<McpRuntime>,
     /// Servers whose `tools = "*"` were listed.
     discovered: tokio::sync::Mutex<std::collections::BTreeSet<String>>,
-    vfs: VfsRuntime,
-    stdio: StdioRuntime,
-    builtin: BuiltinRuntime,
-    wasm: OnceLock<Result<WasmRuntime, RuntimeError>>,
-    wasm_setup: WasmSetup,
+    /// The VFS runtime (stateful tools are spawned on it directly).
+    vfs: Arc<VfsRuntime>,
+    /// D10: every runtime, built once; a call goes to `runtimes.resolve(..).execute(..)`.
+    runtimes: runtimes::Runtimes,
     self_exe: PathBuf,
     timeout: Duration,
     schemas: Mutex<HashMap<String, Result<String, String>>>,
-    /// The workspace handle `learn` resolves its knowledge base through.
-    kb_files: Arc<FsProjectFiles>,
     /// The runtimes that ask tools for their schema (no host access, a short deadline).
     describers: describe::Describers,
     /// Starts the commands of the `run` tool.
@@ -224,8 +220,6 @@ pub struct App {
     fetch_wait: Duration,
     /// Definitions by tool name (the configuration does not change while `jp` runs).
     definitions: std::sync::Mutex<HashMap<String, ToolDefinition>>,
-    /// Compiled policies of the tools run in-process, by name.
-    policies: std::sync::Mutex<HashMap<String, Arc<AccessPolicy>>>,
 }
 
 impl std::fmt::Debug for App {
@@ -332,7 +326,7 @@ impl App {
         if let Some(trace) = &options.trace {
             vfs = vfs.trace(trace.clone());
         }
-        let wasm_setup = WasmSetup {
+        let wasm = Arc::new(runtimes::LazyWasm::new(runtimes::WasmSetup {
             files: files_for_wasm,
             http: http_for_wasm,
             inquirer: options.inquirer.clone(),
@@ -340,30 +334,30 @@ impl App {
             trace: options.trace.clone(),
             limits: WasmLimits { deadline: options.timeout, ..WasmLimits::default() },
             sandbox: options.sandbox,
-        };
+            workspace: workspace.clone(),
+        }));
+        let vfs = Arc::new(vfs);
         let builtin = BuiltinRuntime::new(vfs.services().clone(), jp_fs_tools::TOOLS);
-        let mcp = McpRuntime::new(&workspace, mcp_servers, options.env.clone(), options.sandbox, options.timeout);
+        let mcp =
+            Arc::new(McpRuntime::new(&workspace, mcp_servers, options.env.clone(), options.sandbox, options.timeout));
         let stdio = StdioRuntime::new(&workspace).env(options.env).sandbox(options.sandbox).timeout(options.timeout);
+        let learn = runtimes::Learn { wasm: wasm.clone(), kb_files, workspace: workspace.clone() };
+        let runtimes = runtimes::Runtimes::new(stdio, vfs.clone(), wasm, builtin, mcp.clone(), learn);
         Ok(Self {
             workspace,
             tools: std::sync::RwLock::new(tools),
             mcp,
             discovered: tokio::sync::Mutex::new(std::collections::BTreeSet::new()),
             vfs,
-            stdio,
-            builtin,
-            wasm: OnceLock::new(),
-            wasm_setup,
+            runtimes,
             self_exe: options.self_exe,
             timeout: options.timeout,
             schemas: Mutex::new(HashMap::new()),
-            kb_files,
             describers,
             runner: TokioProcessRunner::new(options.timeout).sandbox(options.sandbox),
             sandbox: options.sandbox,
             fetch_wait: options.fetch_wait,
             definitions: std::sync::Mutex::new(HashMap::new()),
-            policies: std::sync::Mutex::new(HashMap::new()),
         })
     }
 
@@ -459,17 +453,6 @@ impl App {
         Ok(definition)
     }
 
-    /// The tool's policy, compiled once per process (sensitive-path globs and all).
-    fn compiled_policy(&self, entry: &ToolEntry) -> Result<Arc<AccessPolicy>, RuntimeError> {
-        let mut policies = self.policies.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(p) = policies.get(&entry.name) {
-            return Ok(p.clone());
-        }
-        let policy = Arc::new(self.vfs.services().policy(&entry.config, entry.default_policy())?);
-        policies.insert(entry.name.clone(), policy.clone());
-        Ok(policy)
-    }
-
     /// Ask a tool for its schema; one answer per program and process.
     async fn describe(&self, entry: &ToolEntry) -> Result<ToolSchema, RuntimeError> {
         if entry.first_party && entry.name == RUN {
@@ -482,8 +465,7 @@ impl App {
             return SchemaResponse::parse_for(RUN, &text.to_string()).map_err(|e| RuntimeError::Config(e.to_string()));
         }
         if entry.first_party && entry.name == LEARN {
-            let source = ComponentSource::Builtin { name: LEARN, bytes: LEARN_WASM, subjects: None };
-            let text = self.wasm()?.describe(LEARN, source).await?.unwrap_or_default();
+            let text = self.runtimes.learn.describe().await?;
             return SchemaResponse::parse_for(LEARN, &text).map_err(|e| RuntimeError::Config(e.to_string()));
         }
         if entry.first_party {
@@ -550,27 +532,9 @@ impl App {
         for warning in &resolution.warnings {
             eprintln!("warning: {warning}");
         }
-        let run = async {
-            match resolution.choice {
-                RuntimeChoice::Local(ToolRuntimeKind::Stdio) => self.stdio.run(call, &config, None).await,
-                RuntimeChoice::Local(ToolRuntimeKind::Vfs) => {
-                    self.vfs.run_with_default(call, &config, None, entry.default_policy()).await
-                }
-                RuntimeChoice::Local(ToolRuntimeKind::Wasm) => self.wasm()?.run(call, &config, None).await,
-                RuntimeChoice::Builtin if name == RUN => Err(RuntimeError::Config(format!(
-                    "'{RUN}' is stateful: call it with action = \"spawn\" (then fetch, apply, abort), or run it to the end as a one-shot call"
-                ))),
-                RuntimeChoice::Builtin if name == LEARN => {
-                    let (call, source) = self.learn_call(call, &config).await?;
-                    self.wasm()?.run(call, &config, Some(source)).await
-                }
-                RuntimeChoice::Builtin => {
-                    let policy = self.compiled_policy(&entry)?;
-                    self.builtin.run_compiled(call, &config, policy).await
-                }
-                RuntimeChoice::Mcp { server, tool } => self.mcp.call(&server, &tool, call).await,
-            }
-        };
+        // D10: the runtime resolved for the tool executes it; no runtime is special-cased here.
+        let runtime = self.runtimes.resolve(&resolution.choice);
+        let run = runtime.execute(call, &config);
         tokio::pin!(run);
         tokio::select! {
             r = &mut run => r,
@@ -663,6 +627,12 @@ impl App {
     }
 }
 
+/// Whether `name` is a first-party fs tool that writes (its default policy is a writable
+/// workspace; the read tools' is read-only).
+fn first_party_writes(name: &str) -> bool {
+    jp_fs_tools::TOOLS.iter().any(|t| t.name == name) && !jp_fs_tools::READ_ONLY_TOOLS.contains(&name)
+}
+
 /// The entry of tool `tool` of MCP server `server`: named `<server>.<tool>` unless a table names
 /// it; its policy is the server's (the server process is what the sandbox holds).
 fn mcp_entry(server: &str, tool: &str, sc: &McpServerConfig, table: Option<ToolConfig>, origin: &str) -> ToolEntry {
@@ -676,37 +646,4 @@ fn mcp_entry(server: &str, tool: &str, sc: &McpServerConfig, table: Option<ToolC
     config.access = sc.access.clone();
     config.sandbox = sc.sandbox.clone();
     ToolEntry { name: format!("{server}.{tool}"), config, first_party: false, origin: origin.into() }
-}
-
-/// What the wasm runtime is built from, on first use (the engine costs a few milliseconds).
-struct WasmSetup {
-    files: Arc<dyn ProjectFiles>,
-    http: Arc<dyn jp_core::host::HttpClient>,
-    inquirer: Arc<dyn Inquirer>,
-    env: BTreeMap<String, String>,
-    trace: Option<Arc<dyn DispatchEvents>>,
-    limits: WasmLimits,
-    /// For the programs its components run with `process.run`.
-    sandbox: SandboxMode,
-}
-
-impl App {
-    fn wasm(&self) -> Result<&WasmRuntime, RuntimeError> {
-        self.wasm
-            .get_or_init(|| {
-                let s = &self.wasm_setup;
-                let mut rt = WasmRuntime::new(WasmEngine::shared()?, s.files.clone(), &self.workspace)
-                    .http(s.http.clone())
-                    .process(Arc::new(TokioProcessRunner::new(s.limits.deadline).sandbox(s.sandbox)))
-                    .inquirer(s.inquirer.clone())
-                    .env(s.env.clone())
-                    .limits(s.limits);
-                if let Some(t) = &s.trace {
-                    rt = rt.trace(t.clone());
-                }
-                Ok(rt)
-            })
-            .as_ref()
-            .map_err(Clone::clone)
-    }
 }

@@ -19,16 +19,35 @@ use jp_tool::{Call, DirectHost, Reply, ToolSpec};
 use crate::services::HostServices;
 
 /// Runs first-party tools in this process.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct BuiltinRuntime {
     services: HostServices,
     tools: &'static [ToolSpec],
+    /// Each tool's compiled policy (the configuration does not change while `jp` runs).
+    policies: std::sync::Mutex<std::collections::HashMap<String, Arc<AccessPolicy>>>,
 }
 
 impl BuiltinRuntime {
     /// A runtime serving `tools` with these services.
     pub fn new(services: HostServices, tools: &'static [ToolSpec]) -> Self {
-        Self { services, tools }
+        Self { services, tools, policies: std::sync::Mutex::default() }
+    }
+
+    /// The tool's policy, compiled once (its table's, or the default: workspace read-only for
+    /// `jp_fs_tools::READ_ONLY_TOOLS`, writable for the others).
+    fn compiled(&self, name: &str, config: &ToolConfig) -> Result<Arc<AccessPolicy>, RuntimeError> {
+        let mut policies = self.policies.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(p) = policies.get(name) {
+            return Ok(p.clone());
+        }
+        let default = if jp_fs_tools::READ_ONLY_TOOLS.contains(&name) {
+            AccessPolicy::vfs_default()
+        } else {
+            AccessPolicy::stdio_default()
+        };
+        let policy = Arc::new(self.services.policy(config, default)?);
+        policies.insert(name.to_owned(), policy.clone());
+        Ok(policy)
     }
 
     /// Whether it has a tool of this name.
@@ -97,6 +116,23 @@ impl BuiltinRuntime {
             Reply::Result(r) => ExecutionOutcome::Completed { id, result: Ok(r) },
             Reply::Error(e) => ExecutionOutcome::Completed { id, result: Err(e) },
             Reply::NeedsInput(question) => ExecutionOutcome::NeedsInput { id, question },
+        })
+    }
+}
+
+impl jp_core::runtime::ToolRuntime for BuiltinRuntime {
+    fn kind(&self) -> &'static str {
+        "builtin"
+    }
+
+    fn execute<'a>(
+        &'a self,
+        call: ToolCall,
+        config: &'a ToolConfig,
+    ) -> jp_core::BoxFuture<'a, Result<ExecutionOutcome, RuntimeError>> {
+        Box::pin(async move {
+            let policy = self.compiled(&call.name, config)?;
+            self.run_compiled(call, config, policy).await
         })
     }
 }

@@ -17,7 +17,8 @@ use jp_core::protocol::EntryKind;
 use jp_core::runtime::{RuntimeError, ToolCall, ToolConfig};
 use serde_json::Value;
 
-use super::{App, DEFAULT_KB, LEARN};
+use super::{DEFAULT_KB, LEARN};
+use crate::files::FsProjectFiles;
 use crate::wasm::{ComponentSource, LEARN_WASM};
 
 /// Why `shown` (a knowledge-base path) cannot be used: it leads out of the workspace.
@@ -36,91 +37,87 @@ fn leads_outside(workspace: &Path, shown: &str, what: &str) -> RuntimeError {
     ))
 }
 
-impl App {
-    /// `learn`: pick the topic (`topic` argument, or the only one there is) under the knowledge
-    /// base, mount it read-only at `/subjects`, and inject its metadata as `_topic` (seed 002).
-    pub(super) async fn learn_call(
-        &self,
-        mut call: ToolCall,
-        config: &ToolConfig,
-    ) -> Result<(ToolCall, ComponentSource), RuntimeError> {
-        let kb_rel = match config.options.get("kb") {
-            None => DEFAULT_KB.to_owned(),
-            Some(Value::String(s)) => s.clone(),
-            Some(other) => {
-                return Err(RuntimeError::Config(format!(
-                    "learn: `options.kb` must be a directory relative to the workspace (a string such as \"{DEFAULT_KB}\"), got {other}"
-                )));
-            }
-        };
-        let kb = WorkspacePath::parse(&kb_rel).map_err(|e| {
+/// `learn`: pick the topic (`topic` argument, or the only one there is) under the knowledge
+/// base, mount it read-only at `/subjects`, and inject its metadata as `_topic` (seed 002).
+pub(super) async fn learn_call(
+    kb_files: &Arc<FsProjectFiles>,
+    workspace: &Path,
+    mut call: ToolCall,
+    config: &ToolConfig,
+) -> Result<(ToolCall, ComponentSource), RuntimeError> {
+    let kb_rel = match config.options.get("kb") {
+        None => DEFAULT_KB.to_owned(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => {
+            return Err(RuntimeError::Config(format!(
+                "learn: `options.kb` must be a directory relative to the workspace (a string such as \"{DEFAULT_KB}\"), got {other}"
+            )));
+        }
+    };
+    let kb = WorkspacePath::parse(&kb_rel).map_err(|e| {
             RuntimeError::Config(format!(
                 "learn: `options.kb` = {kb_rel:?} is not a directory inside the workspace: {e}; set it to a path relative to the workspace such as \"{DEFAULT_KB}\""
             ))
         })?;
-        let files = &self.kb_files;
-        let missing = || {
-            RuntimeError::Config(format!(
-                "learn has no knowledge base: {kb_rel}/ does not exist; create {kb_rel}/<topic>/<subject>.md (or set `options.kb` of the learn tool)"
-            ))
-        };
-        let kb = match files.resolve_sync(&kb) {
-            Ok(resolved) => resolved,
-            Err(FilesError::InvalidPath(_)) => {
-                return Err(leads_outside(&self.workspace, &kb_rel, "the knowledge base"));
-            }
-            Err(_) => return Err(missing()),
-        };
-        let entries = files.list_dir(&kb).await.map_err(|e| match e {
-            FilesError::InvalidPath(_) => leads_outside(&self.workspace, &kb_rel, "the knowledge base"),
-            _ => missing(),
-        })?;
-        // Entries that lead out of the workspace are not listed by the backend at all.
-        let mut topics: Vec<String> = entries
-            .into_iter()
-            .filter(|e| e.kind == EntryKind::Dir && !e.path.starts_with('.'))
-            .map(|e| e.path)
-            .collect();
-        topics.sort();
-        let topic = match call.arguments.remove("topic") {
-            Some(Value::String(t)) => t,
-            Some(other) => return Err(RuntimeError::Config(format!("learn: `topic` must be a string, got {other}"))),
-            None if topics.len() == 1 => topics[0].clone(),
-            None => {
-                return Err(RuntimeError::Config(format!(
-                    "learn needs a `topic`; topics in {kb_rel}/: {}",
-                    if topics.is_empty() { "none".to_owned() } else { topics.join(", ") }
-                )));
-            }
-        };
-        let shown = format!("{kb_rel}/{topic}");
-        let resolved = match kb.join(&topic).map(|p| files.resolve_sync(&p)) {
-            Ok(Ok(resolved)) if topics.contains(&topic) => resolved,
-            Ok(Err(FilesError::InvalidPath(_))) => return Err(leads_outside(&self.workspace, &shown, "the topic")),
-            _ => {
-                return Err(RuntimeError::Config(format!(
-                    "learn: no topic '{topic}' in {kb_rel}/; topics: {}",
-                    topics.join(", ")
-                )));
-            }
-        };
-        let option_list = |key: &str| config.options.get(key).cloned().unwrap_or_else(|| Value::Array(Vec::new()));
-        call.arguments.insert(
-            "_topic".into(),
-            serde_json::json!({
-                "title": topic,
-                "description": config.description,
-                "disabled": option_list("disabled"),
-                "learned": option_list("learned"),
-            }),
-        );
-        // The topic's place with every link resolved (beneath the workspace, as checked above),
-        // opened through the workspace's handle without following links: what was checked is
-        // what is mounted.
-        let subjects = files
-            .subtree(&resolved)
-            .map_err(|e| RuntimeError::Config(format!("learn: the topic {shown} cannot be opened: {e}")))?;
-        let source = ComponentSource::Builtin { name: LEARN, bytes: LEARN_WASM, subjects: Some(Arc::new(subjects)) };
-        Ok((call, source))
-    }
+    let files = &kb_files;
+    let missing = || {
+        RuntimeError::Config(format!(
+            "learn has no knowledge base: {kb_rel}/ does not exist; create {kb_rel}/<topic>/<subject>.md (or set `options.kb` of the learn tool)"
+        ))
+    };
+    let kb = match files.resolve_sync(&kb) {
+        Ok(resolved) => resolved,
+        Err(FilesError::InvalidPath(_)) => {
+            return Err(leads_outside(workspace, &kb_rel, "the knowledge base"));
+        }
+        Err(_) => return Err(missing()),
+    };
+    let entries = files.list_dir(&kb).await.map_err(|e| match e {
+        FilesError::InvalidPath(_) => leads_outside(workspace, &kb_rel, "the knowledge base"),
+        _ => missing(),
+    })?;
+    // Entries that lead out of the workspace are not listed by the backend at all.
+    let mut topics: Vec<String> =
+        entries.into_iter().filter(|e| e.kind == EntryKind::Dir && !e.path.starts_with('.')).map(|e| e.path).collect();
+    topics.sort();
+    let topic = match call.arguments.remove("topic") {
+        Some(Value::String(t)) => t,
+        Some(other) => return Err(RuntimeError::Config(format!("learn: `topic` must be a string, got {other}"))),
+        None if topics.len() == 1 => topics[0].clone(),
+        None => {
+            return Err(RuntimeError::Config(format!(
+                "learn needs a `topic`; topics in {kb_rel}/: {}",
+                if topics.is_empty() { "none".to_owned() } else { topics.join(", ") }
+            )));
+        }
+    };
+    let shown = format!("{kb_rel}/{topic}");
+    let resolved = match kb.join(&topic).map(|p| files.resolve_sync(&p)) {
+        Ok(Ok(resolved)) if topics.contains(&topic) => resolved,
+        Ok(Err(FilesError::InvalidPath(_))) => return Err(leads_outside(workspace, &shown, "the topic")),
+        _ => {
+            return Err(RuntimeError::Config(format!(
+                "learn: no topic '{topic}' in {kb_rel}/; topics: {}",
+                topics.join(", ")
+            )));
+        }
+    };
+    let option_list = |key: &str| config.options.get(key).cloned().unwrap_or_else(|| Value::Array(Vec::new()));
+    call.arguments.insert(
+        "_topic".into(),
+        serde_json::json!({
+            "title": topic,
+            "description": config.description,
+            "disabled": option_list("disabled"),
+            "learned": option_list("learned"),
+        }),
+    );
+    // The topic's place with every link resolved (beneath the workspace, as checked above),
+    // opened through the workspace's handle without following links: what was checked is
+    // what is mounted.
+    let subjects = files
+        .subtree(&resolved)
+        .map_err(|e| RuntimeError::Config(format!("learn: the topic {shown} cannot be opened: {e}")))?;
+    let source = ComponentSource::Builtin { name: LEARN, bytes: LEARN_WASM, subjects: Some(Arc::new(subjects)) };
+    Ok((call, source))
 }

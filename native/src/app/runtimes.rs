@@ -1,0 +1,241 @@
+//! D10's runtimes as `jp` builds them: once per process, each with its dependencies captured,
+//! each an `Arc<dyn ToolRuntime>`. [`Runtimes::resolve`] turns a tool's resolved runtime kind
+//! into the runtime that executes it; `App::call` then only calls `execute`.
+//!
+//! - local tools: stdio, VFS (first-party fs tools as `jp __tool` get their writable default
+//!   here), wasm (the engine is built on first use: [`LazyWasm`]);
+//! - `source = "builtin"`: [`Builtins`], D10's registry of builtin executors by name — the
+//!   in-process fs tools, `learn` (a component inside `jp`) and `run` (stateful; its one-shot
+//!   form is `App::run_to_end`);
+//! - `source = "mcp.*"`: the `McpRuntime`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use jp_core::BoxFuture;
+use jp_core::files::ProjectFiles;
+use jp_core::host::{DispatchEvents, HttpClient, Inquirer};
+use jp_core::policy::AccessPolicy;
+use jp_core::runtime::{
+    ExecutionOutcome, RuntimeChoice, RuntimeError, ToolCall, ToolConfig, ToolRuntime, ToolRuntimeKind,
+};
+
+use super::{LEARN, RUN};
+use crate::builtin::BuiltinRuntime;
+use crate::files::FsProjectFiles;
+use crate::mcp::client::McpRuntime;
+use crate::process::TokioProcessRunner;
+use crate::sandbox::SandboxMode;
+use crate::stdio::StdioRuntime;
+use crate::vfs::VfsRuntime;
+use crate::wasm::{ComponentSource, LEARN_WASM, WasmEngine, WasmLimits, WasmRuntime};
+
+/// What the wasm runtime is built from, on first use (the engine costs a few milliseconds).
+pub(super) struct WasmSetup {
+    pub(super) files: Arc<dyn ProjectFiles>,
+    pub(super) http: Arc<dyn HttpClient>,
+    pub(super) inquirer: Arc<dyn Inquirer>,
+    pub(super) env: BTreeMap<String, String>,
+    pub(super) trace: Option<Arc<dyn DispatchEvents>>,
+    pub(super) limits: WasmLimits,
+    /// For the programs its components run with `process.run`.
+    pub(super) sandbox: SandboxMode,
+    pub(super) workspace: PathBuf,
+}
+
+/// The wasm runtime, built on first use.
+pub(super) struct LazyWasm {
+    cell: OnceLock<Result<WasmRuntime, RuntimeError>>,
+    setup: WasmSetup,
+}
+
+impl LazyWasm {
+    pub(super) fn new(setup: WasmSetup) -> Self {
+        Self { cell: OnceLock::new(), setup }
+    }
+
+    pub(super) fn get(&self) -> Result<&WasmRuntime, RuntimeError> {
+        self.cell
+            .get_or_init(|| {
+                let s = &self.setup;
+                let mut rt = WasmRuntime::new(WasmEngine::shared()?, s.files.clone(), &s.workspace)
+                    .http(s.http.clone())
+                    .process(Arc::new(TokioProcessRunner::new(s.limits.deadline).sandbox(s.sandbox)))
+                    .inquirer(s.inquirer.clone())
+                    .env(s.env.clone())
+                    .limits(s.limits);
+                if let Some(t) = &s.trace {
+                    rt = rt.trace(t.clone());
+                }
+                Ok(rt)
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+}
+
+impl ToolRuntime for LazyWasm {
+    fn kind(&self) -> &'static str {
+        "wasm"
+    }
+    fn execute<'a>(
+        &'a self,
+        call: ToolCall,
+        config: &'a ToolConfig,
+    ) -> BoxFuture<'a, Result<ExecutionOutcome, RuntimeError>> {
+        Box::pin(async move { self.get()?.run(call, config, None).await })
+    }
+}
+
+/// The builtin `learn`: its knowledge base resolved beneath the workspace (`learn.rs`), then
+/// the component inside `jp` with the topic mounted.
+pub(super) struct Learn {
+    pub(super) wasm: Arc<LazyWasm>,
+    pub(super) kb_files: Arc<FsProjectFiles>,
+    pub(super) workspace: PathBuf,
+}
+
+impl ToolRuntime for Learn {
+    fn kind(&self) -> &'static str {
+        "wasm"
+    }
+    fn execute<'a>(
+        &'a self,
+        call: ToolCall,
+        config: &'a ToolConfig,
+    ) -> BoxFuture<'a, Result<ExecutionOutcome, RuntimeError>> {
+        Box::pin(async move {
+            let (call, source) = super::learn::learn_call(&self.kb_files, &self.workspace, call, config).await?;
+            self.wasm.get()?.run(call, config, Some(source)).await
+        })
+    }
+}
+
+impl Learn {
+    /// `learn`'s own D06 answer (the component's `describe` export).
+    pub(super) async fn describe(&self) -> Result<String, RuntimeError> {
+        let source = ComponentSource::Builtin { name: LEARN, bytes: LEARN_WASM, subjects: None };
+        Ok(self.wasm.get()?.describe(LEARN, source).await?.unwrap_or_default())
+    }
+}
+
+/// `run` outside a handle: refused with the way to call it (`App::run_to_end` runs it to its
+/// end through `spawn`).
+struct RunOneShot;
+
+impl ToolRuntime for RunOneShot {
+    fn kind(&self) -> &'static str {
+        "builtin"
+    }
+    fn execute<'a>(&'a self, _: ToolCall, _: &'a ToolConfig) -> BoxFuture<'a, Result<ExecutionOutcome, RuntimeError>> {
+        Box::pin(async {
+            Err(RuntimeError::Config(format!(
+                "'{RUN}' is stateful: call it with action = \"spawn\" (then fetch, apply, abort), or run it to the end as a one-shot call"
+            )))
+        })
+    }
+}
+
+/// D10's builtin executors, by tool name.
+pub(super) struct Builtins {
+    executors: BTreeMap<&'static str, Arc<dyn ToolRuntime>>,
+}
+
+impl ToolRuntime for Builtins {
+    fn kind(&self) -> &'static str {
+        "builtin"
+    }
+    fn execute<'a>(
+        &'a self,
+        call: ToolCall,
+        config: &'a ToolConfig,
+    ) -> BoxFuture<'a, Result<ExecutionOutcome, RuntimeError>> {
+        Box::pin(async move {
+            match self.executors.get(call.name.as_str()) {
+                Some(e) => e.execute(call, config).await,
+                None => Err(RuntimeError::Config(format!("'{}' is not a builtin tool", call.name))),
+            }
+        })
+    }
+}
+
+/// The VFS runtime with the first-party fs tools' defaults: those that write get a writable
+/// workspace when their table sets no policy (`runtime = "vfs"` on them).
+struct Vfs {
+    vfs: Arc<VfsRuntime>,
+}
+
+impl ToolRuntime for Vfs {
+    fn kind(&self) -> &'static str {
+        "vfs"
+    }
+    fn execute<'a>(
+        &'a self,
+        call: ToolCall,
+        config: &'a ToolConfig,
+    ) -> BoxFuture<'a, Result<ExecutionOutcome, RuntimeError>> {
+        Box::pin(async move {
+            let default = if super::first_party_writes(&call.name) && config.command.as_deref().is_some_and(is_self) {
+                AccessPolicy::stdio_default()
+            } else {
+                AccessPolicy::vfs_default()
+            };
+            self.vfs.run_with_default(call, config, None, default).await
+        })
+    }
+}
+
+/// Whether `command` runs this `jp` in tool mode (a first-party tool as a VFS tool).
+fn is_self(command: &str) -> bool {
+    command.ends_with(super::TOOL_MODE_ARG)
+}
+
+/// Every runtime of one `jp` process.
+pub(super) struct Runtimes {
+    stdio: Arc<dyn ToolRuntime>,
+    vfs: Arc<dyn ToolRuntime>,
+    wasm: Arc<LazyWasm>,
+    builtins: Arc<dyn ToolRuntime>,
+    mcp: Arc<McpRuntime>,
+    pub(super) learn: Arc<Learn>,
+}
+
+impl Runtimes {
+    pub(super) fn new(
+        stdio: StdioRuntime,
+        vfs: Arc<VfsRuntime>,
+        wasm: Arc<LazyWasm>,
+        builtin: BuiltinRuntime,
+        mcp: Arc<McpRuntime>,
+        learn: Learn,
+    ) -> Self {
+        let learn = Arc::new(learn);
+        let fs: Arc<dyn ToolRuntime> = Arc::new(builtin);
+        let mut executors: BTreeMap<&'static str, Arc<dyn ToolRuntime>> = BTreeMap::new();
+        for t in jp_fs_tools::TOOLS {
+            executors.insert(t.name, fs.clone());
+        }
+        executors.insert(LEARN, learn.clone());
+        executors.insert(RUN, Arc::new(RunOneShot));
+        Self {
+            stdio: Arc::new(stdio),
+            vfs: Arc::new(Vfs { vfs }),
+            wasm,
+            builtins: Arc::new(Builtins { executors }),
+            mcp,
+            learn,
+        }
+    }
+
+    /// D10: the runtime that executes a tool resolved to `choice`.
+    pub(super) fn resolve(&self, choice: &RuntimeChoice) -> Arc<dyn ToolRuntime> {
+        match choice {
+            RuntimeChoice::Local(ToolRuntimeKind::Stdio) => self.stdio.clone(),
+            RuntimeChoice::Local(ToolRuntimeKind::Vfs) => self.vfs.clone(),
+            RuntimeChoice::Local(ToolRuntimeKind::Wasm) => self.wasm.clone(),
+            RuntimeChoice::Builtin => self.builtins.clone(),
+            RuntimeChoice::Mcp { .. } => self.mcp.clone(),
+        }
+    }
+}
