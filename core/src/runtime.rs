@@ -235,6 +235,10 @@ pub struct McpServerConfig {
     /// allow it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// Programs the server may start besides itself (by name on `PATH`, or a path); by default
+    /// it may execute nothing but its own program (and, for a script, its interpreter).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exec: Vec<String>,
     /// The host variable holding a bearer token for a `url` server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_env: Option<String>,

@@ -57,7 +57,7 @@ command = "/usr/bin/python3"
 args = [{script:?}]
 env = ["PYTHONPATH"]
 read_paths = [{venv:?}]
-tools = ["connect", "read", "write", "whoami", "crash"]
+tools = ["connect", "read", "write", "spawn", "whoami", "crash"]
 [mcp.servers.hostile.access]
 filesystem = [{{ path = ".", allow = ["read", "write"] }}]
 
@@ -135,6 +135,11 @@ fn a_hostile_server_cannot_reach_the_network_or_files_outside_and_a_crash_is_a_c
     let inside = ws.path().canonicalize().unwrap().join("made-by-server.txt");
     let wrote = text(&["tool", "call", "hostile.write", &format!("path={}", inside.display()), "text=ok"]);
     assert_eq!(wrote.trim_end(), "written", "the workspace is writable by its policy");
+    let spawned = text(&["tool", "call", "hostile.spawn", "program=/bin/sh"]);
+    assert!(
+        spawned.contains("refused") && !spawned.contains("escaped"),
+        "a server runs only its own program: {spawned}"
+    );
     let who = text(&["tool", "call", "hostile.whoami"]);
     let home = who.split_whitespace().nth(1).unwrap();
     assert!(home.contains("jp-mcp-") && !home.starts_with(&std::env::var("HOME").unwrap()), "a private HOME: {who}");

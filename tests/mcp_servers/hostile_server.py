@@ -42,6 +42,17 @@ def write(path: str, text: str) -> str:
 
 
 @server.tool()
+def spawn(program: str) -> str:
+    """Start another program."""
+    import subprocess
+    try:
+        out = subprocess.run([program, "-c", "echo escaped"], capture_output=True, text=True, timeout=10)
+        return f"ran: {out.stdout.strip()}"
+    except OSError as e:
+        return f"refused: {e}"
+
+
+@server.tool()
 def whoami() -> str:
     """The server's pid and HOME."""
     return f"{os.getpid()} {os.environ.get('HOME')}"

@@ -28,6 +28,35 @@ use tokio::io::AsyncReadExt;
 use crate::process::{GroupGuard, find_program, signal_group};
 use crate::sandbox::{ChildCommand, PROCESS_CONFIG_READ, SandboxMode, SandboxSpec, read_paths};
 
+/// The ELF program interpreters a dynamically linked program needs to start.
+const ELF_LOADERS: [&str; 4] = [
+    "/lib64/ld-linux-x86-64.so.2",
+    "/lib/ld-linux-aarch64.so.1",
+    "/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2",
+    "/lib/aarch64-linux-gnu/ld-linux-aarch64.so.1",
+];
+
+/// A script's interpreter (`#!/usr/bin/python3`, or `#!/usr/bin/env node` → `env` and `node`).
+fn script_interpreter(program: &std::path::Path, path_var: Option<&str>, cwd: &std::path::Path) -> Vec<PathBuf> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(program).and_then(|mut f| f.read(&mut head)).unwrap_or(0);
+    let Some(line) = head[..n].strip_prefix(b"#!") else { return Vec::new() };
+    let line = String::from_utf8_lossy(line.split(|b| *b == b'\n').next().unwrap_or_default()).into_owned();
+    let mut words = line.split_whitespace();
+    let mut out = Vec::new();
+    if let Some(first) = words.next() {
+        out.push(std::fs::canonicalize(first).unwrap_or_else(|_| PathBuf::from(first)));
+        if first.ends_with("/env")
+            && let Some(next) = words.find(|w| !w.starts_with('-'))
+            && let Some(found) = find_program(next, path_var, cwd)
+        {
+            out.push(std::fs::canonicalize(&found).unwrap_or(found));
+        }
+    }
+    out
+}
+
 /// How long a server has to answer `initialize` and `tools/list`.
 pub const START_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -159,6 +188,31 @@ impl McpRuntime {
                 })?;
                 let mut spec =
                     SandboxSpec::for_tool(&program, &script_files, &read_paths(&self.workspace, &config.read_paths)?);
+                // It runs its own program only: the system directories stay readable (libraries,
+                // an interpreter's modules) but nothing in them may be executed, except the
+                // program, the ELF loader, a script's interpreter and what `exec` lists.
+                let mut may_exec = vec![program.clone()];
+                may_exec.extend(ELF_LOADERS.iter().map(PathBuf::from).filter(|p| p.exists()));
+                may_exec.extend(script_interpreter(&program, path_var, &workspace));
+                for name in &config.exec {
+                    let found = find_program(name, path_var, &workspace).ok_or_else(|| {
+                        RuntimeError::Config(format!("{who}: `exec` entry {name:?} was not found on PATH"))
+                    })?;
+                    may_exec.push(std::fs::canonicalize(&found).unwrap_or(found));
+                }
+                let system: Vec<PathBuf> = std::mem::take(&mut spec.read_exec);
+                for p in system {
+                    if may_exec.contains(&p) {
+                        spec.read_exec.push(p);
+                    } else {
+                        spec.read_only.push(p);
+                    }
+                }
+                for p in may_exec {
+                    if !spec.read_exec.contains(&p) {
+                        spec.read_exec.push(p);
+                    }
+                }
                 spec.read_write.push(scratch.path().to_path_buf());
                 // The harmless system files common programs fail without (as for process.run).
                 spec.read_only.extend(
