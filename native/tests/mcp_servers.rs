@@ -295,3 +295,53 @@ fn a_streamable_http_server_is_reached_at_its_url_when_its_network_rules_allow_i
     let _ = server.kill();
     let _ = server.wait();
 }
+
+/// D10: one workspace, one tool on each of the five runtimes, each called through `jp tool call`
+/// (`App::call` resolves the runtime and calls `ToolRuntime::execute`): the same file read by a
+/// stdio tool, a VFS tool, a wasm component, the builtin tool and an MCP server's tool.
+#[test]
+fn every_runtime_executes_through_the_trait() {
+    let ws = workspace();
+    let dir = tempfile::tempdir().unwrap();
+    let stdio = dir.path().join("cat_tool.sh");
+    std::fs::write(&stdio, "#!/bin/sh\ncat >/dev/null\ncat inside.txt\n").unwrap();
+    Command::new("chmod").arg("+x").arg(&stdio).status().unwrap();
+    let component = Path::new(jp_native::wasm::GUESTS_DIR).join("jp_fs_component.wasm");
+    let mut config = std::fs::read_to_string(ws.path().join(".jp/config.toml")).unwrap();
+    config.push_str(&format!(
+        r#"
+[conversation.tools.via_stdio]
+source = "local"
+command = {stdio:?}
+parameters.path = {{ type = "string" }}
+
+[conversation.tools.via_vfs]
+source = "local"
+command = "{jp} __tool"
+runtime = "vfs"
+tool = "fs_read_file"
+
+[conversation.tools.via_wasm]
+source = "local"
+wasm = {component:?}
+tool = "fs_read_file"
+"#,
+        stdio = stdio.display().to_string(),
+        component = component.display().to_string(),
+        jp = JP,
+    ));
+    std::fs::write(ws.path().join(".jp/config.toml"), config).unwrap();
+    let inside = ws.path().canonicalize().unwrap().join("inside.txt");
+    let cases: [(&str, String); 5] = [
+        ("via_stdio", "path=inside.txt".into()),
+        ("via_vfs", "path=inside.txt".into()),
+        ("via_wasm", "path=inside.txt".into()),
+        ("fs_read_file", "path=inside.txt".into()),
+        ("files.read_text_file", format!("path={}", inside.display())),
+    ];
+    for (tool, arg) in cases {
+        let (code, out, err) = jp(ws.path(), &["tool", "call", tool, &arg]);
+        assert_eq!(code, 0, "{tool}: {err}");
+        assert_eq!(out.trim_end(), "inside the workspace", "{tool}");
+    }
+}
