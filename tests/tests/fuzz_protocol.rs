@@ -184,13 +184,21 @@ fn allowed_by_policy(policy: &AccessPolicy, e: &TraceEvent) -> bool {
     let cap = match e.method.as_str() {
         "fs.read" | "fs.exists" | "fs.list_dir" | "fs.metadata" | "fs.grep" => Capability::Read,
         "fs.delete" => Capability::Delete,
-        // A write or a rename is allowed by create or update (or read + delete at the source):
-        // check that the path lies where some write capability is granted.
-        "fs.write" | "fs.rename" => {
-            return [Capability::Read, Capability::Create, Capability::Update, Capability::Delete]
+        // A write is allowed by create or update: the path must lie where writing is granted.
+        "fs.write" => {
+            return [Capability::Create, Capability::Update]
                 .into_iter()
                 .any(|c| policy.check_fs_str(c, &e.target).is_allow())
                 && e.target.starts_with("pub");
+        }
+        // A rename is decided capability by capability for every path it moves (read + delete
+        // where it is, create where it lands), and each decision is traced: an allowed event
+        // is one of those capabilities granted on that path. (Whether the rename then happened
+        // is checked by the snapshots: protected files never change.)
+        "fs.rename" => {
+            return [Capability::Read, Capability::Create, Capability::Delete]
+                .into_iter()
+                .any(|c| policy.check_fs_str(c, &e.target).is_allow());
         }
         // No network and no processes are allowed at all.
         _ => return false,
