@@ -57,6 +57,25 @@ pub async fn read_capped<R: AsyncRead + Unpin>(mut reader: R, max: usize) -> std
     }
 }
 
+/// The environment of a process that touches files directly (a stdio tool, an MCP server): the
+/// base variables and those `keep` admits from the host's `env`, with `HOME` and `TMPDIR` set to
+/// its private directory `home`.
+pub fn private_env(
+    env: &std::collections::BTreeMap<String, String>,
+    keep: impl Fn(&str) -> bool,
+    home: &Path,
+) -> std::collections::BTreeMap<String, String> {
+    let mut out: std::collections::BTreeMap<String, String> = env
+        .iter()
+        .filter(|(k, _)| jp_core::policy::is_base_env(k) || keep(k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let home = home.to_string_lossy().into_owned();
+    out.insert("HOME".into(), home.clone());
+    out.insert("TMPDIR".into(), home);
+    out
+}
+
 /// Find `program` the way a shell would: a path with `/` relative to `cwd`, otherwise on `PATH`.
 pub fn find_program(program: &str, path_var: Option<&str>, cwd: &Path) -> Option<PathBuf> {
     if program.contains('/') {

@@ -14,14 +14,14 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use jp_core::BoxFuture;
-use jp_core::policy::{AccessPolicy, is_base_env};
+use jp_core::policy::AccessPolicy;
 use jp_core::runtime::{ExecutionOutcome, RuntimeError, ToolCall, ToolConfig, ToolRuntime};
 use jp_core::state::{ToolError, ToolResult, ToolState};
 use rustix::process::Signal;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::process::{GroupGuard, read_capped, signal_group};
+use crate::process::{GroupGuard, private_env, read_capped, signal_group};
 use crate::sandbox::{ChildCommand, SandboxMode, SandboxSpec, configured_read_paths};
 use crate::vfs::ProgramLine;
 
@@ -88,15 +88,7 @@ impl StdioRuntime {
             message: format!("cannot create the tool's temporary directory: {e}"),
         })?;
 
-        let mut env: BTreeMap<String, String> = self
-            .env
-            .iter()
-            .filter(|(k, _)| is_base_env(k) || policy.check_env(k).is_allow())
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        let scratch_dir = scratch.path().to_string_lossy().into_owned();
-        env.insert("HOME".into(), scratch_dir.clone());
-        env.insert("TMPDIR".into(), scratch_dir);
+        let env = private_env(&self.env, |k| policy.check_env(k).is_allow(), scratch.path());
 
         let sandbox = match self.sandbox {
             SandboxMode::Enforce => {

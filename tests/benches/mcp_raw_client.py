@@ -45,3 +45,22 @@ class Server:
     def close(self):
         self.child.stdin.close()
         self.child.wait()
+
+
+def alternate(servers, n, block, expected, warmup=50):
+    """Warm each server up (calls not counted, each answer checked against `expected`), then
+    make `n` timed calls on each, alternating in blocks of `block` so that machine noise hits
+    every server alike; the servers are closed at the end."""
+    for s in servers:
+        for _ in range(warmup):
+            assert s.call() == expected
+        s.samples.clear()
+    done = 0
+    while done < n:
+        step = min(block, n - done)
+        for s in servers:
+            for _ in range(step):
+                s.call()
+        done += step
+    for s in servers:
+        s.close()

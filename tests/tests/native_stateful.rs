@@ -16,34 +16,11 @@ use jp_native::files::FsProjectFiles;
 use jp_native::vfs::VfsRuntime;
 use serde_json::{Map, Value, json};
 
-/// A hunk stager speaking NDJSON by hand: asks about each line of `path`, then writes the
-/// accepted ones to `staged.txt` and stops.
-const STAGER: &str = r#"import json, os, sys
-def send(m): print(json.dumps(m), flush=True)
-def recv():
-    line = sys.stdin.readline()
-    if not line:
-        sys.exit(0)
-    return json.loads(line)
-init = recv()
-path = init["params"]["tool"]["arguments"]["path"]
-send({"jsonrpc": "2.0", "id": 1, "method": "fs.read", "params": {"path": path}})
-lines = recv()["result"]["content"].splitlines()
-staged = []
-for i, line in enumerate(lines):
-    send({"jsonrpc": "2.0", "method": "state", "params": {"type": "waiting", "content": f"pid {os.getpid()}",
-          "question": {"id": f"hunk{i}", "text": f"Stage {line!r}?", "answer_type": "boolean"}}})
-    msg = recv()
-    while msg.get("method") != "apply":
-        if msg.get("method") == "cancel":
-            sys.exit(0)
-        msg = recv()
-    if msg["params"]["input"] in (True, "y"):
-        staged.append(line)
-send({"jsonrpc": "2.0", "id": 2, "method": "fs.write", "params": {"path": "staged.txt", "content": "\n".join(staged) + "\n"}})
-recv()
-send({"jsonrpc": "2.0", "method": "state", "params": {"type": "stopped", "result": f"Staged {len(staged)} of {len(lines)} changes."}})
-"#;
+/// A hunk stager speaking NDJSON by hand (`tests/mcp/stager.py`, shared with the MCP tests):
+/// asks about each line of `path`, then writes the accepted ones to `staged.txt` and stops.
+fn stager() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/stager.py")
+}
 
 /// How long fetch and apply wait for the tool's next state (generous: a slow machine must not turn
 /// "not yet" into a different answer).
@@ -53,11 +30,9 @@ fn setup() -> (tempfile::TempDir, tempfile::TempDir, ToolConfig) {
     let ws = tempfile::tempdir().unwrap();
     std::fs::write(ws.path().join("changes.txt"), "add a\nremove b\nrename c\n").unwrap();
     let tools = tempfile::tempdir().unwrap();
-    let script = tools.path().join("stager.py");
-    std::fs::write(&script, STAGER).unwrap();
     let text = format!(
         "[conversation.tools.stager]\nsource = \"local\"\nruntime = \"vfs\"\ncommand = \"/usr/bin/python3 {}\"\n",
-        script.display()
+        stager().display()
     );
     let cfg = Config::from_toml(&text, "test.toml").unwrap().conversation.tools.remove("stager").unwrap();
     (ws, tools, cfg)
@@ -80,7 +55,7 @@ fn call(args: Value) -> ToolCall {
 
 fn pid_of(state: &ToolState) -> u32 {
     match state {
-        ToolState::Waiting { content: Some(c), .. } => c.trim_start_matches("pid ").parse().unwrap(),
+        ToolState::Waiting { content: Some(c), .. } => c.trim().trim_start_matches("pid ").parse().unwrap(),
         other => panic!("expected a waiting state with the pid, got {other:?}"),
     }
 }

@@ -16,7 +16,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use jp_core::policy::is_base_env;
 use jp_core::runtime::{ExecutionOutcome, McpServerConfig, RuntimeError};
 use jp_core::state::{ToolError, ToolResult};
 use rmcp::ServiceExt;
@@ -25,7 +24,7 @@ use rmcp::service::{RoleClient, RunningService};
 use rustix::process::Signal;
 use tokio::io::AsyncReadExt;
 
-use crate::process::{GroupGuard, find_program, signal_group};
+use crate::process::{GroupGuard, find_program, private_env, signal_group};
 use crate::sandbox::{ChildCommand, PROCESS_CONFIG_READ, SandboxMode, SandboxSpec, read_paths};
 
 /// The ELF program interpreters a dynamically linked program needs to start.
@@ -170,15 +169,7 @@ impl McpRuntime {
             .prefix("jp-mcp-")
             .tempdir()
             .map_err(|e| RuntimeError::Spawn { tool: who.clone(), message: format!("no private HOME: {e}") })?;
-        let mut env: BTreeMap<String, String> = self
-            .env
-            .iter()
-            .filter(|(k, _)| is_base_env(k) || config.env.contains(k))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        let scratch_dir = scratch.path().to_string_lossy().into_owned();
-        env.insert("HOME".into(), scratch_dir.clone());
-        env.insert("TMPDIR".into(), scratch_dir);
+        let env = private_env(&self.env, |k| config.env.iter().any(|e| e == k), scratch.path());
         let sandbox = match self.sandbox {
             SandboxMode::Enforce => {
                 let grant = policy.process_grant().map_err(|why| {

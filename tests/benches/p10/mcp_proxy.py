@@ -16,7 +16,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from mcp_raw_client import Server  # noqa: E402
+from mcp_raw_client import Server, alternate  # noqa: E402
 
 jp, server_js, n = sys.argv[1], os.path.realpath(sys.argv[2]), int(sys.argv[3])
 GOAL = 1.1
@@ -55,18 +55,7 @@ filesystem = [{{ path = ".", allow = ["read"] }}]
 
     ours = Server([jp, "mcp"], ws, "files.read_text_file", {"path": path})
     bare = Server(["node", server_js, ws], ws, "read_text_file", {"path": path})
-    for s in (ours, bare):
-        for _ in range(50):  # warm-up (and, through jp, the server's start), not counted
-            assert s.call() == content
-        s.samples.clear()
-    done = 0
-    while done < n:
-        for s in (ours, bare):
-            for _ in range(min(BLOCK, n - done)):
-                s.call()
-        done += min(BLOCK, n - done)
-    ours.close()
-    bare.close()
+    alternate([ours, bare], n, BLOCK, content)  # the warm-up also starts the server behind jp
 
 med = lambda s: statistics.median(s) / 1000
 m_ours, m_bare = med(ours.samples), med(bare.samples)

@@ -14,7 +14,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from mcp_raw_client import Server  # noqa: E402
+from mcp_raw_client import Server, alternate  # noqa: E402
 
 jp, server_js, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 GOAL = 2.0
@@ -28,18 +28,7 @@ with tempfile.TemporaryDirectory() as ws:
         f.write(content)
     ours = Server([jp, "mcp"], ws, "fs_read_file", {"path": "data.txt"})
     ref = Server(["node", server_js, ws], ws, "read_text_file", {"path": os.path.join(ws, "data.txt")})
-    for s in (ours, ref):
-        for _ in range(50):  # warm-up, not counted
-            assert s.call() == content
-        s.samples.clear()
-    done = 0
-    while done < n:
-        for s in (ours, ref):
-            for _ in range(min(BLOCK, n - done)):
-                s.call()
-        done += min(BLOCK, n - done)
-    ours.close()
-    ref.close()
+    alternate([ours, ref], n, BLOCK, content)
 
 med = lambda s: statistics.median(s) / 1000
 m_ours, m_ref = med(ours.samples), med(ref.samples)
