@@ -6,31 +6,43 @@
 // empty environment and no arguments; no wasi:filesystem or wasi:sockets at all (the components
 // import none: their files come through jp:host/filesystem).
 
-import init, { JpHost } from './pkg/jp_web.js';
+import init, { JpHost, toolInputSchema } from './pkg/jp_web.js';
 import * as cli from '@bytecodealliance/preview2-shim/cli';
 import * as io from '@bytecodealliance/preview2-shim/io';
 import * as clocks from '@bytecodealliance/preview2-shim/clocks';
 import * as random from '@bytecodealliance/preview2-shim/random';
 
-const isNode = typeof process !== 'undefined' && process.versions?.node !== undefined;
-
-async function compileAt(url) {
-  if (url.protocol === 'file:') {
-    const { readFile } = await import('node:fs/promises');
-    return WebAssembly.compile(await readFile(url));
+/**
+ * Core modules by file name. `cores` is either the URL of the directory holding them (the page:
+ * each is fetched and compiled once) or an object `{ file: WebAssembly.Module }` the embedder
+ * compiled or imported itself (edge runtimes: workerd forbids compiling wasm at run time, so
+ * its modules are imported; see web/edge/).
+ */
+function coreModules(cores) {
+  if (cores instanceof URL || typeof cores === 'string') {
+    const base = new URL(cores);
+    const cache = new Map();
+    return (file) => {
+      if (!cache.has(file)) cache.set(file, WebAssembly.compileStreaming(fetch(new URL(file, base))));
+      return cache.get(file);
+    };
   }
-  return WebAssembly.compileStreaming(fetch(url));
+  return (file) => {
+    const m = cores[file];
+    if (!(m instanceof WebAssembly.Module)) {
+      throw new Error(`no core module '${file}' among ${Object.keys(cores).join(', ') || 'none'}`);
+    }
+    return m;
+  };
 }
 
 let ready;
-/** Load the jp-web module once (in Node from the file next to this one). */
-export function loadJp() {
-  if (!ready) {
-    const wasm = new URL('./pkg/jp_web_bg.wasm', import.meta.url);
-    ready = isNode
-      ? import('node:fs/promises').then((fs) => fs.readFile(wasm)).then((bytes) => init({ module_or_path: bytes }))
-      : init({ module_or_path: wasm });
-  }
+/**
+ * Load the jp-web module once: `source` is a `WebAssembly.Module` (edge runtimes inject it),
+ * bytes, or a URL; by default the file next to this one, fetched (the page).
+ */
+export function loadJp(source) {
+  ready ??= init({ module_or_path: source ?? new URL('./pkg/jp_web_bg.wasm', import.meta.url) });
   return ready;
 }
 
@@ -57,6 +69,13 @@ const wasiImports = {
   'wasi:random/random': random.random,
   'wasi:random/insecure': random.insecure,
   'wasi:random/insecure-seed': random.insecureSeed,
+  // No preopened directories: a component that uses std::fs finds no filesystem at all.
+  'wasi:filesystem/preopens': { getDirectories: () => [] },
+  'wasi:filesystem/types': {
+    Descriptor: class Descriptor {},
+    DirectoryEntryStream: class DirectoryEntryStream {},
+    filesystemErrorCode: () => undefined,
+  },
 };
 
 function hostImports(session) {
@@ -90,9 +109,9 @@ function hostImports(session) {
  * the listeners of `onEvent`.
  */
 export class Host {
-  static async create({ db = null, policy = '' } = {}) {
+  static async create({ db = null, policy = '', storage = null } = {}) {
     await loadJp();
-    return new Host(await JpHost.create(db, policy));
+    return new Host(await JpHost.create(db, policy, storage));
   }
 
   constructor(inner) {
@@ -111,6 +130,8 @@ export class Host {
   }
 
   setPolicy(text) { this.inner.setPolicy(text); }
+  /** What the policy lets a tool do at most: `{ writes, destructive, network, commands }`. */
+  policyHints() { return this.inner.policyHints(); }
   /** Answer inquiries: `callback({tool, method, target, reason})` → true / 'once' / 'all' / false. */
   setInquirer(callback) { this.inner.setInquirer(callback); }
 
@@ -131,15 +152,11 @@ export class Host {
 
   /**
    * Register a jco-transpiled component (`--instantiation async`): `module` is its JS module,
-   * `base` the URL of the directory holding its core wasm files. Its tools come from its
-   * `jp:tool/describe` export, or `tools` when it has none.
+   * `cores` its core wasm modules (a directory URL, or `{ file: WebAssembly.Module }`). Its
+   * tools come from its `jp:tool/describe` export, or `tools` when it has none.
    */
-  async registerComponent(name, module, base, tools = null) {
-    const cache = new Map();
-    const getCoreModule = (file) => {
-      if (!cache.has(file)) cache.set(file, compileAt(new URL(file, base)));
-      return cache.get(file);
-    };
+  async registerComponent(name, module, cores, tools = null) {
+    const getCoreModule = coreModules(cores);
     const component = { name, module, getCoreModule };
     let described = tools;
     if (!described) {
@@ -149,7 +166,9 @@ export class Host {
       described = JSON.parse(schema()).tools;
     }
     this.components.set(name, component);
-    for (const tool of described) this.tools.set(tool.name, { ...tool, component: name });
+    for (const tool of described) {
+      this.tools.set(tool.name, { ...tool, inputSchema: toolInputSchema(tool), component: name });
+    }
     return described.map((t) => t.name);
   }
 
@@ -161,14 +180,16 @@ export class Host {
   /**
    * Call a tool on a fresh instance of its component. Resolves to `{ tag, val, changed }`
    * (`tag` is `success`, `error` or `needs-input`); files change only when the tool succeeds.
+   * `files` (path → text or bytes) are written first, in the same commit: with the tool's
+   * changes, or not at all.
    */
-  async callTool(name, args = {}) {
+  async callTool(name, args = {}, { files = null } = {}) {
     const tool = this.tools.get(name);
     if (!tool) {
       throw new Error(`no tool '${name}'; registered: ${[...this.tools.keys()].join(', ') || 'none'}`);
     }
     const component = this.components.get(tool.component);
-    const session = await this.inner.beginCall(name);
+    const session = await this.inner.beginCall(name, files);
     let outcome;
     try {
       const instance = await component.module.instantiate(component.getCoreModule, hostImports(session));

@@ -1,41 +1,180 @@
-// An edge function hosting sandboxed tools: `(Request) → Response`, one fresh host per request.
-// The body is `{ tool, args, files, policy? }` (files: path → text); the response is
-// `{ outcome, changed, files }` with the files after the call. No IndexedDB here: the project
-// lives in memory for the request, and the policy is enforced by the same core as everywhere.
-import { Host } from '../../www/jp.js';
+// An edge function hosting sandboxed tools, the same on every engine (workerd, Deno, Node): the
+// engine's entry (workerd.js, deno.js, node.mjs) gives it the wasm modules and the storage, and
+// it answers `(Request) → Response`. The policy is enforced by the same core as everywhere.
+//
+//   POST /     {tool, args, files?, policy?, project?} → {outcome, changed, events, files?}
+//              With `project` (an id), the call runs on that project's stored files (`files`
+//              written first) and its changes persist — all of them, or none when it fails.
+//              Without, the files live for the request and all of them come back.
+//   /mcp       MCP Streamable HTTP (JSON responses, no sessions); `?project=ID` picks the
+//              project; `Authorization: Bearer <JP_EDGE_TOKEN>`.
+import { Host, loadJp } from '../../www/jp.js';
+import { answer, errors } from './mcp.js';
 
-const componentsDir = new URL('../../www/components/', import.meta.url);
-let fsModule;
+/** Largest request body accepted (bytes); larger ones get 413. */
+export const MAX_BODY = 8 << 20;
+const PROJECT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
-export async function handle(request) {
-  let body;
-  try {
-    body = await request.json();
-  } catch (e) {
-    return json(400, { error: `the request body must be JSON {tool, args, files}: ${e.message}` });
-  }
-  const { tool, args = {}, files = {}, policy = '' } = body ?? {};
-  if (typeof tool !== 'string') return json(400, { error: 'missing "tool" (a tool name, e.g. "fs_grep_files")' });
-  let host;
-  try {
-    host = await Host.create({ db: null, policy });
-  } catch (e) {
-    return json(400, { error: String(e?.message ?? e) });
-  }
-  for (const [path, text] of Object.entries(files)) await host.writeFile(path, text);
-  fsModule ??= await import(new URL('fs/fs.js', componentsDir));
-  await host.registerComponent('fs', fsModule, new URL('fs/', componentsDir));
-  const events = [];
-  host.onEvent((e) => events.push(e));
-  if (!host.listTools().some((t) => t.name === tool)) {
-    return json(404, { error: `no tool '${tool}'; available: ${host.listTools().map((t) => t.name).join(', ')}` });
-  }
-  const { changed, ...outcome } = await host.callTool(tool, args);
-  const after = {};
-  for (const path of await host.listFiles()) after[path] = await host.readFile(path);
-  return json(200, { outcome, changed, files: after, events });
+const json = (status, value, headers = {}) =>
+  new Response(JSON.stringify(value), { status, headers: { 'content-type': 'application/json', ...headers } });
+
+/** Equal strings, compared in time that does not depend on where they differ. */
+function sameSecret(a, b) {
+  const x = new TextEncoder().encode(a);
+  const y = new TextEncoder().encode(b);
+  let diff = x.length ^ y.length;
+  for (let i = 0; i < Math.max(x.length, y.length); i++) diff |= (x[i] ?? 0) ^ (y[i] ?? 0);
+  return diff === 0;
 }
 
-function json(status, value) {
-  return new Response(JSON.stringify(value), { status, headers: { 'content-type': 'application/json' } });
+/** The body as text, refused above `MAX_BODY` (whatever Content-Length says). */
+async function bodyText(request) {
+  const declared = Number(request.headers.get('content-length') ?? 0);
+  if (declared > MAX_BODY) return { tooLarge: true };
+  const bytes = new Uint8Array(await request.arrayBuffer());
+  if (bytes.length > MAX_BODY) return { tooLarge: true };
+  return { text: new TextDecoder().decode(bytes) };
 }
+
+const tooLarge = () => json(413, { error: `the request body is larger than ${MAX_BODY} bytes; send fewer or smaller files` });
+
+/**
+ * The edge function. `options`:
+ * - `jp`: the jp-web `WebAssembly.Module`;
+ * - `components`: `{ name: { module, cores } }` — jco's JS module and its core modules
+ *   (`{ file: WebAssembly.Module }`);
+ * - `storage(projectId)`: the `ProjectStorage` of a project (see www/jp.d.ts), or null when the
+ *   engine keeps none;
+ * - `token`: the bearer token `/mcp` requires (no token: `/mcp` answers 503);
+ * - `policy`: the policy of `/mcp` calls (TOML; empty: the workspace read-write, nothing else).
+ */
+export function createHandler({ jp, components, storage = () => null, token = '', policy = '' }) {
+  let described = null; // the tools each component described, once
+  const queues = new Map(); // project id → the tail of its calls: one at a time per project
+
+  async function host(policyText, projectStorage) {
+    await loadJp(jp);
+    const h = await Host.create({ db: null, policy: policyText, storage: projectStorage });
+    const first = described === null;
+    if (first) described = {};
+    for (const [name, c] of Object.entries(components)) {
+      const tools = await h.registerComponent(name, c.module, c.cores, first ? null : described[name]);
+      if (first) described[name] = h.listTools().filter((t) => tools.includes(t.name));
+    }
+    return h;
+  }
+
+  /** Run `work` after the project's earlier calls (snapshot → commit must not interleave). */
+  function serialised(project, work) {
+    if (!project) return work();
+    const run = (queues.get(project) ?? Promise.resolve()).then(work, work);
+    const tail = run.catch(() => {});
+    queues.set(project, tail);
+    tail.then(() => { if (queues.get(project) === tail) queues.delete(project); });
+    return run;
+  }
+
+  async function projectStorage(project) {
+    if (project === undefined || project === null) return null;
+    if (typeof project !== 'string' || !PROJECT_ID.test(project)) {
+      throw new BadRequest(`"project" must be an id of 1-64 letters, digits, '.', '_' or '-' starting with a letter or digit, got ${JSON.stringify(project)}`);
+    }
+    const s = await storage(project);
+    if (!s) throw new BadRequest('this edge function keeps no projects; leave out "project" and send the files with each call');
+    return s;
+  }
+
+  async function callRoute(request) {
+    const body = await bodyText(request);
+    if (body.tooLarge) return tooLarge();
+    let parsed;
+    try {
+      parsed = JSON.parse(body.text);
+    } catch (e) {
+      return json(400, { error: `the request body must be JSON {tool, args, files?, policy?, project?}: ${e.message}` });
+    }
+    const { tool, args = {}, files = null, policy: policyText = '', project } = parsed ?? {};
+    if (typeof tool !== 'string') return json(400, { error: 'missing "tool" (a tool name, e.g. "fs_grep_files")' });
+    if (!args || typeof args !== 'object' || Array.isArray(args)) return json(400, { error: '"args" must be an object of the tool\'s arguments' });
+    if (files !== null && (typeof files !== 'object' || Array.isArray(files) || Object.values(files).some((v) => typeof v !== 'string'))) {
+      return json(400, { error: '"files" must be an object of path → text' });
+    }
+    if (typeof policyText !== 'string') return json(400, { error: '"policy" must be TOML or JSON text with [access] and/or [sandbox] tables' });
+    return serialised(typeof project === 'string' ? project : null, async () => {
+      let h;
+      try {
+        h = await host(policyText, await projectStorage(project));
+      } catch (e) {
+        return json(400, { error: String(e?.message ?? e) });
+      }
+      if (!h.listTools().some((t) => t.name === tool)) {
+        return json(404, { error: `no tool '${tool}'; available: ${h.listTools().map((t) => t.name).join(', ')}` });
+      }
+      const events = [];
+      h.onEvent((e) => events.push(e));
+      const { changed, ...outcome } = await h.callTool(tool, args, { files });
+      const reply = { outcome, changed, events };
+      if (project == null) {
+        // No project: the files live for this request, so they all come back.
+        reply.files = {};
+        for (const path of await h.listFiles()) reply.files[path] = await h.readFile(path);
+      }
+      return json(200, reply);
+    });
+  }
+
+  async function mcpRoute(request, url) {
+    if (!token) {
+      return json(503, { error: '/mcp needs a bearer token: set JP_EDGE_TOKEN (a secret binding on workerd/Cloudflare, an environment variable on Deno and Node)' });
+    }
+    const auth = request.headers.get('authorization') ?? '';
+    if (!auth.startsWith('Bearer ') || !sameSecret(auth.slice(7).trim(), token)) {
+      return json(401, { error: 'send Authorization: Bearer <JP_EDGE_TOKEN>' }, { 'www-authenticate': 'Bearer' });
+    }
+    if (request.method !== 'POST') {
+      return json(405, { error: `${request.method} /mcp: this server answers POST only (JSON responses, no SSE stream, no sessions)` }, { allow: 'POST' });
+    }
+    const body = await bodyText(request);
+    if (body.tooLarge) return tooLarge();
+    let message;
+    try {
+      message = JSON.parse(body.text);
+    } catch (e) {
+      return json(400, errors.failure(null, errors.PARSE_ERROR, `the body is not JSON: ${e.message}`));
+    }
+    const project = url.searchParams.get('project');
+    return serialised(project, async () => {
+      let h;
+      try {
+        h = await host(policy, await projectStorage(project ?? undefined));
+      } catch (e) {
+        return json(400, errors.failure(message?.id, errors.INVALID_REQUEST, String(e?.message ?? e)));
+      }
+      const session = {
+        tools: () => h.listTools(),
+        hints: () => h.policyHints(),
+        call: (name, args) => h.callTool(name, args),
+      };
+      const { status, body: out } = await answer(message, session);
+      return out === undefined ? new Response(null, { status }) : json(status, out);
+    });
+  }
+
+  return {
+    async fetch(request) {
+      const url = new URL(request.url);
+      try {
+        if (url.pathname === '/mcp') return await mcpRoute(request, url);
+        if (url.pathname === '/' && request.method === 'POST') return await callRoute(request);
+        if (url.pathname === '/' && request.method === 'GET') {
+          return json(200, { service: 'jp-host edge function', call: 'POST / {tool, args, files?, policy?, project?}', mcp: 'POST /mcp (Authorization: Bearer <JP_EDGE_TOKEN>)' });
+        }
+        return json(404, { error: `no route ${request.method} ${url.pathname}; POST / calls a tool, /mcp speaks MCP` });
+      } catch (e) {
+        return json(500, { error: `the edge function failed: ${e?.message ?? e}` });
+      }
+    },
+  };
+}
+
+class BadRequest extends Error {}

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use jp_core::files::{InMemoryProjectFiles, ProjectFiles};
+use jp_core::schema::ToolDefinition;
 use jp_core::host::{DenyInquirer, DispatchEvents, Dispatcher, TraceEvent, Unavailable};
 use jp_core::policy::{AccessConfig, AccessPolicy, SandboxConfig, WorkspacePath};
 use jp_core::protocol::{
@@ -30,61 +31,8 @@ use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
 use crate::files::IndexedDbProjectFiles;
+use crate::store::{ProjectStorage, Snapshot, Store};
 use crate::http::{FetchHttpClient, JsInquirer};
-
-/// Where a host keeps its files.
-#[derive(Clone)]
-enum Store {
-    IndexedDb(Arc<IndexedDbProjectFiles>),
-    Memory(Arc<InMemoryProjectFiles>),
-}
-
-impl Store {
-    fn files(&self) -> Arc<dyn ProjectFiles> {
-        match self {
-            Store::IndexedDb(d) => d.clone(),
-            Store::Memory(m) => m.clone(),
-        }
-    }
-
-    /// Every file (path → bytes) and every directory.
-    async fn contents(&self) -> Result<(BTreeMap<String, Vec<u8>>, Vec<String>), JsError> {
-        match self {
-            Store::IndexedDb(d) => d.contents().await.map_err(err),
-            Store::Memory(m) => {
-                let mut dirs = Vec::new();
-                let mut todo = vec![WorkspacePath::root()];
-                while let Some(dir) = todo.pop() {
-                    for entry in m.list_dir(&dir).await.map_err(err)? {
-                        if entry.kind == EntryKind::Dir {
-                            let p = dir.join(&entry.path).map_err(err)?;
-                            dirs.push(p.as_str().to_owned());
-                            todo.push(p);
-                        }
-                    }
-                }
-                Ok((m.snapshot(), dirs))
-            }
-        }
-    }
-
-    /// Apply changes (`None` deletes) all together.
-    async fn apply(&self, changes: &[(WorkspacePath, Option<Vec<u8>>)]) -> Result<(), JsError> {
-        match self {
-            Store::IndexedDb(d) => d.write_all(changes).await.map_err(err),
-            Store::Memory(m) => {
-                // Single-threaded and every operation completes at once: nothing interleaves.
-                for (path, content) in changes {
-                    match content {
-                        Some(bytes) => m.write(path, bytes).await.map_err(err)?,
-                        None => m.delete(path).await.map_err(err)?,
-                    }
-                }
-                Ok(())
-            }
-        }
-    }
-}
 
 fn err(e: impl std::fmt::Display) -> JsError {
     JsError::new(&e.to_string())
@@ -179,15 +127,20 @@ const NO_PROCESSES: &str = "process.run is not available in the browser: there a
 
 #[wasm_bindgen]
 impl JpHost {
-    /// A host whose files live in the IndexedDB database `db`, or in memory when `db` is
-    /// `null`/`undefined` (edge functions, Node). `policy`: see `setPolicy`.
-    pub async fn create(db: Option<String>, policy: String) -> Result<JpHost, JsError> {
+    /// A host whose files live in `storage` (the embedder's, e.g. a Durable Object at the
+    /// edge), else in the IndexedDB database `db`, else in memory. `policy`: see `setPolicy`.
+    pub async fn create(
+        db: Option<String>,
+        policy: String,
+        storage: Option<ProjectStorage>,
+    ) -> Result<JpHost, JsError> {
         let policy = parse_policy(&policy)?;
-        let store = match db {
-            // `Arc` because the core's traits take `Arc<dyn ProjectFiles>`; one thread here.
-            #[allow(clippy::arc_with_non_send_sync)]
-            Some(name) => Store::IndexedDb(Arc::new(IndexedDbProjectFiles::open(&name).await.map_err(err)?)),
-            None => Store::Memory(Arc::new(InMemoryProjectFiles::new())),
+        // `Arc` because the core's traits take `Arc<dyn ProjectFiles>`; one thread here.
+        #[allow(clippy::arc_with_non_send_sync)]
+        let store = match (storage, db) {
+            (Some(s), _) => Store::Js(Arc::new(s)),
+            (None, Some(name)) => Store::IndexedDb(Arc::new(IndexedDbProjectFiles::open(&name).await.map_err(err)?)),
+            (None, None) => Store::Memory(Arc::new(InMemoryProjectFiles::new())),
         };
         Ok(JpHost {
             store,
@@ -212,6 +165,19 @@ impl JpHost {
         self.policy.borrow().summary()
     }
 
+    /// What the policy lets a tool do at most, as MCP tool hints want it:
+    /// `{ writes, destructive, network, commands }`.
+    #[wasm_bindgen(js_name = policyHints)]
+    pub fn policy_hints(&self) -> JsValue {
+        let h = self.policy.borrow().hints();
+        obj(&[
+            ("writes", JsValue::from_bool(h.writes)),
+            ("destructive", JsValue::from_bool(h.destructive)),
+            ("network", JsValue::from_bool(h.network)),
+            ("commands", JsValue::from_bool(h.commands)),
+        ])
+    }
+
     /// Report every policy decision to `callback({tool, method, target, decision, reason, allowed})`.
     #[wasm_bindgen(js_name = onEvent)]
     pub fn on_event(&self, callback: Option<js_sys::Function>) {
@@ -233,7 +199,12 @@ impl JpHost {
     pub async fn request(&self, tool: String, method: String, params: String) -> Result<String, JsError> {
         let params: Value = serde_json::from_str(&params)
             .map_err(|e| err(format!("the params of {method} are not valid JSON: {e}")))?;
-        let mut builder = Dispatcher::builder(tool.clone(), self.policy.borrow().clone(), self.store.files())
+        let snapshot = match self.store.direct() {
+            Some(_) => None,
+            None => Some(self.store.snapshot().await?),
+        };
+        let files = self.files(snapshot.as_ref());
+        let mut builder = Dispatcher::builder(tool.clone(), self.policy.borrow().clone(), files)
             .http(Arc::new(FetchHttpClient))
             .process(Arc::new(Unavailable::new(NO_PROCESSES)));
         if let Some(callback) = self.inquirer.borrow().clone() {
@@ -248,6 +219,9 @@ impl JpHost {
         };
         let request = HostRequest::parse(&method, params);
         let line = dispatcher.respond(&Id::Number(id), &method, request, &events).await;
+        if let Some(snapshot) = &snapshot {
+            self.store.commit(snapshot).await?;
+        }
         // The response line minus the envelope: `{"result":…}` or `{"error":{"code","message"}}`.
         let mut v: Value = serde_json::from_slice(&line).map_err(err)?;
         let mut out = serde_json::Map::new();
@@ -265,14 +239,14 @@ impl JpHost {
     pub async fn write_file(&self, path: String, content: JsValue) -> Result<(), JsError> {
         let p = WorkspacePath::parse(&path).map_err(err)?;
         let bytes = content_bytes(&content)?;
-        self.store.files().write(&p, &bytes).await.map_err(err)
+        self.with_files(async |f| f.write(&p, &bytes).await).await
     }
 
     /// Read a file as text (invalid UTF-8 replaced).
     #[wasm_bindgen(js_name = readFile)]
     pub async fn read_file(&self, path: String) -> Result<String, JsError> {
         let p = WorkspacePath::parse(&path).map_err(err)?;
-        let bytes = self.store.files().read(&p).await.map_err(err)?;
+        let bytes = self.with_files(async |f| f.read(&p).await).await?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
@@ -280,7 +254,7 @@ impl JpHost {
     #[wasm_bindgen(js_name = readFileBytes)]
     pub async fn read_file_bytes(&self, path: String) -> Result<Uint8Array, JsError> {
         let p = WorkspacePath::parse(&path).map_err(err)?;
-        let bytes = self.store.files().read(&p).await.map_err(err)?;
+        let bytes = self.with_files(async |f| f.read(&p).await).await?;
         Ok(Uint8Array::from(bytes.as_slice()))
     }
 
@@ -288,7 +262,7 @@ impl JpHost {
     #[wasm_bindgen(js_name = deleteFile)]
     pub async fn delete_file(&self, path: String) -> Result<(), JsError> {
         let p = WorkspacePath::parse(&path).map_err(err)?;
-        self.store.files().delete(&p).await.map_err(err)
+        self.with_files(async |f| f.delete(&p).await).await
     }
 
     /// Every file path, sorted.
@@ -298,18 +272,25 @@ impl JpHost {
     }
 
     /// Start one call of `tool`: its requests are served from a snapshot of the project until
-    /// `finish` writes the changes back.
+    /// `finish` writes the changes back. `files` (path → text or bytes), when given, are written
+    /// into the snapshot first and committed with the call's own changes — or not at all.
     #[wasm_bindgen(js_name = beginCall)]
-    pub async fn begin_call(&self, tool: String) -> Result<CallSession, JsError> {
-        let (files, dirs) = self.store.contents().await?;
-        let snapshot = Arc::new(InMemoryProjectFiles::with_files(files.clone()).map_err(err)?);
-        for d in &dirs {
-            snapshot.create_dir(&WorkspacePath::parse(d).map_err(err)?).map_err(err)?;
+    pub async fn begin_call(&self, tool: String, files: Option<Object>) -> Result<CallSession, JsError> {
+        let snapshot = self.store.snapshot().await?;
+        if let Some(files) = files {
+            for entry in Object::entries(&files).iter() {
+                let entry = Array::from(&entry);
+                let path = entry.get(0).as_string().unwrap_or_default();
+                let p = WorkspacePath::parse(&path).map_err(|e| err(format!("file '{path}': {e}")))?;
+                let bytes = content_bytes(&entry.get(1)).map_err(|_| err(format!("file '{path}': content must be a string or a Uint8Array")))?;
+                snapshot.files.write(&p, &bytes).await.map_err(|e| err(format!("file '{path}': {e}")))?;
+            }
         }
+        let seeded = snapshot.current();
         let policy = self.policy.borrow().clone();
         // A component cannot wait for an answer (its imports are synchronous): inquiries are
         // denied at once with the reason, as under `--no-interaction`.
-        let dispatcher = Dispatcher::builder(tool.clone(), policy, snapshot.clone())
+        let dispatcher = Dispatcher::builder(tool.clone(), policy, snapshot.files.clone())
             .inquirer(Arc::new(DenyInquirer))
             .http(Arc::new(Unavailable::new(
                 "http.get and http.post are not available to a component in the browser (its imports are synchronous; fetch is not)",
@@ -317,8 +298,53 @@ impl JpHost {
             .process(Arc::new(Unavailable::new(NO_PROCESSES)))
             .build();
         let events = JsEvents { tool, callback: self.events.borrow().clone() };
-        Ok(CallSession { dispatcher, events, snapshot, original: files, store: self.store.clone(), next_id: 0 })
+        Ok(CallSession { dispatcher, events, snapshot, seeded, store: self.store.clone(), next_id: 0 })
     }
+}
+
+impl JpHost {
+    /// The files a host operation works on: the store's own, or `snapshot`'s copy.
+    fn files(&self, snapshot: Option<&Snapshot>) -> Arc<dyn ProjectFiles> {
+        match (self.store.direct(), snapshot) {
+            (Some(f), _) => f,
+            (None, Some(s)) => s.files.clone(),
+            // Unreachable by construction (JS storage always comes with a snapshot); an empty
+            // project is the harmless answer.
+            (None, None) => Arc::new(InMemoryProjectFiles::new()),
+        }
+    }
+
+    /// Run a host file operation: directly, or on a snapshot committed afterwards (JS storage).
+    async fn with_files<T>(
+        &self,
+        op: impl AsyncFnOnce(Arc<dyn ProjectFiles>) -> jp_core::files::FilesResult<T>,
+    ) -> Result<T, JsError> {
+        if let Some(files) = self.store.direct() {
+            return op(files).await.map_err(err);
+        }
+        let snapshot = self.store.snapshot().await?;
+        let out = op(snapshot.files.clone()).await.map_err(err)?;
+        self.store.commit(&snapshot).await?;
+        Ok(out)
+    }
+}
+
+/// The JSON Schema of a tool's arguments from its D06 description (`{name, summary,
+/// description, parameters}`, as a component's `jp:tool/describe` gives it) — the schema every
+/// other jp-host surface shows for it.
+#[wasm_bindgen(js_name = toolInputSchema)]
+pub fn tool_input_schema(tool: JsValue) -> Result<JsValue, JsError> {
+    let text = js_sys::JSON::stringify(&tool).map_err(|_| err("the tool is not JSON"))?;
+    let schema: jp_core::schema::ToolSchema = serde_json::from_str(&String::from(text))
+        .map_err(|e| err(format!("the tool description is not D06-shaped: {e}")))?;
+    let definition = ToolDefinition {
+        name: schema.name,
+        summary: schema.summary,
+        description: schema.description,
+        parameters: schema.parameters,
+        input_schema: None,
+    };
+    js_sys::JSON::parse(&definition.to_json_schema().to_string()).map_err(|_| err("schema is not JSON"))
 }
 
 /// One tool call's view of the project; serves the `jp:host/filesystem` imports.
@@ -326,8 +352,10 @@ impl JpHost {
 pub struct CallSession {
     dispatcher: Dispatcher,
     events: JsEvents,
-    snapshot: Arc<InMemoryProjectFiles>,
-    original: BTreeMap<String, Vec<u8>>,
+    snapshot: Snapshot,
+    /// The files after the caller's own (`beginCall`'s `files`): what the tool changed is
+    /// measured from here.
+    seeded: BTreeMap<String, Vec<u8>>,
     store: Store,
     next_id: i64,
 }
@@ -527,27 +555,15 @@ impl CallSession {
         }
     }
 
-    /// End the call. With `commit`, every change the tool made is written back in one
-    /// transaction and the changed paths are returned; without, nothing is written.
+    /// End the call. With `commit`, every change (the caller's `files` and the tool's) is
+    /// written back in one transaction and the paths the tool changed are returned; without,
+    /// nothing is written.
     pub async fn finish(self, commit: bool) -> Result<Vec<String>, JsError> {
         if !commit {
             return Ok(Vec::new());
         }
-        let after = self.snapshot.snapshot();
-        let mut changes = Vec::new();
-        for (path, bytes) in &after {
-            if self.original.get(path) != Some(bytes) {
-                changes.push((WorkspacePath::parse(path).map_err(err)?, Some(bytes.clone())));
-            }
-        }
-        for path in self.original.keys() {
-            if !after.contains_key(path) {
-                changes.push((WorkspacePath::parse(path).map_err(err)?, None));
-            }
-        }
-        if !changes.is_empty() {
-            self.store.apply(&changes).await?;
-        }
-        Ok(changes.into_iter().map(|(p, _)| p.as_str().to_owned()).collect())
+        self.store.commit(&self.snapshot).await?;
+        let changed = self.snapshot.changes_since(&self.seeded)?;
+        Ok(changed.into_iter().map(|(p, _)| p.as_str().to_owned()).collect())
     }
 }

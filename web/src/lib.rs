@@ -4,6 +4,8 @@
 //!   operation.
 //! - `host::JpHost`: the JS API (wasm-bindgen): files, the policy, decisions as events, and
 //!   call sessions serving a jco-transpiled component's `jp:host` imports via the core dispatcher.
+//! - `store::Store`: where a host keeps its project — IndexedDB, memory, or the embedder's
+//!   `ProjectStorage` (edge functions) — and the snapshot/commit every call runs on.
 //! - `http::FetchHttpClient`, `http::JsInquirer`: `fetch` and a JS callback behind the core's
 //!   `HttpClient` and `Inquirer`.
 
@@ -12,5 +14,6 @@
 pub mod files;
 pub mod host;
 pub mod http;
+pub mod store;
 
 pub use host::{CallSession, JpHost};

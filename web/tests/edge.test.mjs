@@ -1,11 +1,16 @@
-// The edge handler in Node: a fresh in-memory host per request, the fs component under jco, and
-// the policy enforced by the core (run: npm test).
-import { test } from 'node:test';
+// The edge handler in-process on Node: a fresh in-memory host per request, the fs component
+// under jco, and the policy enforced by the core (run: npm test). The same function on workerd,
+// Deno and Node as servers: engines.test.mjs.
+import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { handle } from '../edge/handler.js';
+import { nodeHandler } from '../edge/node.mjs';
+
+let handler;
+before(async () => { handler = await nodeHandler({ token: '' }); });
+const handle = (request) => handler.fetch(request);
 
 const call = async (body) => {
-  const res = await handle(new Request('http://127.0.0.1/tool', { method: 'POST', body: JSON.stringify(body) }));
+  const res = await handle(new Request('http://127.0.0.1/', { method: 'POST', body: JSON.stringify(body) }));
   return { status: res.status, body: await res.json() };
 };
 
@@ -43,7 +48,7 @@ test('sensitive files ask, and asking is a denial here', async () => {
 });
 
 test('bad requests get a clear 4xx', async () => {
-  const res = await handle(new Request('http://127.0.0.1/tool', { method: 'POST', body: 'not json' }));
+  const res = await handle(new Request('http://127.0.0.1/', { method: 'POST', body: 'not json' }));
   assert.equal(res.status, 400);
   assert.match((await res.json()).error, /must be JSON/);
   assert.equal((await call({ args: {} })).status, 400);

@@ -4,11 +4,14 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
-import { Host } from '../../www/jp.js';
+import { readFile } from 'node:fs/promises';
+import { Host, loadJp } from '../../www/jp.js';
 
 let server;
 let base;
 before(async () => {
+  // Node may compile wasm itself; the module is injected (no environment sniffing in jp.js).
+  await loadJp(await WebAssembly.compile(await readFile(new URL('../../www/pkg/jp_web_bg.wasm', import.meta.url))));
   server = createServer((req, res) => {
     if (req.url.endsWith('/redirect')) {
       res.writeHead(302, { location: 'http://example.invalid/elsewhere' });
