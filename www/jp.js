@@ -46,6 +46,9 @@ export function loadJp(source) {
   return ready;
 }
 
+class SocketNetwork {}
+const denied = () => { throw { payload: 'access-denied' }; };
+
 const wasiImports = {
   'wasi:cli/environment': {
     getEnvironment: () => [],
@@ -69,6 +72,14 @@ const wasiImports = {
   'wasi:random/random': random.random,
   'wasi:random/insecure': random.insecure,
   'wasi:random/insecure-seed': random.insecureSeed,
+  // No network: every socket and name lookup is refused (access-denied).
+  'wasi:sockets/instance-network': { instanceNetwork: () => new SocketNetwork() },
+  'wasi:sockets/network': { Network: SocketNetwork },
+  'wasi:sockets/ip-name-lookup': { ResolveAddressStream: class ResolveAddressStream {}, resolveAddresses: denied },
+  'wasi:sockets/tcp': { TcpSocket: class TcpSocket {} },
+  'wasi:sockets/tcp-create-socket': { createTcpSocket: denied },
+  'wasi:sockets/udp': { IncomingDatagramStream: class IncomingDatagramStream {}, OutgoingDatagramStream: class OutgoingDatagramStream {}, UdpSocket: class UdpSocket {} },
+  'wasi:sockets/udp-create-socket': { createUdpSocket: denied },
   // No preopened directories: a component that uses std::fs finds no filesystem at all.
   'wasi:filesystem/preopens': { getDirectories: () => [] },
   'wasi:filesystem/types': {

@@ -41,8 +41,8 @@ const tooLarge = () => json(413, { error: `the request body is larger than ${MAX
 /**
  * The edge function. `options`:
  * - `jp`: the jp-web `WebAssembly.Module`;
- * - `components`: `{ name: { module, cores } }` — jco's JS module and its core modules
- *   (`{ file: WebAssembly.Module }`);
+ * - `components`: `{ name: { module, cores, tools? } }` — jco's JS module, its core modules
+ *   (`{ file: WebAssembly.Module }`), and its tools when it does not describe itself;
  * - `storage(projectId)`: the `ProjectStorage` of a project (see www/jp.d.ts), or null when the
  *   engine keeps none;
  * - `token`: the bearer token `/mcp` requires (no token: `/mcp` answers 503);
@@ -58,7 +58,7 @@ export function createHandler({ jp, components, storage = () => null, token = ''
     const first = described === null;
     if (first) described = {};
     for (const [name, c] of Object.entries(components)) {
-      const tools = await h.registerComponent(name, c.module, c.cores, first ? null : described[name]);
+      const tools = await h.registerComponent(name, c.module, c.cores, first ? (c.tools ?? null) : described[name]);
       if (first) described[name] = h.listTools().filter((t) => tools.includes(t.name));
     }
     return h;

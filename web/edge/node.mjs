@@ -5,7 +5,7 @@ import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { createHandler } from './handler.js';
 import { compiledModules } from './modules.mjs';
-import { memoryStorage } from './storage.js';
+import { memoryStorage } from './common.js';
 
 /** The handler with Node's modules and in-memory projects. */
 export async function nodeHandler({ token = process.env.JP_EDGE_TOKEN ?? '', policy = process.env.JP_EDGE_POLICY ?? '', faults = process.env.JP_EDGE_FAULTS === '1' } = {}) {

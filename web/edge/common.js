@@ -1,3 +1,6 @@
+// Shared by the engine entries: ProjectStorage in memory, and which components (and tools) an
+// edge function serves.
+//
 // ProjectStorage implementations (the interface is in www/jp.d.ts): keys are workspace paths,
 // values a file's bytes or "dir"; `batch` applies all its operations or none.
 
@@ -25,3 +28,10 @@ export function memoryStorage() {
 export function componentNames(withFaults) {
   return withFaults ? ['fs', 'faults'] : ['fs'];
 }
+
+/** The faults component does not describe itself: the tools of it an edge function offers. */
+export const FAULT_TOOLS = [
+  { name: 'ok', summary: 'Does nothing.', parameters: {} },
+  { name: 'spin', summary: 'Loops forever (tests the deadline).', parameters: {} },
+  { name: 'bomb', summary: 'Allocates until it cannot (tests the memory cap).', parameters: {} },
+];

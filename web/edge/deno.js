@@ -1,0 +1,67 @@
+// The edge function on Deno: `deno run --unstable-kv … web/edge/deno.js --port N` (or `npm run
+// edge -- --engine deno`). Projects live in Deno KV (a local SQLite file, JP_EDGE_KV; on Deno
+// Deploy the managed KV). JP_EDGE_TOKEN enables /mcp.
+import { createHandler } from './handler.js';
+import { compiledModules } from './modules.mjs';
+
+/** KV values are at most 64 KiB: a file is kept in chunks of this many bytes. */
+const CHUNK = 60 * 1024;
+
+/** Projects in Deno KV: `[jp, id, "meta", path]` → {dir} or {chunks}, `[jp, id, "data", path, i]`
+ * → bytes. `batch` is one atomic KV commit. */
+export function kvStorage(kv) {
+  return (id) => {
+    const meta = (path) => ['jp', id, 'meta', path];
+    const data = (path, i) => ['jp', id, 'data', path, i];
+    async function read(path, m) {
+      if (m.dir) return 'dir';
+      const parts = [];
+      for (let i = 0; i < m.chunks; i++) parts.push((await kv.get(data(path, i))).value);
+      const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+      let at = 0;
+      for (const p of parts) { out.set(p, at); at += p.length; }
+      return out;
+    }
+    async function stage(op, path, value) {
+      const old = (await kv.get(meta(path))).value;
+      for (let i = 0; i < (old?.chunks ?? 0); i++) op.delete(data(path, i));
+      if (value === null) { op.delete(meta(path)); return; }
+      if (value === 'dir') { op.set(meta(path), { dir: true }); return; }
+      const chunks = Math.ceil(value.length / CHUNK);
+      for (let i = 0; i < chunks; i++) op.set(data(path, i), value.slice(i * CHUNK, (i + 1) * CHUNK));
+      op.set(meta(path), { chunks });
+    }
+    const commit = async (op) => {
+      const r = await op.commit();
+      if (!r.ok) throw new Error('Deno KV refused the commit');
+    };
+    return {
+      get: async (path) => {
+        const m = (await kv.get(meta(path))).value;
+        return m ? read(path, m) : undefined;
+      },
+      put: async (path, value) => { const op = kv.atomic(); await stage(op, path, value); await commit(op); },
+      delete: async (path) => { const op = kv.atomic(); await stage(op, path, null); await commit(op); },
+      list: async () => {
+        const out = [];
+        for await (const e of kv.list({ prefix: ['jp', id, 'meta'] })) out.push([e.key[3], await read(e.key[3], e.value)]);
+        return out;
+      },
+      batch: async (ops) => {
+        const op = kv.atomic();
+        for (const { path, value } of ops) await stage(op, path, value);
+        await commit(op);
+      },
+    };
+  };
+}
+
+if (import.meta.main) {
+  const i = Deno.args.indexOf('--port');
+  const port = i >= 0 ? Number(Deno.args[i + 1]) : 8787;
+  const env = (k) => Deno.env.get(k) ?? '';
+  const { jp, components } = await compiledModules((url) => Deno.readFile(url), { faults: env('JP_EDGE_FAULTS') === '1' });
+  const kv = await Deno.openKv(env('JP_EDGE_KV') || undefined);
+  const handler = createHandler({ jp, components, storage: kvStorage(kv), token: env('JP_EDGE_TOKEN'), policy: env('JP_EDGE_POLICY') });
+  Deno.serve({ hostname: '127.0.0.1', port, onListen: ({ port: p }) => console.log(`jp edge function (deno) on http://127.0.0.1:${p}/`) }, (req) => handler.fetch(req));
+}

@@ -1,0 +1,73 @@
+// The edge function on workerd (Cloudflare's Workers runtime), bundled by web/scripts/edge.mjs.
+// Wasm is imported as modules (workerd forbids compiling it at run time). A project lives in a
+// Durable Object (one per project id, SQLite-backed storage): the worker routes each call that
+// names a project to it, so the project's calls run there one at a time.
+import { DurableObject } from 'cloudflare:workers';
+import { createHandler, MAX_BODY } from './handler.js';
+import { FAULT_TOOLS } from './common.js';
+import jp from '../../www/pkg/jp_web_bg.wasm';
+import * as fsModule from '../../www/components/fs/fs.js';
+import fsCores from '../../www/components/fs/cores.js';
+import * as faultsModule from '../../www/components/faults/faults.js';
+import faultsCores from '../../www/components/faults/cores.js';
+
+const components = (env) => ({
+  fs: { module: fsModule, cores: fsCores },
+  ...(env.JP_EDGE_FAULTS === '1' ? { faults: { module: faultsModule, cores: faultsCores, tools: FAULT_TOOLS } } : {}),
+});
+
+/** A Durable Object's SQLite database as a ProjectStorage; `batch` is one transaction. */
+function sqlStorage(storage) {
+  const { sql } = storage;
+  sql.exec('CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, data BLOB, dir INTEGER NOT NULL DEFAULT 0)');
+  const value = (r) => (r.dir ? 'dir' : new Uint8Array(r.data));
+  const put = (path, v) => sql.exec('INSERT OR REPLACE INTO files (path, data, dir) VALUES (?, ?, ?)', path, v === 'dir' ? null : v, v === 'dir' ? 1 : 0);
+  const del = (path) => sql.exec('DELETE FROM files WHERE path = ?', path);
+  return {
+    get: async (path) => {
+      const [r] = sql.exec('SELECT data, dir FROM files WHERE path = ?', path).toArray();
+      return r ? value(r) : undefined;
+    },
+    put: async (path, v) => { put(path, v); },
+    delete: async (path) => { del(path); },
+    list: async () => sql.exec('SELECT path, data, dir FROM files').toArray().map((r) => [r.path, value(r)]),
+    batch: async (ops) => storage.transactionSync(() => {
+      for (const { path, value: v } of ops) v === null ? del(path) : put(path, v);
+    }),
+  };
+}
+
+/** One project: its files and its calls. */
+export class Project extends DurableObject {
+  constructor(ctx, env) {
+    super(ctx, env);
+    const storage = sqlStorage(ctx.storage);
+    this.handler = createHandler({ jp, components: components(env), storage: () => storage, token: env.JP_EDGE_TOKEN ?? '', policy: env.JP_EDGE_POLICY ?? '' });
+  }
+
+  fetch(request) {
+    return this.handler.fetch(request);
+  }
+}
+
+let local; // calls without a project: files for the request only
+
+export default {
+  async fetch(request, env) {
+    local ??= createHandler({ jp, components: components(env), token: env.JP_EDGE_TOKEN ?? '', policy: env.JP_EDGE_POLICY ?? '' });
+    const url = new URL(request.url);
+    let project = url.pathname === '/mcp' ? url.searchParams.get('project') : null;
+    let forward = request;
+    if (url.pathname === '/' && request.method === 'POST') {
+      // The project is named in the body: read it (bounded), then pass the same text on.
+      if (Number(request.headers.get('content-length') ?? 0) > MAX_BODY) return local.fetch(request);
+      const text = await request.text();
+      try { project = JSON.parse(text)?.project ?? null; } catch { project = null; }
+      forward = new Request(request.url, { method: 'POST', headers: request.headers, body: text });
+    }
+    if (typeof project === 'string' && /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(project)) {
+      return env.PROJECT.get(env.PROJECT.idFromName(project)).fetch(forward);
+    }
+    return local.fetch(forward);
+  },
+};
