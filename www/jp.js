@@ -120,13 +120,14 @@ function hostImports(session) {
  * the listeners of `onEvent`.
  */
 export class Host {
-  static async create({ db = null, policy = '', storage = null } = {}) {
+  static async create({ db = null, policy = '', storage = null, limits = {} } = {}) {
     await loadJp();
-    return new Host(await JpHost.create(db, policy, storage));
+    return new Host(await JpHost.create(db, policy, storage), limits);
   }
 
-  constructor(inner) {
+  constructor(inner, limits = {}) {
     this.inner = inner;
+    this.limits = limits;
     this.components = new Map();
     this.tools = new Map();
     this.listeners = new Set();
@@ -202,16 +203,34 @@ export class Host {
     const component = this.components.get(tool.component);
     const session = await this.inner.beginCall(name, files);
     let outcome;
+    const cores = [];
+    const instantiateCore = async (module, imports) => {
+      const instance = await WebAssembly.instantiate(module, imports);
+      cores.push(instance);
+      return instance;
+    };
     try {
-      const instance = await component.module.instantiate(component.getCoreModule, hostImports(session));
+      const instance = await component.module.instantiate(component.getCoreModule, hostImports(session), instantiateCore);
       outcome = instance.run({ root: '/workspace', action: 'run' }, name, JSON.stringify(args), '{}');
     } catch (e) {
       await session.finish(false);
-      return { tag: 'error', val: { message: `tool '${name}' trapped: ${e?.message ?? e}`, trace: [], transient: false }, changed: [] };
+      const message = `tool '${name}' trapped: ${e?.message ?? e}${memoryNote(cores, this.limits.memoryMiB)}`;
+      return { tag: 'error', val: { message, trace: [], transient: false }, changed: [] };
     }
     const changed = await session.finish(outcome.tag === 'success');
     return { ...outcome, changed };
   }
+}
+
+/** When a component traps near its memory cap, say so: the cap is the likely cause. */
+function memoryNote(cores, capMiB) {
+  let bytes = 0;
+  for (const instance of cores) {
+    for (const m of Object.values(instance.exports)) if (m instanceof WebAssembly.Memory) bytes = Math.max(bytes, m.buffer.byteLength);
+  }
+  const mib = bytes / (1 << 20);
+  if (!capMiB || mib < capMiB / 2) return '';
+  return ` — its memory had grown to ${Math.round(mib)} MiB and a component may use at most ${capMiB} MiB (the engine's cap); it ran out of memory`;
 }
 
 // Imports for the describe probe: a component asking for files while describing itself is told

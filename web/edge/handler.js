@@ -46,15 +46,16 @@ const tooLarge = () => json(413, { error: `the request body is larger than ${MAX
  * - `storage(projectId)`: the `ProjectStorage` of a project (see www/jp.d.ts), or null when the
  *   engine keeps none;
  * - `token`: the bearer token `/mcp` requires (no token: `/mcp` answers 503);
- * - `policy`: the policy of `/mcp` calls (TOML; empty: the workspace read-write, nothing else).
+ * - `policy`: the policy of `/mcp` calls (TOML; empty: the workspace read-write, nothing else);
+ * - `limits`: `{ memoryMiB }`, the memory cap the engine was started with (see edge.mjs).
  */
-export function createHandler({ jp, components, storage = () => null, token = '', policy = '' }) {
+export function createHandler({ jp, components, storage = () => null, token = '', policy = '', limits = {} }) {
   let described = null; // the tools each component described, once
   const queues = new Map(); // project id → the tail of its calls: one at a time per project
 
   async function host(policyText, projectStorage) {
     await loadJp(jp);
-    const h = await Host.create({ db: null, policy: policyText, storage: projectStorage });
+    const h = await Host.create({ db: null, policy: policyText, storage: projectStorage, limits });
     const first = described === null;
     if (first) described = {};
     for (const [name, c] of Object.entries(components)) {

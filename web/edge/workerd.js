@@ -16,6 +16,8 @@ const components = (env) => ({
   ...(env.JP_EDGE_FAULTS === '1' ? { faults: { module: faultsModule, cores: faultsCores, tools: FAULT_TOOLS } } : {}),
 });
 
+const limits = (env) => ({ memoryMiB: Number(env.JP_EDGE_MEMORY_MIB ?? 0) });
+
 /** A Durable Object's SQLite database as a ProjectStorage; `batch` is one transaction. */
 function sqlStorage(storage) {
   const { sql } = storage;
@@ -42,7 +44,7 @@ export class Project extends DurableObject {
   constructor(ctx, env) {
     super(ctx, env);
     const storage = sqlStorage(ctx.storage);
-    this.handler = createHandler({ jp, components: components(env), storage: () => storage, token: env.JP_EDGE_TOKEN ?? '', policy: env.JP_EDGE_POLICY ?? '' });
+    this.handler = createHandler({ jp, components: components(env), storage: () => storage, token: env.JP_EDGE_TOKEN ?? '', policy: env.JP_EDGE_POLICY ?? '', limits: limits(env) });
   }
 
   fetch(request) {
@@ -54,7 +56,7 @@ let local; // calls without a project: files for the request only
 
 export default {
   async fetch(request, env) {
-    local ??= createHandler({ jp, components: components(env), token: env.JP_EDGE_TOKEN ?? '', policy: env.JP_EDGE_POLICY ?? '' });
+    local ??= createHandler({ jp, components: components(env), token: env.JP_EDGE_TOKEN ?? '', policy: env.JP_EDGE_POLICY ?? '', limits: limits(env) });
     const url = new URL(request.url);
     let project = url.pathname === '/mcp' ? url.searchParams.get('project') : null;
     let forward = request;

@@ -65,6 +65,7 @@ const jp :Workerd.Worker = (
     (name = "JP_EDGE_TOKEN", fromEnvironment = "JP_EDGE_TOKEN"),
     (name = "JP_EDGE_POLICY", fromEnvironment = "JP_EDGE_POLICY"),
     (name = "JP_EDGE_FAULTS", fromEnvironment = "JP_EDGE_FAULTS"),
+    (name = "JP_EDGE_MEMORY_MIB", fromEnvironment = "JP_EDGE_MEMORY_MIB"),
   ],
   durableObjectNamespaces = [ (className = "Project", uniqueKey = "jp-edge-project-v1", enableSql = true) ],
   durableObjectStorage = (localDisk = "store"),
@@ -92,7 +93,7 @@ async function command(engine, port, dataDir) {
       writeFileSync(importMap, JSON.stringify({ imports: Object.fromEntries(['cli', 'io', 'clocks', 'random'].map(shim)) }));
       return [bin('deno'), ['run', '--no-prompt', '--unstable-kv', `--import-map=${importMap}`, `--v8-flags=${flag}`, `--allow-net=127.0.0.1`,
         `--allow-read=${root},${data}`, `--allow-write=${data}`,
-        '--allow-env=JP_EDGE_TOKEN,JP_EDGE_POLICY,JP_EDGE_FAULTS,JP_EDGE_KV,JCO_DEBUG',
+        '--allow-env=JP_EDGE_TOKEN,JP_EDGE_POLICY,JP_EDGE_FAULTS,JP_EDGE_KV,JP_EDGE_MEMORY_MIB,JCO_DEBUG',
         join(root, 'web/edge/deno.js'), '--port', String(port)], { JP_EDGE_KV: join(data, 'kv.sqlite'), DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' }];
     }
     case 'node':
@@ -112,7 +113,7 @@ export async function startEdge({ engine, port = 0, data = join(root, '.jp-edge'
   }
   if (port === 0) port = await freePort();
   const [cmd, args, extraEnv = {}] = await command(engine, port, data);
-  const env = { ...process.env, ...extraEnv, JP_EDGE_TOKEN: token, JP_EDGE_POLICY: policy, JP_EDGE_FAULTS: faults ? '1' : '' };
+  const env = { ...process.env, ...extraEnv, JP_EDGE_TOKEN: token, JP_EDGE_POLICY: policy, JP_EDGE_FAULTS: faults ? '1' : '', JP_EDGE_MEMORY_MIB: String(MEMORY_CAP_MIB) };
   const child = spawn(cmd, args, { cwd: root, env, stdio: ['ignore', quiet ? 'ignore' : 'inherit', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d) => { stderr += d; if (!quiet) process.stderr.write(d); });
