@@ -172,7 +172,9 @@ export class Host {
     const component = { name, module, getCoreModule };
     let described = tools;
     if (!described) {
-      const probe = await module.instantiate(getCoreModule, hostImports(nullSession));
+      const limits = new CallLimits(`${name} (describe)`, this.limits.deadlineMs ?? DEFAULT_DEADLINE_MS);
+      const probe = await module.instantiate(getCoreModule, hostImports(nullSession),
+        (m, imports) => WebAssembly.instantiate(m, limits.imports(m, imports)));
       const schema = probe.describe?.schema ?? probe['jp:tool/describe@0.1.0']?.schema;
       if (!schema) throw new Error(`component ${name} does not describe itself; pass its tools to registerComponent`);
       described = JSON.parse(schema()).tools;
@@ -204,8 +206,9 @@ export class Host {
     const session = await this.inner.beginCall(name, files);
     let outcome;
     const cores = [];
+    const limits = new CallLimits(name, this.limits.deadlineMs ?? DEFAULT_DEADLINE_MS);
     const instantiateCore = async (module, imports) => {
-      const instance = await WebAssembly.instantiate(module, imports);
+      const instance = await WebAssembly.instantiate(module, limits.imports(module, imports));
       cores.push(instance);
       return instance;
     };
@@ -214,11 +217,52 @@ export class Host {
       outcome = instance.run({ root: '/workspace', action: 'run' }, name, JSON.stringify(args), '{}');
     } catch (e) {
       await session.finish(false);
-      const message = `tool '${name}' trapped: ${e?.message ?? e}${memoryNote(cores, this.limits.memoryMiB)}`;
+      const message = e instanceof DeadlineExceeded
+        ? e.message
+        : `tool '${name}' trapped: ${e?.message ?? e}${memoryNote(cores, this.limits.memoryMiB)}`;
       return { tag: 'error', val: { message, trace: [], transient: false }, changed: [] };
     }
     const changed = await session.finish(outcome.tag === 'success');
     return { ...outcome, changed };
+  }
+}
+
+/** A call's deadline when the host is given none (ms). */
+export const DEFAULT_DEADLINE_MS = 30_000;
+/** Loop iterations between two looks at the clock. */
+const FUEL_STEP = 1_000_000n;
+
+class DeadlineExceeded extends Error {}
+
+/**
+ * The deadline of one call, enforced inside the component: its core modules were instrumented
+ * at build time (tools/wasm-limits) to count loop iterations in the imported global
+ * `jp:limits.fuel` and to call `jp:limits.check` when it runs out. `check` looks at the clock
+ * and throws past the deadline, which unwinds the component; it also throws after as many
+ * iterations as a fast engine runs by then, for engines whose clock stands still while code
+ * runs.
+ */
+class CallLimits {
+  constructor(tool, deadlineMs) {
+    this.tool = tool;
+    this.deadlineMs = deadlineMs;
+    this.end = performance.now() + deadlineMs;
+    this.budget = BigInt(Math.ceil(deadlineMs)) * 1_000_000n; // ≤ 1 iteration per ns
+    this.spent = 0n;
+    this.fuel = new WebAssembly.Global({ value: 'i64', mutable: true }, FUEL_STEP);
+  }
+
+  imports(module, imports = {}) {
+    if (!WebAssembly.Module.imports(module).some((i) => i.module === 'jp:limits')) return imports;
+    return { ...imports, 'jp:limits': { fuel: this.fuel, check: () => this.check() } };
+  }
+
+  check() {
+    this.spent += FUEL_STEP;
+    if (performance.now() > this.end || this.spent > this.budget) {
+      throw new DeadlineExceeded(`tool '${this.tool}' ran past its deadline of ${this.deadlineMs} ms and was stopped; nothing it did was written`);
+    }
+    this.fuel.value = FUEL_STEP;
   }
 }
 

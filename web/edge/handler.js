@@ -11,6 +11,9 @@
 import { Host, loadJp } from '../../www/jp.js';
 import { answer, errors } from './mcp.js';
 
+/** A tool call's deadline at the edge unless JP_EDGE_DEADLINE_MS says otherwise (ms). */
+export const DEADLINE_MS = 10_000;
+
 /** Largest request body accepted (bytes); larger ones get 413. */
 export const MAX_BODY = 8 << 20;
 const PROJECT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
@@ -47,7 +50,8 @@ const tooLarge = () => json(413, { error: `the request body is larger than ${MAX
  *   engine keeps none;
  * - `token`: the bearer token `/mcp` requires (no token: `/mcp` answers 503);
  * - `policy`: the policy of `/mcp` calls (TOML; empty: the workspace read-write, nothing else);
- * - `limits`: `{ memoryMiB }`, the memory cap the engine was started with (see edge.mjs).
+ * - `limits`: `{ deadlineMs, memoryMiB }`: each call's deadline, and the memory cap the engine
+ *   was started with (see edge.mjs).
  */
 export function createHandler({ jp, components, storage = () => null, token = '', policy = '', limits = {} }) {
   let described = null; // the tools each component described, once

@@ -3,7 +3,7 @@
 // Durable Object (one per project id, SQLite-backed storage): the worker routes each call that
 // names a project to it, so the project's calls run there one at a time.
 import { DurableObject } from 'cloudflare:workers';
-import { createHandler, MAX_BODY } from './handler.js';
+import { createHandler, DEADLINE_MS, MAX_BODY } from './handler.js';
 import { FAULT_TOOLS } from './common.js';
 import jp from '../../www/pkg/jp_web_bg.wasm';
 import * as fsModule from '../../www/components/fs/fs.js';
@@ -16,7 +16,7 @@ const components = (env) => ({
   ...(env.JP_EDGE_FAULTS === '1' ? { faults: { module: faultsModule, cores: faultsCores, tools: FAULT_TOOLS } } : {}),
 });
 
-const limits = (env) => ({ memoryMiB: Number(env.JP_EDGE_MEMORY_MIB ?? 0) });
+const limits = (env) => ({ memoryMiB: Number(env.JP_EDGE_MEMORY_MIB ?? 0), deadlineMs: Number(env.JP_EDGE_DEADLINE_MS || DEADLINE_MS) });
 
 /** A Durable Object's SQLite database as a ProjectStorage; `batch` is one transaction. */
 function sqlStorage(storage) {

@@ -55,6 +55,10 @@ for (const [name, file] of [['fs', 'jp_fs_component.wasm'], ['faults', 'jp_tool_
   rmSync(out, { recursive: true, force: true });
   mkdirSync(out, { recursive: true });
   run(jco, ['transpile', join(built, file), '-o', out, '--name', name, '--instantiation', 'async', '--quiet']);
+  // Fuel checks at every loop header, so a call can be stopped at its deadline wherever
+  // synchronous wasm cannot be interrupted otherwise (tools/wasm-limits).
+  const coreFiles = readdirSync(out).filter((f) => f.endsWith('.wasm')).map((f) => join(out, f));
+  run('cargo', ['run', '--quiet', '--release', '--locked', '-p', 'jp-wasm-limits', '--', ...coreFiles]);
   // Its core modules, for embedders that may not compile wasm at run time (workerd): cores.js
   // imports each as a module (`{ file: WebAssembly.Module }`); cores.json lists them for those
   // that compile the files themselves (Node, Deno).

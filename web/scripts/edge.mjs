@@ -3,7 +3,8 @@
 // workerd: the function is bundled (esbuild) with its wasm as modules, a config is generated
 // (Durable Objects with on-disk SQLite storage under DIR), and `workerd serve` runs it.
 // deno: `deno run` with Deno KV in DIR/kv.sqlite. node: in-memory projects.
-// JP_EDGE_TOKEN (environment) enables /mcp; JP_EDGE_POLICY sets the policy of /mcp calls.
+// JP_EDGE_TOKEN (environment) enables /mcp; JP_EDGE_POLICY sets the policy of /mcp calls;
+// JP_EDGE_DEADLINE_MS each call's deadline (default 10 s).
 // Every engine caps a component's memory (V8's --wasm-max-mem-pages, process-wide).
 // `startEdge()` does the same for tests and benchmarks and resolves once the function answers.
 import { spawn } from 'node:child_process';
@@ -66,6 +67,7 @@ const jp :Workerd.Worker = (
     (name = "JP_EDGE_POLICY", fromEnvironment = "JP_EDGE_POLICY"),
     (name = "JP_EDGE_FAULTS", fromEnvironment = "JP_EDGE_FAULTS"),
     (name = "JP_EDGE_MEMORY_MIB", fromEnvironment = "JP_EDGE_MEMORY_MIB"),
+    (name = "JP_EDGE_DEADLINE_MS", fromEnvironment = "JP_EDGE_DEADLINE_MS"),
   ],
   durableObjectNamespaces = [ (className = "Project", uniqueKey = "jp-edge-project-v1", enableSql = true) ],
   durableObjectStorage = (localDisk = "store"),
@@ -93,7 +95,7 @@ async function command(engine, port, dataDir) {
       writeFileSync(importMap, JSON.stringify({ imports: Object.fromEntries(['cli', 'io', 'clocks', 'random'].map(shim)) }));
       return [bin('deno'), ['run', '--no-prompt', '--unstable-kv', `--import-map=${importMap}`, `--v8-flags=${flag}`, `--allow-net=127.0.0.1`,
         `--allow-read=${root},${data}`, `--allow-write=${data}`,
-        '--allow-env=JP_EDGE_TOKEN,JP_EDGE_POLICY,JP_EDGE_FAULTS,JP_EDGE_KV,JP_EDGE_MEMORY_MIB,JCO_DEBUG',
+        '--allow-env=JP_EDGE_TOKEN,JP_EDGE_POLICY,JP_EDGE_FAULTS,JP_EDGE_KV,JP_EDGE_MEMORY_MIB,JP_EDGE_DEADLINE_MS,JCO_DEBUG',
         join(root, 'web/edge/deno.js'), '--port', String(port)], { JP_EDGE_KV: join(data, 'kv.sqlite'), DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' }];
     }
     case 'node':
@@ -107,13 +109,13 @@ async function command(engine, port, dataDir) {
  * Start the edge function on `engine` at 127.0.0.1:`port` (0: a free one) and wait until it
  * answers. Resolves to `{ url, stop() }`; `stop` kills it.
  */
-export async function startEdge({ engine, port = 0, data = join(root, '.jp-edge'), token = '', faults = false, policy = '', quiet = true }) {
+export async function startEdge({ engine, port = 0, data = join(root, '.jp-edge'), token = '', faults = false, policy = '', deadlineMs = 0, quiet = true }) {
   for (const f of ['www/pkg/jp_web_bg.wasm', 'www/components/fs/cores.json']) {
     if (!existsSync(join(root, f))) throw new Error(`${f} is missing: run \`npm run build\` first`);
   }
   if (port === 0) port = await freePort();
   const [cmd, args, extraEnv = {}] = await command(engine, port, data);
-  const env = { ...process.env, ...extraEnv, JP_EDGE_TOKEN: token, JP_EDGE_POLICY: policy, JP_EDGE_FAULTS: faults ? '1' : '', JP_EDGE_MEMORY_MIB: String(MEMORY_CAP_MIB) };
+  const env = { ...process.env, ...extraEnv, JP_EDGE_TOKEN: token, JP_EDGE_POLICY: policy, JP_EDGE_FAULTS: faults ? '1' : '', JP_EDGE_MEMORY_MIB: String(MEMORY_CAP_MIB), JP_EDGE_DEADLINE_MS: deadlineMs ? String(deadlineMs) : (process.env.JP_EDGE_DEADLINE_MS ?? '') };
   const child = spawn(cmd, args, { cwd: root, env, stdio: ['ignore', quiet ? 'ignore' : 'inherit', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d) => { stderr += d; if (!quiet) process.stderr.write(d); });

@@ -18,21 +18,21 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use jp_core::files::{InMemoryProjectFiles, ProjectFiles};
-use jp_core::schema::ToolDefinition;
 use jp_core::host::{DenyInquirer, DispatchEvents, Dispatcher, TraceEvent, Unavailable};
 use jp_core::policy::{AccessConfig, AccessPolicy, SandboxConfig, WorkspacePath};
 use jp_core::protocol::{
     EntryKind, FsGrepParams, FsReadParams, FsRenameParams, FsWriteParams, Header, HostRequest, HostResponse,
     HttpGetParams, HttpPostParams, Id, PathParams, ProcessRunParams,
 };
+use jp_core::schema::ToolDefinition;
 use js_sys::{Array, Object, Reflect, Uint8Array};
 use serde::Deserialize;
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
 use crate::files::IndexedDbProjectFiles;
-use crate::store::{ProjectStorage, Snapshot, Store};
 use crate::http::{FetchHttpClient, JsInquirer};
+use crate::store::{ProjectStorage, Snapshot, Store};
 
 fn err(e: impl std::fmt::Display) -> JsError {
     JsError::new(&e.to_string())
@@ -282,7 +282,8 @@ impl JpHost {
                 let entry = Array::from(&entry);
                 let path = entry.get(0).as_string().unwrap_or_default();
                 let p = WorkspacePath::parse(&path).map_err(|e| err(format!("file '{path}': {e}")))?;
-                let bytes = content_bytes(&entry.get(1)).map_err(|_| err(format!("file '{path}': content must be a string or a Uint8Array")))?;
+                let bytes = content_bytes(&entry.get(1))
+                    .map_err(|_| err(format!("file '{path}': content must be a string or a Uint8Array")))?;
                 snapshot.files.write(&p, &bytes).await.map_err(|e| err(format!("file '{path}': {e}")))?;
             }
         }

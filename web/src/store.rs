@@ -201,8 +201,7 @@ impl Store {
                     .map(|(path, content)| {
                         let op = js_sys::Object::new();
                         let _ = js_sys::Reflect::set(&op, &"path".into(), &JsValue::from_str(path.as_str()));
-                        let value =
-                            content.as_ref().map_or(JsValue::NULL, |b| Uint8Array::from(b.as_slice()).into());
+                        let value = content.as_ref().map_or(JsValue::NULL, |b| Uint8Array::from(b.as_slice()).into());
                         let _ = js_sys::Reflect::set(&op, &"value".into(), &value);
                         JsValue::from(op)
                     })

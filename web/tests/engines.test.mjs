@@ -10,13 +10,14 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { startEdge, MEMORY_CAP_MIB } from '../scripts/edge.mjs';
 
 const TOKEN = 'edge-test-token-5d1f';
+const DEADLINE_MS = 1500;
 const persistent = { workerd: true, deno: true, node: false };
 
 for (const engine of ['workerd', 'deno', 'node']) {
   describe(`edge function on ${engine}`, () => {
     let edge;
     let data;
-    const start = async () => { edge = await startEdge({ engine, data, token: TOKEN, faults: true }); };
+    const start = async () => { edge = await startEdge({ engine, data, token: TOKEN, faults: true, deadlineMs: DEADLINE_MS }); };
     before(async () => {
       data = mkdtempSync(join(tmpdir(), `jp-edge-${engine}-`));
       await start();
@@ -85,6 +86,19 @@ for (const engine of ['workerd', 'deno', 'node']) {
       const r = await post({ tool: 'fs_read_file', args: { path: 'x.txt' }, project: 'p3' });
       assert.equal(r.body.outcome.tag, 'error', 'nothing of the failed call was stored');
       assert.equal((await post({ tool: 'ok', args: {} })).body.outcome.val, 'ok');
+    });
+
+    test('an endless loop is stopped at the deadline, stores nothing, and the function keeps serving', async () => {
+      const [{ body }, other] = await Promise.all([
+        post({ tool: 'spin', args: {}, project: 'p5', files: { 'y.txt': 'y' } }),
+        // Another project's call is not held up by the loop for longer than the deadline.
+        new Promise((r) => setTimeout(r, 100)).then(() => post({ tool: 'ok', args: {}, project: 'p6' })),
+      ]);
+      assert.equal(body.outcome.tag, 'error', JSON.stringify(body));
+      assert.match(body.outcome.val.message, new RegExp(`tool 'spin' ran past its deadline of ${DEADLINE_MS} ms`));
+      assert.equal(other.body.outcome.val, 'ok');
+      const r = await post({ tool: 'fs_read_file', args: { path: 'y.txt' }, project: 'p5' });
+      assert.equal(r.body.outcome.tag, 'error', 'nothing of the stopped call was stored');
     });
 
     test('bad input: a clear 4xx, nothing stored', async () => {
