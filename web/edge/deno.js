@@ -62,6 +62,6 @@ if (import.meta.main) {
   const env = (k) => Deno.env.get(k) ?? '';
   const { jp, components } = await compiledModules((url) => Deno.readFile(url), { faults: env('JP_EDGE_FAULTS') === '1' });
   const kv = await Deno.openKv(env('JP_EDGE_KV') || undefined);
-  const handler = createHandler({ jp, components, storage: kvStorage(kv), token: env('JP_EDGE_TOKEN'), policy: env('JP_EDGE_POLICY'), limits: { memoryMiB: Number(env('JP_EDGE_MEMORY_MIB') || 0), deadlineMs: Number(env('JP_EDGE_DEADLINE_MS') || DEADLINE_MS) } });
+  const handler = createHandler({ jp, components, storage: kvStorage(kv), bench: env('JP_EDGE_BENCH') === '1', token: env('JP_EDGE_TOKEN'), policy: env('JP_EDGE_POLICY'), limits: { memoryMiB: Number(env('JP_EDGE_MEMORY_MIB') || 0), deadlineMs: Number(env('JP_EDGE_DEADLINE_MS') || DEADLINE_MS) } });
   Deno.serve({ hostname: '127.0.0.1', port, onListen: ({ port: p }) => console.log(`jp edge function (deno) on http://127.0.0.1:${p}/`) }, (req) => handler.fetch(req));
 }

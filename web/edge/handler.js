@@ -50,10 +50,12 @@ const tooLarge = () => json(413, { error: `the request body is larger than ${MAX
  *   engine keeps none;
  * - `token`: the bearer token `/mcp` requires (no token: `/mcp` answers 503);
  * - `policy`: the policy of `/mcp` calls (TOML; empty: the workspace read-write, nothing else);
+ * - `bench`: also serve `GET /__bare?project=ID&path=P`, the file straight from storage with
+ *   no jp at all — the benchmark's baseline on the same engine (JP_EDGE_BENCH=1);
  * - `limits`: `{ deadlineMs, memoryMiB }`: each call's deadline, and the memory cap the engine
  *   was started with (see edge.mjs).
  */
-export function createHandler({ jp, components, storage = () => null, token = '', policy = '', limits = {} }) {
+export function createHandler({ jp, components, storage = () => null, token = '', policy = '', limits = {}, bench = false }) {
   let described = null; // the tools each component described, once
   const queues = new Map(); // project id → the tail of its calls: one at a time per project
 
@@ -170,6 +172,10 @@ export function createHandler({ jp, components, storage = () => null, token = ''
       const url = new URL(request.url);
       try {
         if (url.pathname === '/mcp') return await mcpRoute(request, url);
+        if (bench && url.pathname === '/__bare') {
+          const value = await (await storage(url.searchParams.get('project'))).get(url.searchParams.get('path'));
+          return value instanceof Uint8Array ? new Response(value) : json(404, { error: 'no such file' });
+        }
         if (url.pathname === '/' && request.method === 'POST') return await callRoute(request);
         if (url.pathname === '/' && request.method === 'GET') {
           return json(200, { service: 'jp-host edge function', call: 'POST / {tool, args, files?, policy?, project?}', mcp: 'POST /mcp (Authorization: Bearer <JP_EDGE_TOKEN>)' });

@@ -44,7 +44,7 @@ export class Project extends DurableObject {
   constructor(ctx, env) {
     super(ctx, env);
     const storage = sqlStorage(ctx.storage);
-    this.handler = createHandler({ jp, components: components(env), storage: () => storage, token: env.JP_EDGE_TOKEN ?? '', policy: env.JP_EDGE_POLICY ?? '', limits: limits(env) });
+    this.handler = createHandler({ jp, components: components(env), storage: () => storage, bench: env.JP_EDGE_BENCH === '1', token: env.JP_EDGE_TOKEN ?? '', policy: env.JP_EDGE_POLICY ?? '', limits: limits(env) });
   }
 
   fetch(request) {
@@ -58,7 +58,7 @@ export default {
   async fetch(request, env) {
     local ??= createHandler({ jp, components: components(env), token: env.JP_EDGE_TOKEN ?? '', policy: env.JP_EDGE_POLICY ?? '', limits: limits(env) });
     const url = new URL(request.url);
-    let project = url.pathname === '/mcp' ? url.searchParams.get('project') : null;
+    let project = ['/mcp', '/__bare'].includes(url.pathname) ? url.searchParams.get('project') : null;
     let forward = request;
     if (url.pathname === '/' && request.method === 'POST') {
       // The project is named in the body: read it (bounded), then pass the same text on.

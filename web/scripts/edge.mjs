@@ -68,6 +68,7 @@ const jp :Workerd.Worker = (
     (name = "JP_EDGE_FAULTS", fromEnvironment = "JP_EDGE_FAULTS"),
     (name = "JP_EDGE_MEMORY_MIB", fromEnvironment = "JP_EDGE_MEMORY_MIB"),
     (name = "JP_EDGE_DEADLINE_MS", fromEnvironment = "JP_EDGE_DEADLINE_MS"),
+    (name = "JP_EDGE_BENCH", fromEnvironment = "JP_EDGE_BENCH"),
   ],
   durableObjectNamespaces = [ (className = "Project", uniqueKey = "jp-edge-project-v1", enableSql = true) ],
   durableObjectStorage = (localDisk = "store"),
@@ -95,7 +96,7 @@ async function command(engine, port, dataDir) {
       writeFileSync(importMap, JSON.stringify({ imports: Object.fromEntries(['cli', 'io', 'clocks', 'random'].map(shim)) }));
       return [bin('deno'), ['run', '--no-prompt', '--unstable-kv', `--import-map=${importMap}`, `--v8-flags=${flag}`, `--allow-net=127.0.0.1`,
         `--allow-read=${root},${data}`, `--allow-write=${data}`,
-        '--allow-env=JP_EDGE_TOKEN,JP_EDGE_POLICY,JP_EDGE_FAULTS,JP_EDGE_KV,JP_EDGE_MEMORY_MIB,JP_EDGE_DEADLINE_MS,JCO_DEBUG',
+        '--allow-env=JP_EDGE_TOKEN,JP_EDGE_POLICY,JP_EDGE_FAULTS,JP_EDGE_KV,JP_EDGE_MEMORY_MIB,JP_EDGE_DEADLINE_MS,JP_EDGE_BENCH,JCO_DEBUG',
         join(root, 'web/edge/deno.js'), '--port', String(port)], { JP_EDGE_KV: join(data, 'kv.sqlite'), DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' }];
     }
     case 'node':
@@ -109,13 +110,13 @@ async function command(engine, port, dataDir) {
  * Start the edge function on `engine` at 127.0.0.1:`port` (0: a free one) and wait until it
  * answers. Resolves to `{ url, stop() }`; `stop` kills it.
  */
-export async function startEdge({ engine, port = 0, data = join(root, '.jp-edge'), token = '', faults = false, policy = '', deadlineMs = 0, quiet = true }) {
+export async function startEdge({ engine, port = 0, data = join(root, '.jp-edge'), token = '', faults = false, policy = '', deadlineMs = 0, bench = false, quiet = true }) {
   for (const f of ['www/pkg/jp_web_bg.wasm', 'www/components/fs/cores.json']) {
     if (!existsSync(join(root, f))) throw new Error(`${f} is missing: run \`npm run build\` first`);
   }
   if (port === 0) port = await freePort();
   const [cmd, args, extraEnv = {}] = await command(engine, port, data);
-  const env = { ...process.env, ...extraEnv, JP_EDGE_TOKEN: token, JP_EDGE_POLICY: policy, JP_EDGE_FAULTS: faults ? '1' : '', JP_EDGE_MEMORY_MIB: String(MEMORY_CAP_MIB), JP_EDGE_DEADLINE_MS: deadlineMs ? String(deadlineMs) : (process.env.JP_EDGE_DEADLINE_MS ?? '') };
+  const env = { ...process.env, ...extraEnv, JP_EDGE_TOKEN: token, JP_EDGE_POLICY: policy, JP_EDGE_FAULTS: faults ? '1' : '', JP_EDGE_MEMORY_MIB: String(MEMORY_CAP_MIB), JP_EDGE_BENCH: bench ? '1' : '', JP_EDGE_DEADLINE_MS: deadlineMs ? String(deadlineMs) : (process.env.JP_EDGE_DEADLINE_MS ?? '') };
   const child = spawn(cmd, args, { cwd: root, env, stdio: ['ignore', quiet ? 'ignore' : 'inherit', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d) => { stderr += d; if (!quiet) process.stderr.write(d); });

@@ -59,6 +59,9 @@ fn js_err(what: &str, e: &JsValue) -> JsError {
     err(format!("the project storage failed to {what}: {message}"))
 }
 
+/// Changes to a project: paths with their new bytes, or `None` for a deletion.
+pub type Changes = Vec<(WorkspacePath, Option<Vec<u8>>)>;
+
 /// A copy of the project in memory, and the files as they were when it was taken.
 pub struct Snapshot {
     /// The copy a tool works on.
@@ -68,7 +71,7 @@ pub struct Snapshot {
 
 impl Snapshot {
     /// What changed since the copy was taken: paths with their new bytes, or `None` when deleted.
-    pub fn changes(&self) -> Result<Vec<(WorkspacePath, Option<Vec<u8>>)>, JsError> {
+    pub fn changes(&self) -> Result<Changes, JsError> {
         self.changes_since(&self.original)
     }
 
@@ -81,7 +84,7 @@ impl Snapshot {
     pub fn changes_since(
         &self,
         before: &BTreeMap<String, Vec<u8>>,
-    ) -> Result<Vec<(WorkspacePath, Option<Vec<u8>>)>, JsError> {
+    ) -> Result<Changes, JsError> {
         let after = self.files.snapshot();
         let mut changes = Vec::new();
         for (path, bytes) in &after {
