@@ -81,10 +81,7 @@ impl Snapshot {
     }
 
     /// What changed since `before` (an earlier [`current`](Self::current)).
-    pub fn changes_since(
-        &self,
-        before: &BTreeMap<String, Vec<u8>>,
-    ) -> Result<Changes, JsError> {
+    pub fn changes_since(&self, before: &BTreeMap<String, Vec<u8>>) -> Result<Changes, JsError> {
         let after = self.files.snapshot();
         let mut changes = Vec::new();
         for (path, bytes) in &after {
