@@ -22,6 +22,8 @@ export interface ToolInfo {
   summary: string;
   description?: string;
   parameters: Record<string, unknown>;
+  /** The arguments' JSON Schema, as every jp-host surface shows it. */
+  inputSchema: Record<string, unknown>;
   component: string;
 }
 
@@ -41,15 +43,38 @@ export type RequestResult =
 
 /** A jco-transpiled component module (`jco transpile --instantiation async`). */
 export interface ComponentModule {
-  instantiate(getCoreModule: (path: string) => Promise<WebAssembly.Module>, imports: Record<string, unknown>): Promise<unknown>;
+  instantiate(getCoreModule: (path: string) => WebAssembly.Module | Promise<WebAssembly.Module>, imports: Record<string, unknown>,
+    instantiateCore?: (module: WebAssembly.Module, imports?: Record<string, unknown>) => Promise<WebAssembly.Instance>): Promise<unknown>;
 }
 
-export function loadJp(): Promise<unknown>;
+/** A project's files kept by the embedder (edge functions): keys are workspace paths, values a
+ * file's bytes or "dir"; `batch` must apply all its operations or none. */
+export interface ProjectStorage {
+  get(path: string): Promise<Uint8Array | 'dir' | undefined>;
+  put(path: string, value: Uint8Array | 'dir'): Promise<void>;
+  delete(path: string): Promise<void>;
+  list(): Promise<Iterable<[string, Uint8Array | 'dir']>>;
+  batch(ops: { path: string; value: Uint8Array | null }[]): Promise<void>;
+}
+
+/** Limits of every component call: its deadline (default 30 s), and the memory cap the engine
+ * enforces (for the error message when a component runs out). */
+export interface CallLimitsOptions { deadlineMs?: number; memoryMiB?: number; }
+
+/** Core modules: the URL of their directory (fetched), or `{ file: WebAssembly.Module }`. */
+export type CoreModules = URL | string | Record<string, WebAssembly.Module>;
+
+/** Load jp-web once: a `WebAssembly.Module` (edge engines inject it), bytes, or a URL;
+ * by default the file next to jp.js, fetched. */
+export function loadJp(source?: WebAssembly.Module | BufferSource | URL): Promise<unknown>;
+export const DEFAULT_DEADLINE_MS: number;
 
 export class Host {
   /** Files in the IndexedDB database `db`, or in memory when `db` is null. `policy`: TOML or
    * JSON with `access` and/or `sandbox` tables; empty = workspace read-write, nothing else. */
-  static create(options?: { db?: string | null; policy?: string }): Promise<Host>;
+  static create(options?: { db?: string | null; policy?: string; storage?: ProjectStorage | null; limits?: CallLimitsOptions }): Promise<Host>;
+  /** What the policy lets a tool do at most (MCP tool hints). */
+  policyHints(): { writes: boolean; destructive: boolean; network: boolean; commands: boolean };
   onEvent(listener: (event: HostEvent) => void): () => void;
   setPolicy(text: string): void;
   policySummary(): string;
@@ -60,7 +85,8 @@ export class Host {
   readFileBytes(path: string): Promise<Uint8Array>;
   deleteFile(path: string): Promise<void>;
   listFiles(): Promise<string[]>;
-  registerComponent(name: string, module: ComponentModule, base: URL, tools?: ToolInfo[] | null): Promise<string[]>;
+  registerComponent(name: string, module: ComponentModule, cores: CoreModules, tools?: ToolInfo[] | null): Promise<string[]>;
   listTools(): ToolInfo[];
-  callTool(name: string, args?: Record<string, unknown>): Promise<ToolOutcome>;
+  /** `files` are written first and committed with the tool's changes, or not at all. */
+  callTool(name: string, args?: Record<string, unknown>, options?: { files?: Record<string, string | Uint8Array> | null }): Promise<ToolOutcome>;
 }
