@@ -3,6 +3,7 @@
 // writeFile, readFile, listFiles, listTools, callTool and setPolicy; `body.dataset.ready` is
 // "true" once everything is loaded. `?db=NAME` picks the database (default: jp-playground).
 import { Host } from './jp.js';
+import { FAULT_TOOLS } from './fault-tools.js';
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
@@ -14,9 +15,18 @@ const DEFAULT_POLICY = `# Empty: workspace read-write, no network, no processes.
 
 async function main() {
   const policyText = localStorage.getItem('jp-policy') ?? DEFAULT_POLICY;
-  const host = await Host.create({ db: params.get('db') ?? 'jp-playground', policy: policyText });
-  const fs = await import('./components/fs/fs.js');
-  await host.registerComponent('fs', fs, new URL('./components/fs/', import.meta.url));
+  // Each call runs in a Worker: a runaway component is stopped at its deadline and the page
+  // stays responsive meanwhile.
+  const host = await Host.create({
+    db: params.get('db') ?? 'jp-playground', policy: policyText,
+    worker: new URL('./call-worker.bundle.js', import.meta.url), limits: { deadlineMs: Number(params.get('deadline') ?? 30_000) },
+  });
+  await host.registerComponent('fs', new URL('./components/fs/fs.js', import.meta.url), new URL('./components/fs/', import.meta.url));
+  if (params.has('faults')) {
+    // Misbehaving tools (endless loop, memory bomb) for trying the limits: ?faults
+    await host.registerComponent('faults', new URL('./components/faults/faults.js', import.meta.url),
+      new URL('./components/faults/', import.meta.url), FAULT_TOOLS);
+  }
 
   host.onEvent((e) => {
     const li = document.createElement('li');

@@ -72,7 +72,8 @@ export const DEFAULT_DEADLINE_MS: number;
 export class Host {
   /** Files in the IndexedDB database `db`, or in memory when `db` is null. `policy`: TOML or
    * JSON with `access` and/or `sandbox` tables; empty = workspace read-write, nothing else. */
-  static create(options?: { db?: string | null; policy?: string; storage?: ProjectStorage | null; limits?: CallLimitsOptions }): Promise<Host>;
+  /** `worker`: the URL of call-worker.bundle.js — each call then runs in a Worker. */
+  static create(options?: { db?: string | null; policy?: string; storage?: ProjectStorage | null; limits?: CallLimitsOptions; worker?: URL | null }): Promise<Host>;
   /** What the policy lets a tool do at most (MCP tool hints). */
   policyHints(): { writes: boolean; destructive: boolean; network: boolean; commands: boolean };
   onEvent(listener: (event: HostEvent) => void): () => void;
@@ -85,8 +86,9 @@ export class Host {
   readFileBytes(path: string): Promise<Uint8Array>;
   deleteFile(path: string): Promise<void>;
   listFiles(): Promise<string[]>;
-  registerComponent(name: string, module: ComponentModule, cores: CoreModules, tools?: ToolInfo[] | null): Promise<string[]>;
+  /** `module` may be its URL (needed for calls in a Worker). */
+  registerComponent(name: string, module: ComponentModule | URL, cores: CoreModules, tools?: Omit<ToolInfo, 'component' | 'inputSchema'>[] | null): Promise<string[]>;
   listTools(): ToolInfo[];
   /** `files` are written first and committed with the tool's changes, or not at all. */
-  callTool(name: string, args?: Record<string, unknown>, options?: { files?: Record<string, string | Uint8Array> | null }): Promise<ToolOutcome>;
+  callTool(name: string, args?: Record<string, unknown>, options?: { files?: Record<string, string | Uint8Array> | null; signal?: AbortSignal | null }): Promise<ToolOutcome>;
 }

@@ -120,14 +120,19 @@ function hostImports(session) {
  * the listeners of `onEvent`.
  */
 export class Host {
-  static async create({ db = null, policy = '', storage = null, limits = {} } = {}) {
+  static async create({ db = null, policy = '', storage = null, limits = {}, worker = null } = {}) {
     await loadJp();
-    return new Host(await JpHost.create(db, policy, storage), limits);
+    const host = new Host(await JpHost.create(db, policy, storage), limits);
+    host.policyText = policy;
+    host.worker = worker;
+    return host;
   }
 
   constructor(inner, limits = {}) {
     this.inner = inner;
     this.limits = limits;
+    this.policyText = '';
+    this.worker = null;
     this.components = new Map();
     this.tools = new Map();
     this.listeners = new Set();
@@ -141,7 +146,7 @@ export class Host {
     return () => this.listeners.delete(listener);
   }
 
-  setPolicy(text) { this.inner.setPolicy(text); }
+  setPolicy(text) { this.inner.setPolicy(text); this.policyText = text; }
   /** What the policy lets a tool do at most: `{ writes, destructive, network, commands }`. */
   policyHints() { return this.inner.policyHints(); }
   /** Answer inquiries: `callback({tool, method, target, reason})` → true / 'once' / 'all' / false. */
@@ -168,8 +173,12 @@ export class Host {
    * tools come from its `jp:tool/describe` export, or `tools` when it has none.
    */
   async registerComponent(name, module, cores, tools = null) {
+    // A URL: the module is imported here, and a Worker can import it again.
+    const moduleUrl = module instanceof URL ? module.href : null;
+    if (moduleUrl) module = await import(moduleUrl);
+    const coresUrl = cores instanceof URL || typeof cores === 'string' ? new URL(cores).href : null;
     const getCoreModule = coreModules(cores);
-    const component = { name, module, getCoreModule };
+    const component = { name, module, getCoreModule, moduleUrl, coresUrl };
     let described = tools;
     if (!described) {
       const limits = new CallLimits(`${name} (describe)`, this.limits.deadlineMs ?? DEFAULT_DEADLINE_MS);
@@ -186,6 +195,57 @@ export class Host {
     return described.map((t) => t.name);
   }
 
+  /**
+   * A call in a Worker (`Host.create({ worker })`): the page stays responsive whatever the
+   * component does. The Worker gets a copy of the files and the policy, the decisions come back
+   * live, and the tool's changes are committed here, all together, when it succeeds. At the
+   * deadline (plus a second for the in-component check to answer first) or when `signal`
+   * aborts, the Worker is terminated and nothing is written.
+   */
+  async callInWorker(name, args, component, signal) {
+    const files = await this.inner.exportFiles();
+    const deadlineMs = this.limits.deadlineMs ?? DEFAULT_DEADLINE_MS;
+    const tools = [...this.tools.values()].filter((t) => t.component === component.name)
+      .map(({ component: _c, inputSchema: _s, ...t }) => t);
+    const worker = new Worker(this.worker, { type: 'module' });
+    const emit = (event) => { for (const listener of this.listeners) listener(event); };
+    const error = (message) => ({ tag: 'error', val: { message, trace: [], transient: false }, changed: [] });
+    return new Promise((resolve) => {
+      let timer;
+      const finish = (value) => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        worker.terminate();
+        resolve(value);
+      };
+      const onAbort = () => finish(error(`tool '${name}' was cancelled; nothing it did was written`));
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener('abort', onAbort);
+      timer = setTimeout(() => finish(error(`tool '${name}' ran past its deadline of ${deadlineMs} ms and was stopped; nothing it did was written`)), deadlineMs + 1000);
+      worker.onerror = (e) => finish(error(`tool '${name}' failed in its worker: ${e.message ?? e}`));
+      worker.onmessage = async ({ data }) => {
+        if (data.event) emit(data.event);
+        if (data.failed) finish(error(`tool '${name}' failed in its worker: ${data.failed}`));
+        if (data.done) {
+          clearTimeout(timer);
+          const { outcome, changes } = data.done;
+          let changed = [];
+          if (outcome.tag === 'success') {
+            try { changed = await this.inner.commitChanges(changes); } catch (e) {
+              return finish(error(`tool '${name}' succeeded but its changes could not be stored: ${e?.message ?? e}`));
+            }
+          }
+          finish({ ...outcome, changed });
+        }
+      };
+      worker.postMessage({
+        jpUrl: new URL('./pkg/jp_web_bg.wasm', import.meta.url).href,
+        component: { name: component.name, moduleUrl: component.moduleUrl, coresUrl: component.coresUrl, tools },
+        policy: this.policyText, files, tool: name, args, limits: this.limits,
+      });
+    });
+  }
+
   /** Every registered tool: name, summary, description, parameters, component. */
   listTools() {
     return [...this.tools.values()];
@@ -197,12 +257,15 @@ export class Host {
    * `files` (path → text or bytes) are written first, in the same commit: with the tool's
    * changes, or not at all.
    */
-  async callTool(name, args = {}, { files = null } = {}) {
+  async callTool(name, args = {}, { files = null, signal = null } = {}) {
     const tool = this.tools.get(name);
     if (!tool) {
       throw new Error(`no tool '${name}'; registered: ${[...this.tools.keys()].join(', ') || 'none'}`);
     }
     const component = this.components.get(tool.component);
+    if (this.worker && component.moduleUrl && component.coresUrl && !files) {
+      return this.callInWorker(name, args, component, signal);
+    }
     const session = await this.inner.beginCall(name, files);
     let outcome;
     const cores = [];

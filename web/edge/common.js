@@ -29,9 +29,4 @@ export function componentNames(withFaults) {
   return withFaults ? ['fs', 'faults'] : ['fs'];
 }
 
-/** The faults component does not describe itself: the tools of it an edge function offers. */
-export const FAULT_TOOLS = [
-  { name: 'ok', summary: 'Does nothing.', parameters: {} },
-  { name: 'spin', summary: 'Loops forever (tests the deadline).', parameters: {} },
-  { name: 'bomb', summary: 'Allocates until it cannot (tests the memory cap).', parameters: {} },
-];
+export { FAULT_TOOLS } from '../../www/fault-tools.js';

@@ -271,6 +271,35 @@ impl JpHost {
         Ok(self.store.contents().await?.0.into_keys().collect())
     }
 
+    /// Every file, as `{ path: Uint8Array }` (what a call in a Worker starts from).
+    #[wasm_bindgen(js_name = exportFiles)]
+    pub async fn export_files(&self) -> Result<Object, JsError> {
+        let out = Object::new();
+        for (path, bytes) in self.store.contents().await?.0 {
+            let _ = Reflect::set(&out, &JsValue::from_str(&path), &Uint8Array::from(bytes.as_slice()));
+        }
+        Ok(out)
+    }
+
+    /// Write a call's changes, `{ path: Uint8Array | null }` (null deletes), all together: one
+    /// transaction or batch. Returns the paths.
+    #[wasm_bindgen(js_name = commitChanges)]
+    pub async fn commit_changes(&self, changes: Object) -> Result<Vec<String>, JsError> {
+        let mut list = Vec::new();
+        for entry in Object::entries(&changes).iter() {
+            let entry = Array::from(&entry);
+            let path = entry.get(0).as_string().unwrap_or_default();
+            let p = WorkspacePath::parse(&path).map_err(|e| err(format!("changed path '{path}': {e}")))?;
+            let value = entry.get(1);
+            let bytes = if value.is_null() { None } else { Some(content_bytes(&value)?) };
+            list.push((p, bytes));
+        }
+        if !list.is_empty() {
+            self.store.apply(&list).await?;
+        }
+        Ok(list.into_iter().map(|(p, _)| p.as_str().to_owned()).collect())
+    }
+
     /// Start one call of `tool`: its requests are served from a snapshot of the project until
     /// `finish` writes the changes back. `files` (path → text or bytes), when given, are written
     /// into the snapshot first and committed with the call's own changes — or not at all.

@@ -182,7 +182,7 @@ impl Store {
     }
 
     /// Apply changes (`None` deletes) all together.
-    async fn apply(&self, changes: &[(WorkspacePath, Option<Vec<u8>>)]) -> Result<(), JsError> {
+    pub async fn apply(&self, changes: &[(WorkspacePath, Option<Vec<u8>>)]) -> Result<(), JsError> {
         match self {
             Store::IndexedDb(d) => d.write_all(changes).await.map_err(err),
             Store::Memory(m) => {

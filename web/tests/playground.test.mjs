@@ -73,3 +73,27 @@ test('the playground UI drives a tool call end to end', async () => {
   assert.match(await page.locator('#log li.allow').last().textContent(), /fs\.read notes\.md/);
   await context.close();
 });
+
+test('an endless loop in a component ends at the deadline while the page stays responsive', async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(`${server.url}?db=t-spin-${Date.now()}&faults&deadline=1500`);
+  await page.waitForSelector('body[data-ready="true"]', { timeout: 30_000 });
+  const r = await page.evaluate(async () => {
+    // Timer ticks while the call runs: none would fire if the loop ran on the page's thread.
+    let ticks = 0;
+    const interval = setInterval(() => { ticks += 1; }, 50);
+    const outcome = await window.jpHost.callTool('spin', {});
+    clearInterval(interval);
+    const after = await window.jpHost.callTool('ok', {});
+    return { outcome, ticks, after };
+  });
+  assert.equal(r.outcome.tag, 'error', JSON.stringify(r.outcome));
+  assert.match(r.outcome.val.message, /tool 'spin' ran past its deadline of 1500 ms/);
+  assert.ok(r.ticks > 0, `the page's timers must keep running during the call (ticks: ${r.ticks})`);
+  assert.equal(r.after.tag, 'success', 'the page keeps calling tools afterwards');
+  assert.deepEqual(errors, []);
+  await context.close();
+});
