@@ -120,11 +120,12 @@ function hostImports(session) {
  * the listeners of `onEvent`.
  */
 export class Host {
-  static async create({ db = null, policy = '', storage = null, limits = {}, worker = null } = {}) {
+  static async create({ db = null, policy = '', storage = null, limits = {}, worker = null, instances = null } = {}) {
     await loadJp();
     const host = new Host(await JpHost.create(db, policy, storage), limits);
     host.policyText = policy;
     host.worker = worker;
+    host.instances = instances;
     return host;
   }
 
@@ -133,6 +134,7 @@ export class Host {
     this.limits = limits;
     this.policyText = '';
     this.worker = null;
+    this.instances = null;
     this.components = new Map();
     this.tools = new Map();
     this.listeners = new Set();
@@ -190,7 +192,7 @@ export class Host {
     }
     this.components.set(name, component);
     for (const tool of described) {
-      this.tools.set(tool.name, { ...tool, inputSchema: toolInputSchema(tool), component: name });
+      this.tools.set(tool.name, { ...tool, inputSchema: tool.inputSchema ?? toolInputSchema(tool), component: name });
     }
     return described.map((t) => t.name);
   }
@@ -252,7 +254,9 @@ export class Host {
   }
 
   /**
-   * Call a tool on a fresh instance of its component. Resolves to `{ tag, val, changed }`
+   * Call a tool on an instance of its component: a fresh one, or one from `instances` (the
+   * `Map` given to `Host.create`, which the embedder keeps per project so that no state crosses
+   * projects) — an instance that trapped or was stopped is never reused. Resolves to `{ tag, val, changed }`
    * (`tag` is `success`, `error` or `needs-input`); files change only when the tool succeeds.
    * `files` (path → text or bytes) are written first, in the same commit: with the tool's
    * changes, or not at all.
@@ -267,27 +271,52 @@ export class Host {
       return this.callInWorker(name, args, component, signal);
     }
     const session = await this.inner.beginCall(name, files);
+    const deadlineMs = this.limits.deadlineMs ?? DEFAULT_DEADLINE_MS;
+    // A live instance from the embedder's pool (same project, same component), else a new one.
+    const pool = this.instances;
+    let live = pool?.get(component.name);
+    pool?.delete(component.name); // taken: a concurrent call gets its own
     let outcome;
-    const cores = [];
-    const limits = new CallLimits(name, this.limits.deadlineMs ?? DEFAULT_DEADLINE_MS);
-    const instantiateCore = async (module, imports) => {
-      const instance = await WebAssembly.instantiate(module, limits.imports(module, imports));
-      cores.push(instance);
-      return instance;
-    };
     try {
-      const instance = await component.module.instantiate(component.getCoreModule, hostImports(session), instantiateCore);
-      outcome = instance.run({ root: '/workspace', action: 'run' }, name, JSON.stringify(args), '{}');
+      if (!live) live = await instantiate(component, name, deadlineMs);
+      live.limits.reset(name, deadlineMs);
+      live.current.session = session;
+      outcome = live.instance.run({ root: '/workspace', action: 'run' }, name, JSON.stringify(args), '{}');
     } catch (e) {
+      // A trapped or stopped instance is never used again.
       await session.finish(false);
       const message = e instanceof DeadlineExceeded
         ? e.message
-        : `tool '${name}' trapped: ${e?.message ?? e}${memoryNote(cores, this.limits.memoryMiB)}`;
+        : `tool '${name}' trapped: ${e?.message ?? e}${memoryNote(live?.cores ?? [], this.limits.memoryMiB)}`;
       return { tag: 'error', val: { message, trace: [], transient: false }, changed: [] };
+    } finally {
+      if (live) live.current.session = nullSession;
     }
+    if (pool && memoryBytes(live.cores) <= POOLED_MEMORY_MAX) pool.set(component.name, live);
     const changed = await session.finish(outcome.tag === 'success');
     return { ...outcome, changed };
   }
+}
+
+/** A pooled instance whose memory grew past this is dropped after its call. */
+const POOLED_MEMORY_MAX = 64 << 20;
+
+/**
+ * A new instance of `component` whose `jp:host` imports go to `current.session` (set per call)
+ * and whose fuel checks go to `limits` (reset per call), so that it can serve several calls.
+ */
+async function instantiate(component, tool, deadlineMs) {
+  const current = { session: nullSession };
+  const limits = new CallLimits(tool, deadlineMs);
+  const cores = [];
+  const session = new Proxy({}, { get: (_, method) => (...a) => current.session[method](...a) });
+  const instantiateCore = async (module, imports) => {
+    const core = await WebAssembly.instantiate(module, limits.imports(module, imports));
+    cores.push(core);
+    return core;
+  };
+  const instance = await component.module.instantiate(component.getCoreModule, hostImports(session), instantiateCore);
+  return { instance, current, limits, cores };
 }
 
 /** A call's deadline when the host is given none (ms). */
@@ -307,12 +336,18 @@ class DeadlineExceeded extends Error {}
  */
 class CallLimits {
   constructor(tool, deadlineMs) {
+    this.fuel = new WebAssembly.Global({ value: 'i64', mutable: true }, FUEL_STEP);
+    this.reset(tool, deadlineMs);
+  }
+
+  /** Start a call's deadline now. */
+  reset(tool, deadlineMs) {
     this.tool = tool;
     this.deadlineMs = deadlineMs;
     this.end = performance.now() + deadlineMs;
     this.budget = BigInt(Math.ceil(deadlineMs)) * 1_000_000n; // ≤ 1 iteration per ns
     this.spent = 0n;
-    this.fuel = new WebAssembly.Global({ value: 'i64', mutable: true }, FUEL_STEP);
+    this.fuel.value = FUEL_STEP;
   }
 
   imports(module, imports = {}) {
@@ -329,13 +364,18 @@ class CallLimits {
   }
 }
 
-/** When a component traps near its memory cap, say so: the cap is the likely cause. */
-function memoryNote(cores, capMiB) {
+/** The largest memory among a component's core instances (bytes). */
+function memoryBytes(cores) {
   let bytes = 0;
   for (const instance of cores) {
     for (const m of Object.values(instance.exports)) if (m instanceof WebAssembly.Memory) bytes = Math.max(bytes, m.buffer.byteLength);
   }
-  const mib = bytes / (1 << 20);
+  return bytes;
+}
+
+/** When a component traps near its memory cap, say so: the cap is the likely cause. */
+function memoryNote(cores, capMiB) {
+  const mib = memoryBytes(cores) / (1 << 20);
   if (!capMiB || mib < capMiB / 2) return '';
   return ` — its memory had grown to ${Math.round(mib)} MiB and a component may use at most ${capMiB} MiB (the engine's cap); it ran out of memory`;
 }

@@ -7,14 +7,15 @@ import { compiledModules } from './modules.mjs';
 /** KV values are at most 64 KiB: a file is kept in chunks of this many bytes. */
 const CHUNK = 60 * 1024;
 
-/** Projects in Deno KV: `[jp, id, "meta", path]` → {dir} or {chunks}, `[jp, id, "data", path, i]`
- * → bytes. `batch` is one atomic KV commit. */
+/** Projects in Deno KV: `[jp, id, "meta", path]` → {dir}, {data} (a file up to 60 KiB) or
+ * {chunks} with `[jp, id, "data", path, i]` → bytes. `batch` is one atomic KV commit. */
 export function kvStorage(kv) {
   return (id) => {
     const meta = (path) => ['jp', id, 'meta', path];
     const data = (path, i) => ['jp', id, 'data', path, i];
     async function read(path, m) {
       if (m.dir) return 'dir';
+      if (m.data) return m.data; // small files live in their meta entry: one read lists them
       const parts = [];
       for (let i = 0; i < m.chunks; i++) parts.push((await kv.get(data(path, i))).value);
       const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
@@ -27,6 +28,7 @@ export function kvStorage(kv) {
       for (let i = 0; i < (old?.chunks ?? 0); i++) op.delete(data(path, i));
       if (value === null) { op.delete(meta(path)); return; }
       if (value === 'dir') { op.set(meta(path), { dir: true }); return; }
+      if (value.length <= CHUNK) { op.set(meta(path), { data: value }); return; }
       const chunks = Math.ceil(value.length / CHUNK);
       for (let i = 0; i < chunks; i++) op.set(data(path, i), value.slice(i * CHUNK, (i + 1) * CHUNK));
       op.set(meta(path), { chunks });

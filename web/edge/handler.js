@@ -14,6 +14,9 @@ import { answer, errors } from './mcp.js';
 /** A tool call's deadline at the edge unless JP_EDGE_DEADLINE_MS says otherwise (ms). */
 export const DEADLINE_MS = 10_000;
 
+/** Projects whose component instances are kept for their next calls. */
+const MAX_POOLS = 32;
+
 /** Largest request body accepted (bytes); larger ones get 413. */
 export const MAX_BODY = 8 << 20;
 const PROJECT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
@@ -58,10 +61,21 @@ const tooLarge = () => json(413, { error: `the request body is larger than ${MAX
 export function createHandler({ jp, components, storage = () => null, token = '', policy = '', limits = {}, bench = false }) {
   let described = null; // the tools each component described, once
   const queues = new Map(); // project id → the tail of its calls: one at a time per project
+  // project id → its live component instances, reused by its next calls (never across
+  // projects); the least recently used projects' are dropped.
+  const pools = new Map();
+  const pool = (project) => {
+    if (!project) return null;
+    const p = pools.get(project) ?? new Map();
+    pools.delete(project);
+    pools.set(project, p);
+    if (pools.size > MAX_POOLS) pools.delete(pools.keys().next().value);
+    return p;
+  };
 
-  async function host(policyText, projectStorage) {
+  async function host(policyText, projectStorage, project) {
     await loadJp(jp);
-    const h = await Host.create({ db: null, policy: policyText, storage: projectStorage, limits });
+    const h = await Host.create({ db: null, policy: policyText, storage: projectStorage, limits, instances: pool(project) });
     const first = described === null;
     if (first) described = {};
     for (const [name, c] of Object.entries(components)) {
@@ -110,7 +124,7 @@ export function createHandler({ jp, components, storage = () => null, token = ''
     return serialised(typeof project === 'string' ? project : null, async () => {
       let h;
       try {
-        h = await host(policyText, await projectStorage(project));
+        h = await host(policyText, await projectStorage(project), typeof project === 'string' ? project : null);
       } catch (e) {
         return json(400, { error: String(e?.message ?? e) });
       }
@@ -153,7 +167,7 @@ export function createHandler({ jp, components, storage = () => null, token = ''
     return serialised(project, async () => {
       let h;
       try {
-        h = await host(policy, await projectStorage(project ?? undefined));
+        h = await host(policy, await projectStorage(project ?? undefined), project);
       } catch (e) {
         return json(400, errors.failure(message?.id, errors.INVALID_REQUEST, String(e?.message ?? e)));
       }

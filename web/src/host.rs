@@ -306,6 +306,7 @@ impl JpHost {
     #[wasm_bindgen(js_name = beginCall)]
     pub async fn begin_call(&self, tool: String, files: Option<Object>) -> Result<CallSession, JsError> {
         let snapshot = self.store.snapshot().await?;
+        let seeded_with = files.is_some();
         if let Some(files) = files {
             for entry in Object::entries(&files).iter() {
                 let entry = Array::from(&entry);
@@ -316,7 +317,8 @@ impl JpHost {
                 snapshot.files.write(&p, &bytes).await.map_err(|e| err(format!("file '{path}': {e}")))?;
             }
         }
-        let seeded = snapshot.current();
+        // Only when the caller wrote files first: otherwise the commit's list is the tool's.
+        let seeded = seeded_with.then(|| snapshot.current());
         let policy = self.policy.borrow().clone();
         // A component cannot wait for an answer (its imports are synchronous): inquiries are
         // denied at once with the reason, as under `--no-interaction`.
@@ -385,7 +387,7 @@ pub struct CallSession {
     snapshot: Snapshot,
     /// The files after the caller's own (`beginCall`'s `files`): what the tool changed is
     /// measured from here.
-    seeded: BTreeMap<String, Vec<u8>>,
+    seeded: Option<BTreeMap<String, Vec<u8>>>,
     store: Store,
     next_id: i64,
 }
@@ -592,8 +594,9 @@ impl CallSession {
         if !commit {
             return Ok(Vec::new());
         }
-        self.store.commit(&self.snapshot).await?;
-        let changed = self.snapshot.changes_since(&self.seeded)?;
+        let committed = self.store.commit(&self.snapshot).await?;
+        let Some(seeded) = &self.seeded else { return Ok(committed) };
+        let changed = self.snapshot.changes_since(seeded)?;
         Ok(changed.into_iter().map(|(p, _)| p.as_str().to_owned()).collect())
     }
 }

@@ -52,6 +52,14 @@ for (const engine of ['workerd', 'deno', 'node']) {
       assert.equal(other.body.outcome.tag, 'error', 'projects are separate');
     });
 
+    test('a file larger than a storage value (100 KiB) round-trips', async () => {
+      const big = 'abcdefghij'.repeat(10 * 1024);
+      const w = await post({ tool: 'fs_create_file', args: { path: 'big.txt', content: big }, project: 'p7' });
+      assert.equal(w.body.outcome.tag, 'success', JSON.stringify(w.body).slice(0, 300));
+      const r = await post({ tool: 'fs_read_file', args: { path: 'big.txt' }, project: 'p7' });
+      assert.equal(r.body.outcome.val, big);
+    });
+
     test(persistent[engine] ? 'the project survives a restart of the engine' : 'projects live in memory (no restart test)', async () => {
       if (!persistent[engine]) return;
       await edge.stop();
@@ -99,6 +107,8 @@ for (const engine of ['workerd', 'deno', 'node']) {
       assert.equal(other.body.outcome.val, 'ok');
       const r = await post({ tool: 'fs_read_file', args: { path: 'y.txt' }, project: 'p5' });
       assert.equal(r.body.outcome.tag, 'error', 'nothing of the stopped call was stored');
+      // The stopped instance is not reused: the project's next calls work.
+      assert.equal((await post({ tool: 'ok', args: {}, project: 'p5' })).body.outcome.val, 'ok');
     });
 
     test('bad input: a clear 4xx, nothing stored', async () => {
