@@ -285,6 +285,8 @@ struct MemState {
     files: BTreeMap<WorkspacePath, Vec<u8>>,
     /// Directories that exist (ancestors of files are added on write).
     dirs: BTreeSet<WorkspacePath>,
+    /// Files written, deleted or moved (both ends) since the last `take_touched`.
+    touched: BTreeSet<WorkspacePath>,
 }
 
 impl MemState {
@@ -351,6 +353,17 @@ impl InMemoryProjectFiles {
         Ok(())
     }
 
+    /// The files written, deleted or moved (both ends) since the last call, and forget them: what
+    /// a snapshot must write back. A path may be listed although its content ended up as before.
+    pub fn take_touched(&self) -> BTreeSet<WorkspacePath> {
+        std::mem::take(&mut self.lock().touched)
+    }
+
+    /// A file's content, if it is a file.
+    pub fn get(&self, path: &WorkspacePath) -> Option<Vec<u8>> {
+        self.lock().files.get(path).cloned()
+    }
+
     /// Every file and its content, sorted by path.
     pub fn snapshot(&self) -> BTreeMap<String, Vec<u8>> {
         self.lock().files.iter().map(|(p, c)| (p.as_str().to_owned(), c.clone())).collect()
@@ -380,6 +393,7 @@ impl InMemoryProjectFiles {
         }
         st.ensure_parents(path)?;
         st.files.insert(path.clone(), content.to_vec());
+        st.touched.insert(path.clone());
         Ok(())
     }
 
@@ -423,6 +437,7 @@ impl InMemoryProjectFiles {
     fn delete_sync(&self, path: &WorkspacePath) -> FilesResult<()> {
         let mut st = self.lock();
         if st.files.remove(path).is_some() {
+            st.touched.insert(path.clone());
             return Ok(());
         }
         if st.is_dir(path) {
@@ -459,7 +474,10 @@ impl InMemoryProjectFiles {
         let moved_files: Vec<WorkspacePath> = next.files.keys().filter(|p| p.starts_with(from)).cloned().collect();
         for p in moved_files {
             if let Some(c) = next.files.remove(&p) {
-                next.files.insert(rebase(&p), c);
+                let to = rebase(&p);
+                next.touched.insert(to.clone());
+                next.files.insert(to, c);
+                next.touched.insert(p);
             }
         }
         let moved_dirs: Vec<WorkspacePath> = next.dirs.iter().filter(|p| p.starts_with(from)).cloned().collect();

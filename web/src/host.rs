@@ -32,7 +32,7 @@ use wasm_bindgen::prelude::*;
 
 use crate::files::IndexedDbProjectFiles;
 use crate::http::{FetchHttpClient, JsInquirer};
-use crate::store::{ProjectStorage, Snapshot, Store};
+use crate::store::{Changes, ProjectStorage, Snapshot, Store};
 
 fn err(e: impl std::fmt::Display) -> JsError {
     JsError::new(&e.to_string())
@@ -306,7 +306,6 @@ impl JpHost {
     #[wasm_bindgen(js_name = beginCall)]
     pub async fn begin_call(&self, tool: String, files: Option<Object>) -> Result<CallSession, JsError> {
         let snapshot = self.store.snapshot().await?;
-        let seeded_with = files.is_some();
         if let Some(files) = files {
             for entry in Object::entries(&files).iter() {
                 let entry = Array::from(&entry);
@@ -317,8 +316,8 @@ impl JpHost {
                 snapshot.files.write(&p, &bytes).await.map_err(|e| err(format!("file '{path}': {e}")))?;
             }
         }
-        // Only when the caller wrote files first: otherwise the commit's list is the tool's.
-        let seeded = seeded_with.then(|| snapshot.current());
+        // The caller's files, committed with the tool's changes (or not at all).
+        let seeded = snapshot.take_changes();
         let policy = self.policy.borrow().clone();
         // A component cannot wait for an answer (its imports are synchronous): inquiries are
         // denied at once with the reason, as under `--no-interaction`.
@@ -385,9 +384,8 @@ pub struct CallSession {
     dispatcher: Dispatcher,
     events: JsEvents,
     snapshot: Snapshot,
-    /// The files after the caller's own (`beginCall`'s `files`): what the tool changed is
-    /// measured from here.
-    seeded: Option<BTreeMap<String, Vec<u8>>>,
+    /// The caller's own files (`beginCall`'s `files`), committed with the tool's changes.
+    seeded: Changes,
     store: Store,
     next_id: i64,
 }
@@ -594,9 +592,11 @@ impl CallSession {
         if !commit {
             return Ok(Vec::new());
         }
-        let committed = self.store.commit(&self.snapshot).await?;
-        let Some(seeded) = &self.seeded else { return Ok(committed) };
-        let changed = self.snapshot.changes_since(seeded)?;
-        Ok(changed.into_iter().map(|(p, _)| p.as_str().to_owned()).collect())
+        let tool = self.snapshot.take_changes();
+        let changed: Vec<String> = tool.iter().map(|(p, _)| p.as_str().to_owned()).collect();
+        let mut all: BTreeMap<WorkspacePath, Option<Vec<u8>>> = self.seeded.into_iter().collect();
+        all.extend(tool);
+        self.store.commit_changes(all.into_iter().collect()).await?;
+        Ok(changed)
     }
 }

@@ -5,7 +5,7 @@
 //! changed written back all together ([`Store::commit`]) — in ONE IndexedDB transaction, or ONE
 //! `batch` of the JS storage, which must apply it atomically. A failed call commits nothing.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use jp_core::files::{InMemoryProjectFiles, ProjectFiles};
@@ -62,39 +62,27 @@ fn js_err(what: &str, e: &JsValue) -> JsError {
 /// Changes to a project: paths with their new bytes, or `None` for a deletion.
 pub type Changes = Vec<(WorkspacePath, Option<Vec<u8>>)>;
 
-/// A copy of the project in memory, and the files as they were when it was taken.
+/// A copy of the project in memory, which knows what was written to it.
 pub struct Snapshot {
     /// The copy a tool works on.
     pub files: Arc<InMemoryProjectFiles>,
-    original: BTreeMap<String, Vec<u8>>,
+    /// The files that existed when it was taken (a deletion of anything else is no change).
+    existed: BTreeSet<String>,
 }
 
 impl Snapshot {
-    /// What changed since the copy was taken: paths with their new bytes, or `None` when deleted.
-    pub fn changes(&self) -> Result<Changes, JsError> {
-        self.changes_since(&self.original)
-    }
-
-    /// The copy's files now (path → bytes).
-    pub fn current(&self) -> BTreeMap<String, Vec<u8>> {
-        self.files.snapshot()
-    }
-
-    /// What changed since `before` (an earlier [`current`](Self::current)).
-    pub fn changes_since(&self, before: &BTreeMap<String, Vec<u8>>) -> Result<Changes, JsError> {
-        let after = self.files.snapshot();
-        let mut changes = Vec::new();
-        for (path, bytes) in &after {
-            if before.get(path) != Some(bytes) {
-                changes.push((WorkspacePath::parse(path).map_err(err)?, Some(bytes.clone())));
-            }
-        }
-        for path in before.keys() {
-            if !after.contains_key(path) {
-                changes.push((WorkspacePath::parse(path).map_err(err)?, None));
-            }
-        }
-        Ok(changes)
+    /// What was written, deleted or moved since the last call (the first: since the copy was
+    /// taken): paths with their bytes now, or `None` when deleted. Only the touched files are
+    /// looked at, so this costs nothing for the files a tool left alone.
+    pub fn take_changes(&self) -> Changes {
+        self.files
+            .take_touched()
+            .into_iter()
+            .filter_map(|p| match self.files.get(&p) {
+                Some(bytes) => Some((p, Some(bytes))),
+                None => self.existed.contains(p.as_str()).then_some((p, None)),
+            })
+            .collect()
     }
 }
 
@@ -165,16 +153,22 @@ impl Store {
     /// Copy the project into memory.
     pub async fn snapshot(&self) -> Result<Snapshot, JsError> {
         let (files, dirs) = self.contents().await?;
-        let copy = Arc::new(InMemoryProjectFiles::with_files(files.clone()).map_err(err)?);
+        let existed = files.keys().cloned().collect();
+        let copy = Arc::new(InMemoryProjectFiles::with_files(files).map_err(err)?);
         for d in &dirs {
             copy.create_dir(&WorkspacePath::parse(d).map_err(err)?).map_err(err)?;
         }
-        Ok(Snapshot { files: copy, original: files })
+        Ok(Snapshot { files: copy, existed })
     }
 
-    /// Write what changed in `snapshot` back, all together; returns the changed paths.
+    /// Write what changed in `snapshot` since its last changes were taken back, all together;
+    /// returns the changed paths.
     pub async fn commit(&self, snapshot: &Snapshot) -> Result<Vec<String>, JsError> {
-        let changes = snapshot.changes()?;
+        self.commit_changes(snapshot.take_changes()).await
+    }
+
+    /// Write `changes` back, all together; returns their paths.
+    pub async fn commit_changes(&self, changes: Changes) -> Result<Vec<String>, JsError> {
         if !changes.is_empty() {
             self.apply(&changes).await?;
         }
