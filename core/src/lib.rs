@@ -18,6 +18,7 @@
 //! environment and no sockets (`clippy.toml` bans them) and builds for `wasm32-unknown-unknown`.
 //! Platforms implement the backend traits.
 
+pub mod agent;
 pub mod cancel;
 pub mod files;
 pub mod handles;

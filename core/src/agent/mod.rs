@@ -1,0 +1,182 @@
+//! The agent turn loop (issue 15), platform-neutral: messages, model providers reached through
+//! the [`HttpClient`](crate::host::HttpClient) trait, and [`turn::run_turn`], which asks the model,
+//! runs the tool calls it makes through a [`turn::TurnTools`], and repeats until the model
+//! answers without tool calls or the round limit is reached. No I/O of its own: it runs natively
+//! and on wasm32. Library only so far: `jp query` and the playground's agent panel are to come.
+
+pub mod openai;
+pub mod turn;
+
+use serde::{Deserialize, Serialize};
+
+use crate::maybe::{BoxFuture, MaybeSend, MaybeSync};
+use serde_json::Value;
+
+/// Who said a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Instructions.
+    System,
+    /// The person.
+    User,
+    /// The model.
+    Assistant,
+    /// A tool's result.
+    Tool,
+}
+
+/// A tool call the model asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallRequest {
+    /// The provider's id for it, echoed with its result.
+    pub id: String,
+    /// Tool name.
+    pub name: String,
+    /// Arguments (a JSON object).
+    pub arguments: Value,
+}
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// Who said it.
+    pub role: Role,
+    /// Its text (for a tool message: the result).
+    pub content: String,
+    /// The tool calls of an assistant message.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCallRequest>,
+    /// The call a tool message answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// Whether a tool message reports a failure.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
+}
+
+impl Message {
+    /// A message without tool calls.
+    pub fn text(role: Role, content: impl Into<String>) -> Self {
+        Self { role, content: content.into(), tool_calls: Vec::new(), tool_call_id: None, is_error: false }
+    }
+
+    /// A tool's result for call `id`.
+    pub fn tool_result(id: impl Into<String>, content: impl Into<String>, is_error: bool) -> Self {
+        Self {
+            role: Role::Tool,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: Some(id.into()),
+            is_error,
+        }
+    }
+}
+
+/// A tool as the model is told about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// Name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// Its arguments' JSON Schema (an object schema).
+    pub input_schema: Value,
+}
+
+/// What the model answered in one request.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ModelReply {
+    /// Its text.
+    pub text: String,
+    /// The tool calls it made.
+    pub tool_calls: Vec<ToolCallRequest>,
+}
+
+/// A model: one request with the conversation and the tools, one answer.
+pub trait Model: MaybeSend + MaybeSync {
+    /// Ask the model.
+    fn complete<'a>(
+        &'a self,
+        messages: &'a [Message],
+        tools: &'a [ToolSpec],
+    ) -> BoxFuture<'a, Result<ModelReply, ProviderError>>;
+}
+
+/// Why a model request failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ProviderError {
+    /// The key was refused (401/403).
+    #[error("the model endpoint refused the API key ({status}): {message}; check the provider's api_key_env")]
+    Unauthorized {
+        /// HTTP status.
+        status: u16,
+        /// The endpoint's message.
+        message: String,
+    },
+    /// Too many requests (429); retry after this many seconds, when the endpoint said.
+    #[error("the model endpoint is rate limiting (429){}: {message}", retry_after.map(|s| format!(", retry after {s} s")).unwrap_or_default())]
+    RateLimited {
+        /// `Retry-After`, in seconds.
+        retry_after: Option<u64>,
+        /// The endpoint's message.
+        message: String,
+    },
+    /// The conversation is longer than the model's context.
+    #[error("the conversation is too long for the model's context: {0}")]
+    ContextTooLong(String),
+    /// The endpoint failed (5xx).
+    #[error("the model endpoint failed ({status}): {message}")]
+    Server {
+        /// HTTP status.
+        status: u16,
+        /// The endpoint's message.
+        message: String,
+    },
+    /// Any other refusal (4xx).
+    #[error("the model endpoint refused the request ({status}): {message}")]
+    Rejected {
+        /// HTTP status.
+        status: u16,
+        /// The endpoint's message.
+        message: String,
+    },
+    /// The answer could not be understood.
+    #[error("the model endpoint's answer is malformed: {0}")]
+    Malformed(String),
+    /// The request did not get through.
+    #[error("the model endpoint could not be reached: {0}")]
+    Transport(String),
+}
+
+impl ProviderError {
+    /// Whether asking again may help (429 and 5xx).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Self::RateLimited { .. } | Self::Server { .. })
+    }
+
+    /// The error for an HTTP status and body that are not a success.
+    pub fn from_status(status: u16, headers: &[crate::protocol::Header], body: &[u8]) -> Self {
+        let text = String::from_utf8_lossy(body);
+        let message = serde_json::from_slice::<Value>(body)
+            .ok()
+            .and_then(|v| v.pointer("/error/message").and_then(Value::as_str).map(str::to_owned))
+            .unwrap_or_else(|| text.chars().take(500).collect());
+        let lower = message.to_lowercase();
+        match status {
+            401 | 403 => Self::Unauthorized { status, message },
+            429 => Self::RateLimited {
+                retry_after: headers
+                    .iter()
+                    .find(|h| h.name.eq_ignore_ascii_case("retry-after"))
+                    .and_then(|h| h.value.trim().parse().ok()),
+                message,
+            },
+            400 | 413 if lower.contains("context") || lower.contains("too long") || lower.contains("maximum") => {
+                Self::ContextTooLong(message)
+            }
+            500..=599 => Self::Server { status, message },
+            _ => Self::Rejected { status, message },
+        }
+    }
+}
