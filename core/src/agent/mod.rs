@@ -4,6 +4,7 @@
 //! answers without tool calls or the round limit is reached. No I/O of its own: it runs natively
 //! and on wasm32. Library only so far: `jp query` and the playground's agent panel are to come.
 
+pub mod anthropic;
 pub mod openai;
 pub mod turn;
 
