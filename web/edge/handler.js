@@ -19,7 +19,8 @@ const MAX_POOLS = 32;
 
 /** Largest request body accepted (bytes); larger ones get 413. */
 export const MAX_BODY = 8 << 20;
-const PROJECT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+/** A project id: 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit. */
+export const PROJECT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 const json = (status, value, headers = {}) =>
   new Response(JSON.stringify(value), { status, headers: { 'content-type': 'application/json', ...headers } });

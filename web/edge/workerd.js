@@ -3,7 +3,7 @@
 // Durable Object (one per project id, SQLite-backed storage): the worker routes each call that
 // names a project to it, so the project's calls run there one at a time.
 import { DurableObject } from 'cloudflare:workers';
-import { createHandler, DEADLINE_MS, MAX_BODY } from './handler.js';
+import { createHandler, DEADLINE_MS, MAX_BODY, PROJECT_ID } from './handler.js';
 import { FAULT_TOOLS } from './common.js';
 import jp from '../../www/pkg/jp_web_bg.wasm';
 import * as fsModule from '../../www/components/fs/fs.js';
@@ -67,7 +67,7 @@ export default {
       try { project = JSON.parse(text)?.project ?? null; } catch { project = null; }
       forward = new Request(request.url, { method: 'POST', headers: request.headers, body: text });
     }
-    if (typeof project === 'string' && /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(project)) {
+    if (typeof project === 'string' && PROJECT_ID.test(project)) {
       return env.PROJECT.get(env.PROJECT.idFromName(project)).fetch(forward);
     }
     return local.fetch(forward);

@@ -6,12 +6,10 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::{Message, Model, ModelReply, ProviderError, Role, ToolCallRequest, ToolSpec};
-use crate::host::{HttpClient, HttpMethod, HttpRequest};
+use crate::host::HttpClient;
 use crate::maybe::BoxFuture;
 use crate::protocol::Header;
 
-/// Largest answer read from the endpoint.
-const MAX_BODY: usize = 16 << 20;
 /// The API version sent.
 const VERSION: &str = "2023-06-01";
 
@@ -179,25 +177,14 @@ impl Model for Anthropic {
         tools: &'a [ToolSpec],
     ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
         Box::pin(async move {
-            let mut headers = vec![
-                Header { name: "content-type".into(), value: "application/json".into() },
-                Header { name: "anthropic-version".into(), value: VERSION.into() },
-            ];
+            let mut headers = vec![Header { name: "anthropic-version".into(), value: VERSION.into() }];
             if let Some(key) = &self.api_key {
                 headers.push(Header { name: "x-api-key".into(), value: key.clone() });
             }
-            let request = HttpRequest {
-                method: HttpMethod::Post,
-                url: format!("{}/v1/messages", self.base_url.trim_end_matches('/')),
-                headers,
-                body: request_body(&self.model, self.max_tokens, messages, tools, self.stream).to_string().into_bytes(),
-                max_body: MAX_BODY,
-            };
-            let response = self.http.send(request).await.map_err(|e| ProviderError::Transport(e.to_string()))?;
-            if !(200..300).contains(&response.status) {
-                return Err(ProviderError::from_status(response.status, &response.headers, &response.body));
-            }
-            if self.stream { parse_stream(&response.body) } else { parse_response(&response.body) }
+            let url = format!("{}/v1/messages", self.base_url.trim_end_matches('/'));
+            let body = request_body(&self.model, self.max_tokens, messages, tools, self.stream);
+            super::post_json(&*self.http, url, headers, &body, if self.stream { parse_stream } else { parse_response })
+                .await
         })
     }
 }

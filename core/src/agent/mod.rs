@@ -181,3 +181,29 @@ impl ProviderError {
         }
     }
 }
+
+/// POST `body` as JSON to `url` with `headers` (plus the JSON content type): a status other
+/// than 2xx becomes its [`ProviderError`], a 2xx body is read by `parse`. Shared by the providers.
+async fn post_json(
+    http: &dyn crate::host::HttpClient,
+    url: String,
+    mut headers: Vec<crate::protocol::Header>,
+    body: &Value,
+    parse: fn(&[u8]) -> Result<ModelReply, ProviderError>,
+) -> Result<ModelReply, ProviderError> {
+    /// Largest answer read from the endpoint.
+    const MAX_BODY: usize = 16 << 20;
+    headers.insert(0, crate::protocol::Header { name: "content-type".into(), value: "application/json".into() });
+    let request = crate::host::HttpRequest {
+        method: crate::host::HttpMethod::Post,
+        url,
+        headers,
+        body: body.to_string().into_bytes(),
+        max_body: MAX_BODY,
+    };
+    let response = http.send(request).await.map_err(|e| ProviderError::Transport(e.to_string()))?;
+    if !(200..300).contains(&response.status) {
+        return Err(ProviderError::from_status(response.status, &response.headers, &response.body));
+    }
+    parse(&response.body)
+}

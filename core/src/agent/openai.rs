@@ -7,12 +7,9 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use super::{Message, Model, ModelReply, ProviderError, Role, ToolCallRequest, ToolSpec};
-use crate::host::{HttpClient, HttpMethod, HttpRequest};
+use crate::host::HttpClient;
 use crate::maybe::BoxFuture;
 use crate::protocol::Header;
-
-/// Largest answer read from the endpoint.
-const MAX_BODY: usize = 16 << 20;
 
 /// A Chat Completions endpoint.
 pub struct OpenAi {
@@ -163,22 +160,14 @@ impl Model for OpenAi {
         tools: &'a [ToolSpec],
     ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
         Box::pin(async move {
-            let mut headers = vec![Header { name: "content-type".into(), value: "application/json".into() }];
-            if let Some(key) = &self.api_key {
-                headers.push(Header { name: "authorization".into(), value: format!("Bearer {key}") });
-            }
-            let request = HttpRequest {
-                method: HttpMethod::Post,
-                url: format!("{}/chat/completions", self.base_url.trim_end_matches('/')),
-                headers,
-                body: request_body(&self.model, messages, tools, self.stream).to_string().into_bytes(),
-                max_body: MAX_BODY,
+            let headers = match &self.api_key {
+                Some(key) => vec![Header { name: "authorization".into(), value: format!("Bearer {key}") }],
+                None => Vec::new(),
             };
-            let response = self.http.send(request).await.map_err(|e| ProviderError::Transport(e.to_string()))?;
-            if !(200..300).contains(&response.status) {
-                return Err(ProviderError::from_status(response.status, &response.headers, &response.body));
-            }
-            if self.stream { parse_stream(&response.body) } else { parse_response(&response.body) }
+            let url = format!("{}/chat/completions", self.base_url.trim_end_matches('/'));
+            let body = request_body(&self.model, messages, tools, self.stream);
+            super::post_json(&*self.http, url, headers, &body, if self.stream { parse_stream } else { parse_response })
+                .await
         })
     }
 }

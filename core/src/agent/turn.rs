@@ -131,31 +131,33 @@ fn join_all<T>(futures: Vec<BoxFuture<'_, T>>) -> JoinAll<'_, T> {
     JoinAll { futures: futures.into_iter().map(Some).collect(), outputs: (0..n).map(|_| None).collect() }
 }
 
+/// What a turn runs with: the model, the tools, the platform's timer, the cancellation token
+/// and where its events go.
+pub struct Turn<'a> {
+    /// The model asked.
+    pub model: &'a dyn Model,
+    /// The tools it may call.
+    pub tools: &'a dyn TurnTools,
+    /// Limits and retries.
+    pub options: &'a TurnOptions,
+    /// Waiting between retries.
+    pub sleep: &'a dyn Sleep,
+    /// Cancels the turn (and is handed to every tool call).
+    pub cancel: &'a CancellationToken,
+    /// Receives every [`TurnEvent`].
+    pub on_event: &'a (dyn Fn(&TurnEvent) + Send + Sync),
+}
+
 /// Run one turn on `messages` (the conversation so far, ending with the user's message); the
 /// model's messages and the tool results are appended to it. Returns the model's final text.
-pub async fn run_turn(
-    model: &dyn Model,
-    tools: &dyn TurnTools,
-    messages: &mut Vec<Message>,
-    options: &TurnOptions,
-    sleep: &dyn Sleep,
-    cancel: &CancellationToken,
-    on_event: &(dyn Fn(&TurnEvent) + Send + Sync),
-) -> Result<String, TurnError> {
-    let result = turn_rounds(model, tools, messages, options, sleep, cancel, on_event).await;
-    tools.end_turn().await;
+pub async fn run_turn(turn: &Turn<'_>, messages: &mut Vec<Message>) -> Result<String, TurnError> {
+    let result = turn_rounds(turn, messages).await;
+    turn.tools.end_turn().await;
     result
 }
 
-async fn turn_rounds(
-    model: &dyn Model,
-    tools: &dyn TurnTools,
-    messages: &mut Vec<Message>,
-    options: &TurnOptions,
-    sleep: &dyn Sleep,
-    cancel: &CancellationToken,
-    on_event: &(dyn Fn(&TurnEvent) + Send + Sync),
-) -> Result<String, TurnError> {
+async fn turn_rounds(turn: &Turn<'_>, messages: &mut Vec<Message>) -> Result<String, TurnError> {
+    let Turn { model, tools, options, sleep, cancel, on_event } = *turn;
     let specs = tools.specs();
     for round in 1..=options.max_rounds {
         let mut attempt = 0;
@@ -287,9 +289,10 @@ mod tests {
         let mut messages = vec![Message::text(Role::User, "hi")];
         let events = Mutex::new(Vec::new());
         let sleep = NoSleep(Mutex::default());
-        let r = block_on(run_turn(model, tools, &mut messages, options, &sleep, &CancellationToken::new(), &|e| {
-            events.lock().unwrap().push(e.clone());
-        }));
+        let on_event = |e: &TurnEvent| events.lock().unwrap().push(e.clone());
+        let cancel = CancellationToken::new();
+        let turn = Turn { model, tools, options, sleep: &sleep, cancel: &cancel, on_event: &on_event };
+        let r = block_on(run_turn(&turn, &mut messages));
         (r, messages, events.into_inner().unwrap(), sleep.0.into_inner().unwrap())
     }
 
