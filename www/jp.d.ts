@@ -54,7 +54,14 @@ export interface ProjectStorage {
   put(path: string, value: Uint8Array | 'dir'): Promise<void>;
   delete(path: string): Promise<void>;
   list(): Promise<Iterable<[string, Uint8Array | 'dir']>>;
-  batch(ops: { path: string; value: Uint8Array | null }[]): Promise<void>;
+  /** Apply these writes (`value` set) and deletions (`value` null) atomically. With `expected`
+   * (a `version()` reading), apply them only if the version is still that, else apply nothing
+   * and throw an error whose `name` is "ProjectChanged". */
+  batch(ops: { path: string; value: Uint8Array | null }[], expected?: string | number): Promise<void>;
+  /** Optional: a value that every change to the project (by anyone) moves. With it, a host
+   * keeps its copy of the project between calls while the version holds, and its commits are
+   * refused when somebody else wrote in between. */
+  version?(): Promise<string | number>;
 }
 
 /** Limits of every component call: its deadline (default 30 s), and the memory cap the engine

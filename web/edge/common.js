@@ -2,22 +2,34 @@
 // edge function serves.
 //
 // ProjectStorage implementations (the interface is in www/jp.d.ts): keys are workspace paths,
-// values a file's bytes or "dir"; `batch` applies all its operations or none.
+// values a file's bytes or "dir"; `batch` applies all its operations or none, and refuses a
+// stale `expected` version with a ProjectChanged error.
 
-/** Projects in memory, for the life of the process (Node). */
+/** The error a storage throws when a batch's expected version is no longer the project's. */
+export function projectChanged() {
+  const e = new Error('the project changed while the call ran (another request wrote to it); nothing of this call was stored: call again');
+  e.name = 'ProjectChanged';
+  return e;
+}
+
+/** Projects in memory, for the life of the process (Node). Each has a counter as its version. */
 export function memoryStorage() {
   const projects = new Map();
   return (id) => {
-    if (!projects.has(id)) projects.set(id, new Map());
-    const files = projects.get(id);
+    if (!projects.has(id)) projects.set(id, { files: new Map(), version: 0 });
+    const project = projects.get(id);
+    const { files } = project;
     return {
       get: async (path) => files.get(path),
-      put: async (path, value) => { files.set(path, value); },
-      delete: async (path) => { files.delete(path); },
+      put: async (path, value) => { files.set(path, value); project.version++; },
+      delete: async (path) => { files.delete(path); project.version++; },
       list: async () => [...files.entries()],
+      version: async () => project.version,
       // One synchronous pass: nothing can interleave, so it is atomic.
-      batch: async (ops) => {
+      batch: async (ops, expected) => {
+        if (expected !== undefined && expected !== project.version) throw projectChanged();
         for (const { path, value } of ops) value === null ? files.delete(path) : files.set(path, value);
+        project.version++;
       },
     };
   };

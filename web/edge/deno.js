@@ -2,15 +2,20 @@
 // edge -- --engine deno`). Projects live in Deno KV (a local SQLite file, JP_EDGE_KV; on Deno
 // Deploy the managed KV). JP_EDGE_TOKEN enables /mcp.
 import { createHandler, DEADLINE_MS } from './handler.js';
+import { projectChanged } from './common.js';
 import { compiledModules } from './modules.mjs';
 
 /** KV values are at most 64 KiB: a file is kept in chunks of this many bytes. */
 const CHUNK = 60 * 1024;
 
 /** Projects in Deno KV: `[jp, id, "meta", path]` → {dir}, {data} (a file up to 60 KiB) or
- * {chunks} with `[jp, id, "data", path, i]` → bytes. `batch` is one atomic KV commit. */
+ * {chunks} with `[jp, id, "data", path, i]` → bytes. Every write is one atomic KV commit that
+ * also sets `[jp, id, "version"]`: that key's versionstamp is the project's version, and a
+ * batch with an expected version checks it in the same commit (isolates writing one project on
+ * Deno Deploy cannot silently lose each other's writes). */
 export function kvStorage(kv) {
   return (id) => {
+    const versionKey = ['jp', id, 'version'];
     const meta = (path) => ['jp', id, 'meta', path];
     const data = (path, i) => ['jp', id, 'data', path, i];
     async function read(path, m) {
@@ -33,9 +38,12 @@ export function kvStorage(kv) {
       for (let i = 0; i < chunks; i++) op.set(data(path, i), value.slice(i * CHUNK, (i + 1) * CHUNK));
       op.set(meta(path), { chunks });
     }
-    const commit = async (op) => {
+    // `expected`: a version() reading ('none' before the first write), checked atomically.
+    const commit = async (op, expected) => {
+      if (expected !== undefined) op.check({ key: versionKey, versionstamp: expected === 'none' ? null : expected });
+      op.set(versionKey, true);
       const r = await op.commit();
-      if (!r.ok) throw new Error('Deno KV refused the commit');
+      if (!r.ok) throw expected !== undefined ? projectChanged() : new Error('Deno KV refused the commit');
     };
     return {
       get: async (path) => {
@@ -49,10 +57,11 @@ export function kvStorage(kv) {
         for await (const e of kv.list({ prefix: ['jp', id, 'meta'] })) out.push([e.key[3], await read(e.key[3], e.value)]);
         return out;
       },
-      batch: async (ops) => {
+      version: async () => (await kv.get(versionKey)).versionstamp ?? 'none',
+      batch: async (ops, expected) => {
         const op = kv.atomic();
         for (const { path, value } of ops) await stage(op, path, value);
-        await commit(op);
+        await commit(op, expected);
       },
     };
   };

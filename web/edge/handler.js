@@ -14,11 +14,15 @@ import { answer, errors } from './mcp.js';
 /** A tool call's deadline at the edge unless JP_EDGE_DEADLINE_MS says otherwise (ms). */
 export const DEADLINE_MS = 10_000;
 
-/** Projects whose component instances are kept for their next calls. */
-const MAX_POOLS = 32;
+/** Projects whose host (component instances, policy, copy of the files) is kept for their next
+ * calls; the least recently used beyond this many are dropped. */
+const MAX_KEPT = 32;
 
 /** Largest request body accepted (bytes); larger ones get 413. */
 export const MAX_BODY = 8 << 20;
+/** An oversized body is still read (and thrown away) up to this many bytes, so that the client,
+ * still sending, receives the 413 instead of a reset connection. */
+const DRAIN_MAX = 64 << 20;
 /** A project id: 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit. */
 export const PROJECT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
@@ -34,16 +38,35 @@ function sameSecret(a, b) {
   return diff === 0;
 }
 
-/** The body as text, refused above `MAX_BODY` (whatever Content-Length says). */
-async function bodyText(request) {
-  const declared = Number(request.headers.get('content-length') ?? 0);
-  if (declared > MAX_BODY) return { tooLarge: true };
-  const bytes = new Uint8Array(await request.arrayBuffer());
-  if (bytes.length > MAX_BODY) return { tooLarge: true };
+/**
+ * The body as text, read as a stream and refused above `MAX_BODY` (whatever Content-Length
+ * says): `{ text }` or `{ tooLarge: true }`. A chunked body is never held whole past the limit.
+ */
+export async function bodyText(request) {
+  if (!request.body) return { text: '' };
+  let tooBig = Number(request.headers.get('content-length') ?? 0) > MAX_BODY;
+  const reader = request.body.getReader();
+  const chunks = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.length;
+    tooBig ||= size > MAX_BODY;
+    if (!tooBig) chunks.push(value);
+    else if (size > DRAIN_MAX) { await reader.cancel(); break; }
+  }
+  if (tooBig) return { tooLarge: true };
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) { bytes.set(c, at); at += c.length; }
   return { text: new TextDecoder().decode(bytes) };
 }
 
-const tooLarge = () => json(413, { error: `the request body is larger than ${MAX_BODY} bytes; send fewer or smaller files` });
+export const tooLarge = () => json(413, { error: `the request body is larger than ${MAX_BODY} bytes; send fewer or smaller files` });
+
+/** A stale commit (another writer moved the project during the call): 409, nothing stored. */
+const isProjectChanged = (e) => e?.name === 'ProjectChanged';
 
 /**
  * The edge function. `options`:
@@ -54,35 +77,47 @@ const tooLarge = () => json(413, { error: `the request body is larger than ${MAX
  *   engine keeps none;
  * - `token`: the bearer token `/mcp` requires (no token: `/mcp` answers 503);
  * - `policy`: the policy of `/mcp` calls (TOML; empty: the workspace read-write, nothing else);
- * - `bench`: also serve `GET /__bare?project=ID&path=P`, the file straight from storage with
- *   no jp at all — the benchmark's baseline on the same engine (JP_EDGE_BENCH=1);
+ * - `bench`: also serve `POST /__bare` with `{project, path}`, answering `{val}`: the file
+ *   straight from storage with no jp at all, for the same request shape as a call — the
+ *   benchmark's baseline on the same engine (JP_EDGE_BENCH=1);
  * - `limits`: `{ deadlineMs, memoryMiB }`: each call's deadline, and the memory cap the engine
  *   was started with (see edge.mjs).
  */
 export function createHandler({ jp, components, storage = () => null, token = '', policy = '', limits = {}, bench = false }) {
   let described = null; // the tools each component described, once
   const queues = new Map(); // project id → the tail of its calls: one at a time per project
-  // project id → its live component instances, reused by its next calls (never across
-  // projects); the least recently used projects' are dropped.
-  const pools = new Map();
-  const pool = (project) => {
-    if (!project) return null;
-    const p = pools.get(project) ?? new Map();
-    pools.delete(project);
-    pools.set(project, p);
-    if (pools.size > MAX_POOLS) pools.delete(pools.keys().next().value);
-    return p;
-  };
+  // project id → its host, kept for its next calls (never shared across projects): its
+  // component instances, its policy and its copy of the files (reused while the storage's
+  // version holds). The least recently used beyond MAX_KEPT are dropped.
+  const kept = new Map();
 
-  async function host(policyText, projectStorage, project) {
+  async function newHost(policyText, projectStorage, instances) {
     await loadJp(jp);
-    const h = await Host.create({ db: null, policy: policyText, storage: projectStorage, limits, instances: pool(project) });
+    const h = await Host.create({ db: null, policy: policyText, storage: projectStorage, limits, instances });
     const first = described === null;
     if (first) described = {};
     for (const [name, c] of Object.entries(components)) {
       const tools = await h.registerComponent(name, c.module, c.cores, first ? (c.tools ?? null) : described[name]);
       if (first) described[name] = h.listTools().filter((t) => tools.includes(t.name));
     }
+    return h;
+  }
+
+  /** The host of a call: a fresh one without a project, else the project's kept one. */
+  async function host(policyText, project) {
+    if (project === undefined || project === null) return newHost(policyText, null, null);
+    let entry = kept.get(project);
+    if (entry) {
+      kept.delete(project);
+    } else {
+      const storage = await projectStorage(project);
+      entry = newHost('', storage, new Map());
+      entry.catch(() => { if (kept.get(project) === entry) kept.delete(project); });
+    }
+    kept.set(project, entry);
+    if (kept.size > MAX_KEPT) kept.delete(kept.keys().next().value);
+    const h = await entry;
+    if (h.policyText !== policyText) h.setPolicy(policyText);
     return h;
   }
 
@@ -125,7 +160,7 @@ export function createHandler({ jp, components, storage = () => null, token = ''
     return serialised(typeof project === 'string' ? project : null, async () => {
       let h;
       try {
-        h = await host(policyText, await projectStorage(project), typeof project === 'string' ? project : null);
+        h = await host(policyText, project);
       } catch (e) {
         return json(400, { error: String(e?.message ?? e) });
       }
@@ -133,8 +168,17 @@ export function createHandler({ jp, components, storage = () => null, token = ''
         return json(404, { error: `no tool '${tool}'; available: ${h.listTools().map((t) => t.name).join(', ')}` });
       }
       const events = [];
-      h.onEvent((e) => events.push(e));
-      const { changed, ...outcome } = await h.callTool(tool, args, { files });
+      const unsubscribe = h.onEvent((e) => events.push(e));
+      let result;
+      try {
+        result = await h.callTool(tool, args, { files });
+      } catch (e) {
+        if (isProjectChanged(e)) return json(409, { error: e.message });
+        throw e;
+      } finally {
+        unsubscribe();
+      }
+      const { changed, ...outcome } = result;
       const reply = { outcome, changed, events };
       if (project == null) {
         // No project: the files live for this request, so they all come back.
@@ -168,14 +212,21 @@ export function createHandler({ jp, components, storage = () => null, token = ''
     return serialised(project, async () => {
       let h;
       try {
-        h = await host(policy, await projectStorage(project ?? undefined), project);
+        h = await host(policy, project);
       } catch (e) {
         return json(400, errors.failure(message?.id, errors.INVALID_REQUEST, String(e?.message ?? e)));
       }
       const session = {
         tools: () => h.listTools(),
         hints: () => h.policyHints(),
-        call: (name, args) => h.callTool(name, args),
+        call: async (name, args) => {
+          try {
+            return await h.callTool(name, args);
+          } catch (e) {
+            if (!isProjectChanged(e)) throw e;
+            return { tag: 'error', val: { message: e.message, trace: [], transient: true }, changed: [] };
+          }
+        },
       };
       const { status, body: out } = await answer(message, session);
       return out === undefined ? new Response(null, { status }) : json(status, out);
@@ -187,9 +238,10 @@ export function createHandler({ jp, components, storage = () => null, token = ''
       const url = new URL(request.url);
       try {
         if (url.pathname === '/mcp') return await mcpRoute(request, url);
-        if (bench && url.pathname === '/__bare') {
-          const value = await (await storage(url.searchParams.get('project'))).get(url.searchParams.get('path'));
-          return value instanceof Uint8Array ? new Response(value) : json(404, { error: 'no such file' });
+        if (bench && url.pathname === '/__bare' && request.method === 'POST') {
+          const { project, path } = JSON.parse((await bodyText(request)).text);
+          const value = await (await storage(project)).get(path);
+          return value instanceof Uint8Array ? json(200, { val: new TextDecoder().decode(value) }) : json(404, { error: 'no such file' });
         }
         if (url.pathname === '/' && request.method === 'POST') return await callRoute(request);
         if (url.pathname === '/' && request.method === 'GET') {

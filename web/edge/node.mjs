@@ -7,10 +7,10 @@ import { createHandler, DEADLINE_MS } from './handler.js';
 import { compiledModules } from './modules.mjs';
 import { memoryStorage } from './common.js';
 
-/** The handler with Node's modules and in-memory projects. */
-export async function nodeHandler({ token = process.env.JP_EDGE_TOKEN ?? '', policy = process.env.JP_EDGE_POLICY ?? '', faults = process.env.JP_EDGE_FAULTS === '1' } = {}) {
+/** The handler with Node's modules and in-memory projects (or `storage`: id → ProjectStorage). */
+export async function nodeHandler({ token = process.env.JP_EDGE_TOKEN ?? '', policy = process.env.JP_EDGE_POLICY ?? '', faults = process.env.JP_EDGE_FAULTS === '1', storage = memoryStorage() } = {}) {
   const { jp, components } = await compiledModules((url) => readFile(url), { faults });
-  return createHandler({ jp, components, storage: memoryStorage(), token, policy, bench: process.env.JP_EDGE_BENCH === '1', limits: { memoryMiB: Number(process.env.JP_EDGE_MEMORY_MIB ?? 0), deadlineMs: Number(process.env.JP_EDGE_DEADLINE_MS || DEADLINE_MS) } });
+  return createHandler({ jp, components, storage, token, policy, bench: process.env.JP_EDGE_BENCH === '1', limits: { memoryMiB: Number(process.env.JP_EDGE_MEMORY_MIB ?? 0), deadlineMs: Number(process.env.JP_EDGE_DEADLINE_MS || DEADLINE_MS) } });
 }
 
 /** Serve `handler` on 127.0.0.1:`port` with node:http. */

@@ -3,8 +3,8 @@
 // Durable Object (one per project id, SQLite-backed storage): the worker routes each call that
 // names a project to it, so the project's calls run there one at a time.
 import { DurableObject } from 'cloudflare:workers';
-import { createHandler, DEADLINE_MS, MAX_BODY, PROJECT_ID } from './handler.js';
-import { FAULT_TOOLS } from './common.js';
+import { bodyText, createHandler, DEADLINE_MS, PROJECT_ID, tooLarge } from './handler.js';
+import { FAULT_TOOLS, projectChanged } from './common.js';
 import jp from '../../www/pkg/jp_web_bg.wasm';
 import * as fsModule from '../../www/components/fs/fs.js';
 import fsCores from '../../www/components/fs/cores.js';
@@ -18,8 +18,11 @@ const components = (env) => ({
 
 const limits = (env) => ({ memoryMiB: Number(env.JP_EDGE_MEMORY_MIB ?? 0), deadlineMs: Number(env.JP_EDGE_DEADLINE_MS || DEADLINE_MS) });
 
-/** A Durable Object's SQLite database as a ProjectStorage; `batch` is one transaction. */
+/** A Durable Object's SQLite database as a ProjectStorage; `batch` is one transaction. The
+ * version is a counter in memory: a Durable Object is the one writer of its storage and the kept
+ * copies live in the same object, so they start again together. */
 function sqlStorage(storage) {
+  let version = 0;
   const { sql } = storage;
   sql.exec('CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, data BLOB, dir INTEGER NOT NULL DEFAULT 0)');
   const value = (r) => (r.dir ? 'dir' : new Uint8Array(r.data));
@@ -30,12 +33,17 @@ function sqlStorage(storage) {
       const [r] = sql.exec('SELECT data, dir FROM files WHERE path = ?', path).toArray();
       return r ? value(r) : undefined;
     },
-    put: async (path, v) => { put(path, v); },
-    delete: async (path) => { del(path); },
+    put: async (path, v) => { put(path, v); version++; },
+    delete: async (path) => { del(path); version++; },
     list: async () => sql.exec('SELECT path, data, dir FROM files').toArray().map((r) => [r.path, value(r)]),
-    batch: async (ops) => storage.transactionSync(() => {
-      for (const { path, value: v } of ops) v === null ? del(path) : put(path, v);
-    }),
+    version: async () => version,
+    batch: async (ops, expected) => {
+      if (expected !== undefined && expected !== version) throw projectChanged();
+      storage.transactionSync(() => {
+        for (const { path, value: v } of ops) v === null ? del(path) : put(path, v);
+      });
+      version++;
+    },
   };
 }
 
@@ -58,14 +66,14 @@ export default {
   async fetch(request, env) {
     local ??= createHandler({ jp, components: components(env), token: env.JP_EDGE_TOKEN ?? '', policy: env.JP_EDGE_POLICY ?? '', limits: limits(env) });
     const url = new URL(request.url);
-    let project = ['/mcp', '/__bare'].includes(url.pathname) ? url.searchParams.get('project') : null;
+    let project = url.pathname === '/mcp' ? url.searchParams.get('project') : null;
     let forward = request;
-    if (url.pathname === '/' && request.method === 'POST') {
+    if (['/', '/__bare'].includes(url.pathname) && request.method === 'POST') {
       // The project is named in the body: read it (bounded), then pass the same text on.
-      if (Number(request.headers.get('content-length') ?? 0) > MAX_BODY) return local.fetch(request);
-      const text = await request.text();
-      try { project = JSON.parse(text)?.project ?? null; } catch { project = null; }
-      forward = new Request(request.url, { method: 'POST', headers: request.headers, body: text });
+      const body = await bodyText(request);
+      if (body.tooLarge) return tooLarge();
+      try { project = JSON.parse(body.text)?.project ?? null; } catch { project = null; }
+      forward = new Request(request.url, { method: 'POST', headers: request.headers, body: body.text });
     }
     if (typeof project === 'string' && PROJECT_ID.test(project)) {
       return env.PROJECT.get(env.PROJECT.idFromName(project)).fetch(forward);

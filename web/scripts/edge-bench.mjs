@@ -1,8 +1,10 @@
 // Edge benchmark (`npm run edge-bench`, part of ./tests/bench): `fs_read_file` on a 100-file
 // project through the jp edge function vs a bare handler that returns the file straight from
 // the same storage, on the same engine (workerd: Durable Object SQLite; Deno: KV; Node:
-// memory). One client, sequential calls, alternating blocks; prints calls/s, p50 and the
-// ratio per engine and `TABLE|…` lines. Asserts nothing about time.
+// memory). Both take the same request (POST, a JSON body naming the project and the file) and
+// answer JSON, so the ratio is what jp adds to an edge function that serves files. One client,
+// sequential calls, alternating blocks; prints calls/s, p50 and the ratio per engine and
+// `TABLE|…` lines. EDGE_ENGINES=deno,node picks engines. Asserts nothing about time.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,7 +18,8 @@ for (let i = 0; i < 100; i++) files[`src/file${i}.txt`] = `${`line ${i} of a sma
 
 const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const rows = [];
-for (const engine of ['workerd', 'deno', 'node']) {
+const engines = (process.env.EDGE_ENGINES ?? 'workerd,deno,node').split(',').map((e) => e.trim()).filter(Boolean);
+for (const engine of engines) {
   const data = mkdtempSync(join(tmpdir(), `jp-edge-bench-${engine}-`));
   const edge = await startEdge({ engine, data, bench: true });
   try {
@@ -30,8 +33,8 @@ for (const engine of ['workerd', 'deno', 'node']) {
     };
     const bare = async () => {
       const path = `src/file${k++ % 100}.txt`;
-      const text = await (await fetch(`${edge.url}__bare?project=bench&path=${encodeURIComponent(path)}`)).text();
-      if (text !== files[path]) throw new Error(`bare answered ${text.slice(0, 200)}`);
+      const r = await (await fetch(`${edge.url}__bare`, { method: 'POST', body: JSON.stringify({ project: 'bench', path }) })).json();
+      if (r.val !== files[path]) throw new Error(`bare answered ${JSON.stringify(r).slice(0, 200)}`);
     };
     const samples = { jp: [], bare: [] };
     for (let i = 0; i < 20; i++) { await viaJp(); await bare(); } // warm-up

@@ -10,7 +10,6 @@
 //! when the call failed. A tool's files are therefore as they were or fully written.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::pin;
 use std::rc::Rc;
@@ -32,7 +31,7 @@ use wasm_bindgen::prelude::*;
 
 use crate::files::IndexedDbProjectFiles;
 use crate::http::{FetchHttpClient, JsInquirer};
-use crate::store::{Changes, ProjectStorage, Snapshot, Store};
+use crate::store::{Changes, JsStore, ProjectStorage, Snapshot, Store};
 
 fn err(e: impl std::fmt::Display) -> JsError {
     JsError::new(&e.to_string())
@@ -138,7 +137,7 @@ impl JpHost {
         // `Arc` because the core's traits take `Arc<dyn ProjectFiles>`; one thread here.
         #[allow(clippy::arc_with_non_send_sync)]
         let store = match (storage, db) {
-            (Some(s), _) => Store::Js(Arc::new(s)),
+            (Some(s), _) => Store::Js(Arc::new(JsStore::new(s))),
             (None, Some(name)) => Store::IndexedDb(Arc::new(IndexedDbProjectFiles::open(&name).await.map_err(err)?)),
             (None, None) => Store::Memory(Arc::new(InMemoryProjectFiles::new())),
         };
@@ -196,7 +195,7 @@ impl JpHost {
     /// as JSON text), decided by the policy and served asynchronously — HTTP through `fetch`,
     /// inquiries through the `setInquirer` callback. Resolves to the JSON-RPC response text
     /// (`{"result":…}` or `{"error":{"code","message"}}`).
-    pub async fn request(&self, tool: String, method: String, params: String) -> Result<String, JsError> {
+    pub async fn request(&self, tool: String, method: String, params: String) -> Result<String, JsValue> {
         let params: Value = serde_json::from_str(&params)
             .map_err(|e| err(format!("the params of {method} are not valid JSON: {e}")))?;
         let snapshot = match self.store.direct() {
@@ -219,8 +218,8 @@ impl JpHost {
         };
         let request = HostRequest::parse(&method, params);
         let line = dispatcher.respond(&Id::Number(id), &method, request, &events).await;
-        if let Some(snapshot) = &snapshot {
-            self.store.commit(snapshot).await?;
+        if let Some(snapshot) = snapshot {
+            self.store.settle(snapshot, Vec::new(), true).await?;
         }
         // The response line minus the envelope: `{"result":…}` or `{"error":{"code","message"}}`.
         let mut v: Value = serde_json::from_slice(&line).map_err(err)?;
@@ -236,7 +235,7 @@ impl JpHost {
     /// Write a file (text or bytes), creating its parents. The host's own file operations are
     /// not a tool's: they are not subject to the policy.
     #[wasm_bindgen(js_name = writeFile)]
-    pub async fn write_file(&self, path: String, content: JsValue) -> Result<(), JsError> {
+    pub async fn write_file(&self, path: String, content: JsValue) -> Result<(), JsValue> {
         let p = WorkspacePath::parse(&path).map_err(err)?;
         let bytes = content_bytes(&content)?;
         self.with_files(async |f| f.write(&p, &bytes).await).await
@@ -244,7 +243,7 @@ impl JpHost {
 
     /// Read a file as text (invalid UTF-8 replaced).
     #[wasm_bindgen(js_name = readFile)]
-    pub async fn read_file(&self, path: String) -> Result<String, JsError> {
+    pub async fn read_file(&self, path: String) -> Result<String, JsValue> {
         let p = WorkspacePath::parse(&path).map_err(err)?;
         let bytes = self.with_files(async |f| f.read(&p).await).await?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
@@ -252,7 +251,7 @@ impl JpHost {
 
     /// Read a file's bytes.
     #[wasm_bindgen(js_name = readFileBytes)]
-    pub async fn read_file_bytes(&self, path: String) -> Result<Uint8Array, JsError> {
+    pub async fn read_file_bytes(&self, path: String) -> Result<Uint8Array, JsValue> {
         let p = WorkspacePath::parse(&path).map_err(err)?;
         let bytes = self.with_files(async |f| f.read(&p).await).await?;
         Ok(Uint8Array::from(bytes.as_slice()))
@@ -260,7 +259,7 @@ impl JpHost {
 
     /// Delete a file.
     #[wasm_bindgen(js_name = deleteFile)]
-    pub async fn delete_file(&self, path: String) -> Result<(), JsError> {
+    pub async fn delete_file(&self, path: String) -> Result<(), JsValue> {
         let p = WorkspacePath::parse(&path).map_err(err)?;
         self.with_files(async |f| f.delete(&p).await).await
     }
@@ -284,7 +283,7 @@ impl JpHost {
     /// Write a call's changes, `{ path: Uint8Array | null }` (null deletes), all together: one
     /// transaction or batch. Returns the paths.
     #[wasm_bindgen(js_name = commitChanges)]
-    pub async fn commit_changes(&self, changes: Object) -> Result<Vec<String>, JsError> {
+    pub async fn commit_changes(&self, changes: Object) -> Result<Vec<String>, JsValue> {
         let mut list = Vec::new();
         for entry in Object::entries(&changes).iter() {
             let entry = Array::from(&entry);
@@ -349,14 +348,14 @@ impl JpHost {
     async fn with_files<T>(
         &self,
         op: impl AsyncFnOnce(Arc<dyn ProjectFiles>) -> jp_core::files::FilesResult<T>,
-    ) -> Result<T, JsError> {
+    ) -> Result<T, JsValue> {
         if let Some(files) = self.store.direct() {
-            return op(files).await.map_err(err);
+            return Ok(op(files).await.map_err(err)?);
         }
         let snapshot = self.store.snapshot().await?;
-        let out = op(snapshot.files.clone()).await.map_err(err)?;
-        self.store.commit(&snapshot).await?;
-        Ok(out)
+        let out = op(snapshot.files.clone()).await;
+        self.store.settle(snapshot, Vec::new(), out.is_ok()).await?;
+        Ok(out.map_err(err)?)
     }
 }
 
@@ -588,15 +587,10 @@ impl CallSession {
     /// End the call. With `commit`, every change (the caller's `files` and the tool's) is
     /// written back in one transaction and the paths the tool changed are returned; without,
     /// nothing is written.
-    pub async fn finish(self, commit: bool) -> Result<Vec<String>, JsError> {
-        if !commit {
-            return Ok(Vec::new());
-        }
-        let tool = self.snapshot.take_changes();
-        let changed: Vec<String> = tool.iter().map(|(p, _)| p.as_str().to_owned()).collect();
-        let mut all: BTreeMap<WorkspacePath, Option<Vec<u8>>> = self.seeded.into_iter().collect();
-        all.extend(tool);
-        self.store.commit_changes(all.into_iter().collect()).await?;
-        Ok(changed)
+    ///
+    /// A versioned storage that another writer changed since the snapshot was read refuses
+    /// the commit: the error's `name` is then "ProjectChanged" and nothing is written.
+    pub async fn finish(self, commit: bool) -> Result<Vec<String>, JsValue> {
+        self.store.settle(self.snapshot, self.seeded, commit).await
     }
 }

@@ -2,9 +2,16 @@
 //! [`ProjectStorage`] given by JS (edge functions: a Durable Object, Deno KV, a directory).
 //!
 //! Calls run on a [`Snapshot`]: the project copied into memory, served to the tool, and what
-//! changed written back all together ([`Store::commit`]) — in ONE IndexedDB transaction, or ONE
+//! changed written back all together ([`Store::settle`]) — in ONE IndexedDB transaction, or ONE
 //! `batch` of the JS storage, which must apply it atomically. A failed call commits nothing.
+//!
+//! A JS storage with a `version()` is read once and then kept: the snapshot of a call that
+//! changed nothing serves the next call as long as the storage's version has not moved (another
+//! writer, another isolate) — copying a project out of storage is most of a small call's cost
+//! at the edge. Its commits name the version they were made on, and the storage refuses a stale
+//! one (`ProjectChanged`), so a writer in between is never silently overwritten.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -29,8 +36,14 @@ export interface ProjectStorage {
   delete(path: string): Promise<void>;
   /** Every entry: [path, value] pairs. */
   list(): Promise<Iterable<[string, Uint8Array | "dir"]>>;
-  /** Apply these writes (`value` set) and deletions (`value` null) atomically. */
-  batch(ops: { path: string; value: Uint8Array | null }[]): Promise<void>;
+  /** Apply these writes (`value` set) and deletions (`value` null) atomically. With `expected`
+   * (a `version()` reading), apply them only if the version is still that, else apply nothing
+   * and throw an error whose `name` is "ProjectChanged". */
+  batch(ops: { path: string; value: Uint8Array | null }[], expected?: string | number): Promise<void>;
+  /** Optional: a value that every change to the project (by anyone) moves. With it, a host
+   * keeps its copy of the project between calls while the version holds, and its commits are
+   * refused when somebody else wrote in between. */
+  version?(): Promise<string | number>;
 }"#;
 
 #[wasm_bindgen]
@@ -43,8 +56,14 @@ extern "C" {
     async fn list(this: &ProjectStorage) -> Result<JsValue, JsValue>;
 
     #[wasm_bindgen(method, catch)]
-    async fn batch(this: &ProjectStorage, ops: Array) -> Result<JsValue, JsValue>;
+    async fn batch(this: &ProjectStorage, ops: Array, expected: &JsValue) -> Result<JsValue, JsValue>;
+
+    #[wasm_bindgen(method, catch)]
+    async fn version(this: &ProjectStorage) -> Result<JsValue, JsValue>;
 }
+
+/// The `name` of the error a storage throws when a commit's expected version is stale.
+pub const PROJECT_CHANGED: &str = "ProjectChanged";
 
 fn err(e: impl std::fmt::Display) -> JsError {
     JsError::new(&e.to_string())
@@ -68,6 +87,11 @@ pub struct Snapshot {
     pub files: Arc<InMemoryProjectFiles>,
     /// The files that existed when it was taken (a deletion of anything else is no change).
     existed: BTreeSet<String>,
+    /// The storage's version it was read at (a versioned JS storage only).
+    version: Option<JsValue>,
+    /// `files.generation()` when it was read: while that holds, the copy equals the storage
+    /// as of `version`.
+    generation: u64,
 }
 
 impl Snapshot {
@@ -94,7 +118,44 @@ pub enum Store {
     /// Memory, for the life of the host.
     Memory(Arc<InMemoryProjectFiles>),
     /// The embedder's storage.
-    Js(Arc<ProjectStorage>),
+    Js(Arc<JsStore>),
+}
+
+/// The embedder's storage and, when it is versioned, the copy kept from the last call.
+pub struct JsStore {
+    storage: ProjectStorage,
+    versioned: bool,
+    kept: RefCell<Option<Snapshot>>,
+}
+
+impl JsStore {
+    /// Wrap `storage`; it is versioned when it has a `version` method.
+    pub fn new(storage: ProjectStorage) -> Self {
+        let versioned = js_sys::Reflect::get(&storage, &JsValue::from_str("version")).is_ok_and(|v| v.is_function());
+        Self { storage, versioned, kept: RefCell::new(None) }
+    }
+
+    async fn version(&self) -> Result<Option<JsValue>, JsError> {
+        if !self.versioned {
+            return Ok(None);
+        }
+        self.storage.version().await.map(Some).map_err(|e| js_err("read the project's version", &e))
+    }
+
+    /// The kept copy, when the storage has not moved since it was read.
+    async fn take_kept(&self) -> Result<Option<Snapshot>, JsError> {
+        let Some(kept) = self.kept.borrow_mut().take() else { return Ok(None) };
+        let now = self.version().await?;
+        let same = matches!((&kept.version, &now), (Some(a), Some(b)) if js_sys::Object::is(a, b));
+        Ok((same && kept.files.generation() == kept.generation).then_some(kept))
+    }
+
+    /// Keep `snapshot` for the next call if it still equals the storage as read.
+    fn keep(&self, snapshot: Snapshot) {
+        if self.versioned && snapshot.files.generation() == snapshot.generation {
+            *self.kept.borrow_mut() = Some(snapshot);
+        }
+    }
 }
 
 impl Store {
@@ -127,7 +188,7 @@ impl Store {
                 Ok((m.snapshot(), dirs))
             }
             Store::Js(s) => {
-                let listed = s.list().await.map_err(|e| js_err("list the project", &e))?;
+                let listed = s.storage.list().await.map_err(|e| js_err("list the project", &e))?;
                 let iter = js_sys::try_iter(&listed)
                     .map_err(|e| js_err("list the project", &e))?
                     .ok_or_else(|| err("the project storage's list() did not return an iterable of [path, value]"))?;
@@ -150,35 +211,73 @@ impl Store {
         }
     }
 
-    /// Copy the project into memory.
+    /// The project in memory: the copy kept from the last call while the storage has not moved,
+    /// else a fresh one.
     pub async fn snapshot(&self) -> Result<Snapshot, JsError> {
+        let version = match self {
+            Store::Js(s) => {
+                if let Some(kept) = s.take_kept().await? {
+                    return Ok(kept);
+                }
+                s.version().await?
+            }
+            _ => None,
+        };
         let (files, dirs) = self.contents().await?;
         let existed = files.keys().cloned().collect();
         let copy = Arc::new(InMemoryProjectFiles::with_files(files).map_err(err)?);
         for d in &dirs {
             copy.create_dir(&WorkspacePath::parse(d).map_err(err)?).map_err(err)?;
         }
-        Ok(Snapshot { files: copy, existed })
+        // What was read is not a change to write back.
+        copy.take_touched();
+        let generation = copy.generation();
+        Ok(Snapshot { files: copy, existed, version, generation })
     }
 
-    /// Write what changed in `snapshot` since its last changes were taken back, all together;
-    /// returns the changed paths.
-    pub async fn commit(&self, snapshot: &Snapshot) -> Result<Vec<String>, JsError> {
-        self.commit_changes(snapshot.take_changes()).await
-    }
-
-    /// Write `changes` back, all together; returns their paths.
-    pub async fn commit_changes(&self, changes: Changes) -> Result<Vec<String>, JsError> {
-        if !changes.is_empty() {
-            self.apply(&changes).await?;
+    /// End the work on `snapshot`. With `commit`, `extra` (changes made before the work, such
+    /// as a call's seeded files) and what the work changed are written back all together, on
+    /// the version the snapshot was read at; without, nothing is written. Returns the paths the
+    /// work changed. A snapshot that is still what was read is kept for the next call.
+    ///
+    /// The error is the storage's own when it refused a stale commit (`name` "ProjectChanged"),
+    /// so that callers can tell it apart.
+    pub async fn settle(&self, snapshot: Snapshot, extra: Changes, commit: bool) -> Result<Vec<String>, JsValue> {
+        if !commit {
+            self.keep(snapshot);
+            return Ok(Vec::new());
         }
-        Ok(changes.into_iter().map(|(p, _)| p.as_str().to_owned()).collect())
+        let work = snapshot.take_changes();
+        let changed: Vec<String> = work.iter().map(|(p, _)| p.as_str().to_owned()).collect();
+        let mut all: BTreeMap<WorkspacePath, Option<Vec<u8>>> = extra.into_iter().collect();
+        all.extend(work);
+        if all.is_empty() {
+            self.keep(snapshot);
+        } else {
+            // Not kept: the storage keeps no empty directories, so after a write a fresh read
+            // may differ from this copy.
+            let all: Changes = all.into_iter().collect();
+            self.write(&all, snapshot.version.as_ref()).await?;
+        }
+        Ok(changed)
     }
 
-    /// Apply changes (`None` deletes) all together.
-    pub async fn apply(&self, changes: &[(WorkspacePath, Option<Vec<u8>>)]) -> Result<(), JsError> {
+    fn keep(&self, snapshot: Snapshot) {
+        if let Store::Js(s) = self {
+            s.keep(snapshot);
+        }
+    }
+
+    /// Apply changes (`None` deletes) all together, whatever the storage's version.
+    pub async fn apply(&self, changes: &[(WorkspacePath, Option<Vec<u8>>)]) -> Result<(), JsValue> {
+        self.write(changes, None).await
+    }
+
+    /// Apply changes (`None` deletes) all together; on a JS storage only if its version is
+    /// still `expected` (when given).
+    async fn write(&self, changes: &[(WorkspacePath, Option<Vec<u8>>)], expected: Option<&JsValue>) -> Result<(), JsValue> {
         match self {
-            Store::IndexedDb(d) => d.write_all(changes).await.map_err(err),
+            Store::IndexedDb(d) => Ok(d.write_all(changes).await.map_err(err)?),
             Store::Memory(m) => {
                 // Single-threaded and every operation completes at once: nothing interleaves.
                 for (path, content) in changes {
@@ -200,7 +299,10 @@ impl Store {
                         JsValue::from(op)
                     })
                     .collect();
-                s.batch(ops).await.map_err(|e| js_err("store the changes", &e))?;
+                s.storage.batch(ops, expected.unwrap_or(&JsValue::UNDEFINED)).await.map_err(|e| {
+                    let name = js_sys::Reflect::get(&e, &JsValue::from_str("name")).ok().and_then(|n| n.as_string());
+                    if name.as_deref() == Some(PROJECT_CHANGED) { e } else { js_err("store the changes", &e).into() }
+                })?;
                 Ok(())
             }
         }

@@ -4,6 +4,7 @@
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { nodeHandler } from '../edge/node.mjs';
+import { memoryStorage } from '../edge/common.js';
 
 let handler;
 before(async () => { handler = await nodeHandler({ token: '' }); });
@@ -58,4 +59,59 @@ test('bad requests get a clear 4xx', async () => {
   const badPolicy = await call({ tool: 'fs_read_file', policy: '[access]\nfilesystem = 3', files });
   assert.equal(badPolicy.status, 400);
   assert.match(badPolicy.body.error, /policy/);
+});
+
+test('the kept copy of a project follows the storage version', async () => {
+  const inner = memoryStorage();
+  let lists = 0;
+  let beforeBatch = null; // a write by somebody else, landing between a call's read and its commit
+  const storage = (id) => {
+    const s = inner(id);
+    return {
+      ...s,
+      list: async () => { lists++; return s.list(); },
+      batch: async (ops, expected) => {
+        const other = beforeBatch;
+        beforeBatch = null;
+        if (other) await other(s);
+        return s.batch(ops, expected);
+      },
+    };
+  };
+  const h = await nodeHandler({ token: '', storage });
+  const call = async (body) => {
+    const res = await h.fetch(new Request('http://127.0.0.1/', { method: 'POST', body: JSON.stringify({ project: 'kept', ...body }) }));
+    return { status: res.status, body: await res.json() };
+  };
+  const read = async (path) => (await call({ tool: 'fs_read_file', args: { path } })).body.outcome;
+  const text = (s) => new TextEncoder().encode(s);
+
+  assert.equal((await call({ tool: 'fs_create_file', args: { path: 'a.txt', content: 'one\n' } })).body.outcome.tag, 'success');
+  lists = 0;
+  for (let i = 0; i < 3; i++) assert.equal((await read('a.txt')).val, 'one\n');
+  assert.equal(lists, 1, 'three reads of an unchanged project list the storage once');
+
+  // Another writer's put and delete are seen by the next call.
+  await inner('kept').put('b.txt', text('two\n'));
+  assert.equal((await read('b.txt')).val, 'two\n');
+  await inner('kept').delete('b.txt');
+  assert.equal((await read('b.txt')).tag, 'error');
+
+  // A write landing between the call's read and its commit: 409, nothing of the call stored.
+  beforeBatch = (s) => s.put('c.txt', text('other\n'));
+  const stale = await call({ tool: 'fs_create_file', args: { path: 'd.txt', content: 'mine\n' } });
+  assert.equal(stale.status, 409, JSON.stringify(stale.body));
+  assert.match(stale.body.error, /changed while the call ran.*call again/);
+  const stored = new Map(await inner('kept').list());
+  assert.ok(stored.has('c.txt') && stored.has('a.txt'));
+  assert.ok(!stored.has('d.txt'), 'the refused call stored nothing');
+  assert.equal((await read('d.txt')).tag, 'error');
+
+  // A failed call keeps the copy too.
+  await inner('kept').put('e.txt', text('five\n'));
+  lists = 0;
+  assert.equal((await read('missing.txt')).tag, 'error');
+  assert.equal((await read('e.txt')).val, 'five\n');
+  assert.equal((await read('c.txt')).val, 'other\n');
+  assert.equal(lists, 1, 'a failed read lists the moved storage once and leaves its copy to the next calls');
 });
