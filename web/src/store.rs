@@ -275,7 +275,11 @@ impl Store {
 
     /// Apply changes (`None` deletes) all together; on a JS storage only if its version is
     /// still `expected` (when given).
-    async fn write(&self, changes: &[(WorkspacePath, Option<Vec<u8>>)], expected: Option<&JsValue>) -> Result<(), JsValue> {
+    async fn write(
+        &self,
+        changes: &[(WorkspacePath, Option<Vec<u8>>)],
+        expected: Option<&JsValue>,
+    ) -> Result<(), JsValue> {
         match self {
             Store::IndexedDb(d) => Ok(d.write_all(changes).await.map_err(err)?),
             Store::Memory(m) => {

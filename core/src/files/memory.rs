@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
-use super::{grep, FilesError, FilesResult, GrepQuery, Metadata, ProjectFiles};
+use super::{FilesError, FilesResult, GrepQuery, Metadata, ProjectFiles, grep};
 use crate::maybe::BoxFuture;
 use crate::policy::WorkspacePath;
 use crate::protocol::{DirEntry, EntryKind, GrepFileMatch};
