@@ -145,8 +145,14 @@ pub struct Turn<'a> {
     /// Cancels the turn (and is handed to every tool call).
     pub cancel: &'a CancellationToken,
     /// Receives every [`TurnEvent`].
-    pub on_event: &'a (dyn Fn(&TurnEvent) + Send + Sync),
+    pub on_event: &'a dyn OnTurnEvent,
 }
+
+/// Where a turn's events go: any `Fn(&TurnEvent)` — `Send + Sync` natively, anything on wasm32
+/// (a page's JS callback is neither).
+pub trait OnTurnEvent: Fn(&TurnEvent) + MaybeSend + MaybeSync {}
+
+impl<F: Fn(&TurnEvent) + MaybeSend + MaybeSync> OnTurnEvent for F {}
 
 /// Run one turn on `messages` (the conversation so far, ending with the user's message); the
 /// model's messages and the tool results are appended to it. Returns the model's final text.
