@@ -1,9 +1,12 @@
-// The playground: files in IndexedDB, the fs tools as a jco component, the policy editor and a
-// live log of every host request with its decision. For automation, `window.jpHost` offers
-// writeFile, readFile, listFiles, listTools, callTool and setPolicy; `body.dataset.ready` is
-// "true" once everything is loaded. `?db=NAME` picks the database (default: jp-playground).
+// The playground: files in IndexedDB, the fs tools as a jco component, a call form generated
+// from each tool's schema, the policy editor, a live log of every host request with its
+// decision, and the agent panel (agent-panel.js). For automation, `window.jpHost` offers
+// writeFile, readFile, listFiles, listTools, callTool, setPolicy and agentSend; `body.dataset.ready`
+// is "true" once everything is loaded. `?db=NAME` picks the database (default: jp-playground).
 import { Host } from './jp.js';
 import { FAULT_TOOLS } from './fault-tools.js';
+import { schemaForm } from './schema-form.js';
+import { agentPanel } from './agent-panel.js';
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
@@ -62,26 +65,53 @@ async function main() {
 
   const tools = host.listTools();
   for (const t of tools) $('tool').append(new Option(`${t.name} — ${t.summary}`, t.name));
-  const showSchema = () => {
+  let form = null;
+  const showTool = () => {
     const t = tools.find((x) => x.name === $('tool').value);
-    $('schema').textContent = JSON.stringify(t?.parameters ?? {}, null, 2);
+    $('tool-description').textContent = t?.description || t?.summary || '';
+    $('schema').textContent = JSON.stringify(t?.inputSchema ?? {}, null, 2);
+    form = schemaForm($('args-form'), t?.inputSchema ?? {});
   };
-  $('tool').onchange = showSchema;
-  showSchema();
+  $('tool').onchange = showTool;
+  showTool();
+
+  function showResult(outcome) {
+    const status = $('result-status');
+    if (outcome.tag === 'success') {
+      status.className = 'ok';
+      status.textContent = outcome.changed.length ? `Done — changed: ${outcome.changed.join(', ')}` : 'Done';
+      $('result').textContent = outcome.val;
+    } else {
+      status.className = 'error';
+      status.textContent = outcome.tag === 'error' ? 'Error' : 'The tool asks a question';
+      $('result').textContent = outcome.val.message ?? outcome.val.text ?? JSON.stringify(outcome.val);
+    }
+  }
 
   async function callTool(name, args) {
     const outcome = await host.callTool(name, args);
-    $('result').textContent = outcome.tag === 'success'
-      ? outcome.val
-      : `${outcome.tag}: ${outcome.val.message ?? outcome.val.text ?? JSON.stringify(outcome.val)}`;
+    showResult(outcome);
     if (outcome.changed.length) await refreshFiles();
     return outcome;
   }
   $('call').onclick = async () => {
     let args;
-    try { args = JSON.parse($('args').value || '{}'); } catch (e) {
-      $('result').textContent = `the arguments are not valid JSON: ${e.message}`;
-      return;
+    if ($('raw').open) {
+      try { args = JSON.parse($('args').value || '{}'); } catch (e) {
+        $('result-status').className = 'error';
+        $('result-status').textContent = 'Error';
+        $('result').textContent = `the arguments are not valid JSON: ${e.message}`;
+        return;
+      }
+    } else {
+      const read = form.read();
+      if (read.error) {
+        $('result-status').className = 'error';
+        $('result-status').textContent = 'Error';
+        $('result').textContent = `${read.error}: fill it in and call again`;
+        return;
+      }
+      args = read.args;
     }
     await callTool($('tool').value, args);
   };
@@ -99,6 +129,7 @@ async function main() {
   };
 
   await refreshFiles();
+  const agent = agentPanel($, host, { onFilesChanged: refreshFiles, demoUrl: new URL('./demo/recording.json', import.meta.url) });
   window.jpHost = {
     writeFile: async (path, text) => { await host.writeFile(path, text); await refreshFiles(); },
     readFile: (path) => host.readFile(path),
@@ -106,6 +137,7 @@ async function main() {
     listTools: async () => tools.map(({ name, summary, parameters }) => ({ name, summary, parameters })),
     callTool,
     setPolicy: async (text) => setPolicy(text),
+    agentSend: (text) => agent.send(text),
   };
   $('status').textContent = `ready — ${tools.length} tools`;
   document.body.dataset.ready = 'true';

@@ -6,7 +6,7 @@
 // empty environment and no arguments; no wasi:filesystem or wasi:sockets at all (the components
 // import none: their files come through jp:host/filesystem).
 
-import init, { JpHost, toolInputSchema } from './pkg/jp_web.js';
+import init, { JpHost, toolInputSchema, runAgentTurn } from './pkg/jp_web.js';
 import * as cli from '@bytecodealliance/preview2-shim/cli';
 import * as io from '@bytecodealliance/preview2-shim/io';
 import * as clocks from '@bytecodealliance/preview2-shim/clocks';
@@ -44,6 +44,21 @@ let ready;
 export function loadJp(source) {
   ready ??= init({ module_or_path: source ?? new URL('./pkg/jp_web_bg.wasm', import.meta.url) });
   return ready;
+}
+
+/**
+ * One agent turn — the core's turn loop, as in `jp query` — with the model reached through
+ * `fetch` and each tool call handed to `callTool(name, args, id)` (resolving to `{content,
+ * isError}`). `provider`: `{ kind: 'openai' | 'anthropic' | 'scripted', baseUrl, model, apiKey,
+ * stream, maxTokens, recording }`; `messages`: the conversation so far, ending with the user's
+ * message; `tools`: `[{ name, summary, description, inputSchema }]` (e.g. `host.listTools()`).
+ * Resolves to `{ messages, text }`; rejects with an Error whose `messages` holds the
+ * conversation up to where the turn ended.
+ */
+export async function agentTurn({ provider, messages, tools, callTool, onEvent = () => {}, signal = null }) {
+  await loadJp();
+  const list = tools.map(({ name, summary = '', description = '', inputSchema }) => ({ name, summary, description, inputSchema }));
+  return runAgentTurn(provider, messages, list, callTool, onEvent, signal ?? undefined);
 }
 
 class SocketNetwork {}

@@ -6,11 +6,14 @@
 //!   call sessions serving a jco-transpiled component's `jp:host` imports via the core dispatcher.
 //! - `store::Store`: where a host keeps its project — IndexedDB, memory, or the embedder's
 //!   `ProjectStorage` (edge functions) — and the snapshot/commit every call runs on.
+//! - `agent`: `runAgentTurn`, the core turn loop in the page (model through `fetch`, tool calls
+//!   through a JS callback).
 //! - `http::FetchHttpClient`, `http::JsInquirer`: `fetch` and a JS callback behind the core's
 //!   `HttpClient` and `Inquirer`.
 
 #![cfg(target_arch = "wasm32")]
 
+pub mod agent;
 pub mod files;
 pub mod host;
 pub mod http;

@@ -67,10 +67,31 @@ test('the playground UI drives a tool call end to end', async () => {
   await page.click('#file-form button[type=submit]');
   await page.waitForSelector('#files li:has-text("notes.md")');
   await page.selectOption('#tool', 'fs_read_file');
-  await page.fill('#args', '{"path": "notes.md"}');
+  // The form is generated from the schema: `path` is a required text input.
+  assert.match(await page.textContent('label[for="arg-path"]'), /path\s*\*/);
+  await page.click('#call');
+  await page.waitForFunction(() => document.querySelector('#result').textContent.includes("'path' is required"));
+  await page.fill('#arg-path', 'notes.md');
   await page.click('#call');
   await page.waitForFunction(() => document.querySelector('#result').textContent.includes('milk'));
+  assert.equal(await page.textContent('#result-status'), 'Done');
   assert.match(await page.locator('#log li.allow').last().textContent(), /fs\.read notes\.md/);
+
+  // A list of strings is one item per line, numbers are numbers, nested values are JSON.
+  await page.selectOption('#tool', 'fs_grep_files');
+  assert.equal(await page.getAttribute('#arg-paths', 'placeholder'), 'one per line');
+  await page.fill('#arg-pattern', 'milk');
+  await page.fill('#arg-paths', 'notes.md\n');
+  await page.click('#call');
+  await page.waitForFunction(() => document.querySelector('#result').textContent.includes('notes.md:1:remember the milk'));
+
+  // The raw JSON box is still there, under a toggle.
+  await page.selectOption('#tool', 'fs_create_file');
+  await page.click('#raw summary');
+  await page.fill('#args', '{"path": "new.md", "content": "made from JSON\\n"}');
+  await page.click('#call');
+  await page.waitForFunction(() => document.querySelector('#result-status').textContent.includes('changed: new.md'));
+  await page.waitForSelector('#files li:has-text("new.md")');
   await context.close();
 });
 
@@ -96,4 +117,124 @@ test('an endless loop in a component ends at the deadline while the page stays r
   assert.equal(r.after.tag, 'success', 'the page keeps calling tools afterwards');
   assert.deepEqual(errors, []);
   await context.close();
+});
+
+/**
+ * A scripted OpenAI-compatible model on 127.0.0.1 (CORS open, as a local llama.cpp or Ollama is
+ * for a page): it answers request N with `replies[N]` and keeps every request it got.
+ */
+async function scriptedModel(replies) {
+  const { createServer } = await import('node:http');
+  const seen = [];
+  const server = createServer(async (req, res) => {
+    const cors = { 'access-control-allow-origin': '*', 'access-control-allow-headers': '*', 'access-control-allow-methods': 'POST' };
+    if (req.method === 'OPTIONS') { res.writeHead(204, cors); res.end(); return; }
+    const chunks = [];
+    for await (const c of req) chunks.push(c);
+    const body = JSON.parse(Buffer.concat(chunks).toString());
+    seen.push({ url: req.url, authorization: req.headers.authorization, body });
+    const reply = replies[seen.length - 1] ?? { content: 'no more replies in the script' };
+    const calls = (reply.calls ?? []).map(([name, args], i) => ({ id: `call_${seen.length}_${i}`, name, arguments: JSON.stringify(args) }));
+    const finish = calls.length ? 'tool_calls' : 'stop';
+    if (body.stream) {
+      // Server-sent events, as the page asks: the text in two deltas, each call's arguments in two.
+      res.writeHead(200, { 'content-type': 'text/event-stream', ...cors });
+      const send = (delta, finishReason = null) => res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finishReason }] })}\n\n`);
+      const text = reply.content ?? '';
+      if (text) { send({ role: 'assistant', content: text.slice(0, 5) }); send({ content: text.slice(5) }); }
+      calls.forEach((c, index) => {
+        const half = Math.floor(c.arguments.length / 2);
+        send({ tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments.slice(0, half) } }] });
+        send({ tool_calls: [{ index, function: { arguments: c.arguments.slice(half) } }] });
+      });
+      send({}, finish);
+      res.end('data: [DONE]\n\n');
+      return;
+    }
+    const message = { role: 'assistant', content: reply.content ?? null };
+    if (calls.length) message.tool_calls = calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }));
+    res.writeHead(200, { 'content-type': 'application/json', ...cors });
+    res.end(JSON.stringify({ choices: [{ index: 0, message, finish_reason: finish }] }));
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  return { url: `http://127.0.0.1:${server.address().port}/v1`, seen, close: () => new Promise((ok) => server.close(ok)) };
+}
+
+test('the agent panel runs a whole turn: tool calls asked in the page, decisions inline, the edit in the file tree', async () => {
+  const KEY = 'sk-test-playground-secret';
+  const model = await scriptedModel([
+    { content: 'Let me look at the file.', calls: [['fs_read_file', { path: 'todo.txt' }]] },
+    { calls: [['fs_modify_file', { path: 'todo.txt', patterns: [{ old: 'TODO: buy milk', new: 'DONE: bought milk' }] }]] },
+    { content: 'Done: the TODO in todo.txt is now marked done.' },
+  ]);
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  try {
+    await open(page, `agent-${Date.now()}`);
+    await page.evaluate(() => window.jpHost.writeFile('todo.txt', 'TODO: buy milk\n'));
+    await page.selectOption('#agent-kind', 'openai');
+    await page.fill('#agent-url', model.url);
+    await page.fill('#agent-model', 'scripted');
+    await page.fill('#agent-key', KEY);
+    await page.fill('#agent-prompt', 'fix the TODO');
+    await page.click('#agent-send');
+
+    // The policy lets tools write, so the page asks before each call: the answers are clicks.
+    await page.click('#chat li.ask button.allow-always');
+    await page.locator('#chat li.ask').first().locator('.answered').waitFor();
+    await page.locator('#chat li.ask').nth(1).locator('button.allow-once').click();
+    await page.waitForSelector('#chat li.assistant:has-text("Done: the TODO")', { timeout: 20_000 });
+
+    // Each call shows inline with the host decisions it caused, and its result.
+    const calls = page.locator('#chat li.tool');
+    assert.equal(await calls.count(), 2);
+    assert.match(await calls.nth(0).textContent(), /fs_read_file.*fs\.read todo\.txt → allow.*✓ TODO: buy milk/s);
+    assert.match(await calls.nth(1).textContent(), /fs_modify_file.*fs\.write todo\.txt → allow.*✓/s);
+
+    // The edit is in the files, and the file tree shows it.
+    assert.equal(await page.evaluate(() => window.jpHost.readFile('todo.txt')), 'DONE: bought milk\n');
+    await page.click('#files li:has-text("todo.txt")');
+    await page.waitForFunction(() => document.querySelector('#file-content').value.includes('DONE: bought milk'));
+
+    // The model got each result, the key went only into the Authorization header.
+    assert.equal(model.seen.length, 3);
+    assert.equal(model.seen[0].body.stream, true, 'the page asks for a stream');
+    const second = model.seen[1].body.messages;
+    assert.ok(second.some((m) => m.role === 'tool' && m.content.includes('TODO: buy milk')), JSON.stringify(second));
+    assert.equal(model.seen[0].authorization, `Bearer ${KEY}`);
+    assert.ok(model.seen[0].body.tools.some((t) => t.function.name === 'fs_modify_file'));
+    for (const s of model.seen) assert.doesNotMatch(JSON.stringify(s.body), new RegExp(KEY));
+    assert.doesNotMatch(await page.textContent('#chat'), new RegExp(KEY));
+    assert.equal(await page.evaluate(() => localStorage.getItem('jp-agent-settings')).then((s) => s.includes(KEY)), false);
+    assert.equal(await page.evaluate(() => sessionStorage.getItem('jp-agent-key')), KEY);
+  } finally {
+    await context.close();
+    await model.close();
+  }
+});
+
+test('a call the user declines reaches the model as an error and changes nothing', async () => {
+  const model = await scriptedModel([
+    { calls: [['fs_create_file', { path: 'unwanted.txt', content: 'x' }]] },
+    { content: 'Understood, I will not create it.' },
+  ]);
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  try {
+    await open(page, `agent-deny-${Date.now()}`);
+    await page.selectOption('#agent-kind', 'openai');
+    await page.fill('#agent-url', model.url);
+    await page.fill('#agent-model', 'scripted');
+    await page.fill('#agent-prompt', 'make a file');
+    await page.click('#agent-send');
+    await page.click('#chat li.ask button.deny');
+    await page.waitForSelector('#chat li.assistant:has-text("Understood")', { timeout: 20_000 });
+    assert.match(await page.locator('#chat li.tool').textContent(), /✗/);
+    const tool = model.seen[1].body.messages.find((m) => m.role === 'tool');
+    assert.match(tool.content, /declined/);
+    assert.equal((await page.evaluate(() => window.jpHost.listFiles())).includes('unwanted.txt'), false);
+  } finally {
+    await context.close();
+    await model.close();
+  }
 });

@@ -1,0 +1,179 @@
+// The playground's agent panel: a chat with a model — an OpenAI-compatible endpoint, the
+// Anthropic Messages API, or the offline demo recording — driven by the core turn loop compiled
+// to wasm32 (`agentTurn` in jp.js). Each tool call runs on the page's host (its policy, its
+// IndexedDB files) and shows inline with every host decision it caused; before a call that may
+// change files the page asks, and the answer is a click. The API key lives in this tab's session
+// storage only and is never shown to a tool.
+import { agentTurn } from './jp.js';
+
+const KEY = 'jp-agent-key';
+const SETTINGS = 'jp-agent-settings';
+
+const el = (tag, className, text) => {
+  const e = document.createElement(tag);
+  if (className) e.className = className;
+  if (text !== undefined) e.textContent = text;
+  return e;
+};
+const firstLine = (s) => { const line = String(s).split('\n')[0]; return line.length > 160 ? `${line.slice(0, 160)}…` : line; };
+const compact = (args) => { const s = JSON.stringify(args); return s.length > 200 ? `${s.slice(0, 200)}…` : s; };
+
+/**
+ * Wire the panel: `$` finds elements by id; `host` is the page's Host; `onFilesChanged` refreshes
+ * the file tree. Returns `{ send(text) }` for automation.
+ */
+export function agentPanel($, host, { onFilesChanged, demoUrl }) {
+  const chat = $('chat');
+  const saved = JSON.parse(localStorage.getItem(SETTINGS) ?? '{}');
+  $('agent-kind').value = saved.kind ?? 'demo';
+  $('agent-url').value = saved.baseUrl ?? '';
+  $('agent-model').value = saved.model ?? '';
+  $('agent-key').value = sessionStorage.getItem(KEY) ?? '';
+  $('agent-unattended').checked = saved.unattended ?? false;
+  const showFields = () => {
+    const demo = $('agent-kind').value === 'demo';
+    for (const id of ['agent-url', 'agent-model', 'agent-key']) $(id).hidden = demo;
+  };
+  $('agent-kind').onchange = showFields;
+  showFields();
+
+  let conversation = [];
+  let running = null; // the AbortController of the running turn
+  const allowed = new Set(); // tools the user allowed for the rest of the session
+  const calls = new Map(); // call id → its chat entry
+  let current = []; // the entries of the calls now running, for their decisions
+
+  const add = (node) => { chat.append(node); node.scrollIntoView({ block: 'nearest' }); return node; };
+
+  host.onEvent((e) => {
+    const entry = [...current].reverse().find((c) => c.dataset.tool === e.tool);
+    if (!entry) return;
+    const line = el('div', `decision ${e.allowed ? 'allow' : e.decision}`,
+      `· ${e.method} ${e.target} → ${e.allowed ? 'allow' : e.decision === 'ask' ? 'ask → deny' : 'deny'}${e.allowed ? '' : ` (${e.reason})`}`);
+    entry.querySelector('.decisions').append(line);
+  });
+
+  /** Ask the user whether `name` may run; resolves to true or false. */
+  function ask(name, args) {
+    return new Promise((resolve) => {
+      const li = add(el('li', 'ask'));
+      li.append(el('span', 'question', `Allow ${name} ${compact(args)}? It may change files.`));
+      let answered = false;
+      const answer = (ok, always) => () => {
+        if (answered) return;
+        answered = true;
+        if (always) allowed.add(name);
+        li.querySelectorAll('button').forEach((b) => { b.disabled = true; });
+        li.append(el('span', 'answered', ok ? (always ? ' — allowed for this session' : ' — allowed') : ' — declined'));
+        resolve(ok);
+      };
+      for (const [label, ok, always, cls] of [['Allow', true, false, 'allow-once'], [`Always allow ${name}`, true, true, 'allow-always'], ['Deny', false, false, 'deny']]) {
+        const b = el('button', cls, label);
+        b.type = 'button';
+        b.onclick = answer(ok, always);
+        li.append(b);
+      }
+      running?.signal.addEventListener('abort', answer(false, false), { once: true });
+    });
+  }
+
+  async function callTool(name, args, id) {
+    const entry = calls.get(id);
+    const mayWrite = host.policyHints().writes;
+    if (mayWrite && !$('agent-unattended').checked && !allowed.has(name) && !(await ask(name, args))) {
+      entry?.querySelector('.result')?.replaceChildren('✗ declined by the user');
+      return { content: `The user declined to run ${name}. Ask them, or do without it.`, isError: true };
+    }
+    if (entry) current.push(entry);
+    try {
+      const outcome = await host.callTool(name, args);
+      if (outcome.changed?.length) await onFilesChanged();
+      if (outcome.tag === 'success') return { content: outcome.val, isError: false };
+      if (outcome.tag === 'error') return { content: outcome.val.message, isError: true };
+      return { content: `the tool asks: ${outcome.val.text ?? JSON.stringify(outcome.val)}`, isError: true };
+    } finally {
+      current = current.filter((c) => c !== entry);
+    }
+  }
+
+  function onEvent(e) {
+    switch (e.type) {
+      case 'text':
+        add(el('li', 'assistant', e.text));
+        break;
+      case 'tool_call': {
+        const li = add(el('li', 'tool'));
+        li.dataset.tool = e.name;
+        li.dataset.id = e.id;
+        li.append(el('div', 'call', `▸ ${e.name} ${compact(e.arguments)}`), el('div', 'decisions'), el('div', 'result'));
+        calls.set(e.id, li);
+        break;
+      }
+      case 'tool_result': {
+        const li = calls.get(e.id);
+        const result = li?.querySelector('.result');
+        if (result) {
+          result.className = `result ${e.isError ? 'error' : 'ok'}`;
+          result.textContent = `${e.isError ? '✗' : '✓'} ${firstLine(e.content)}`;
+          result.title = e.content;
+        }
+        break;
+      }
+      case 'retry':
+        add(el('li', 'note', `retrying in ${Math.round(e.afterMs / 100) / 10} s: ${e.error}`));
+        break;
+      case 'turn_end':
+        add(el('li', 'note', `turn ended after ${e.rounds} model request${e.rounds === 1 ? '' : 's'}`));
+        break;
+      default:
+    }
+  }
+
+  async function provider() {
+    const kind = $('agent-kind').value;
+    if (kind === 'demo') {
+      const response = await fetch(demoUrl);
+      if (!response.ok) throw new Error(`the demo recording could not be loaded (${response.status})`);
+      return { kind: 'scripted', recording: await response.json() };
+    }
+    const apiKey = $('agent-key').value;
+    sessionStorage.setItem(KEY, apiKey);
+    localStorage.setItem(SETTINGS, JSON.stringify({ kind, baseUrl: $('agent-url').value, model: $('agent-model').value, unattended: $('agent-unattended').checked }));
+    return { kind, baseUrl: $('agent-url').value.trim(), model: $('agent-model').value.trim(), apiKey, stream: true };
+  }
+
+  async function send(text) {
+    if (running) throw new Error('a turn is running: wait for it or press Stop');
+    add(el('li', 'user', text));
+    running = new AbortController();
+    $('agent-send').disabled = true;
+    $('agent-stop').disabled = false;
+    const messages = [...conversation, { role: 'user', content: text }];
+    try {
+      const done = await agentTurn({ provider: await provider(), messages, tools: host.listTools(), callTool, onEvent, signal: running.signal });
+      conversation = done.messages;
+      return done.text;
+    } catch (e) {
+      if (e?.messages) conversation = e.messages;
+      add(el('li', 'error', `the turn ended: ${e?.message ?? e}`));
+      throw e;
+    } finally {
+      running = null;
+      $('agent-send').disabled = false;
+      $('agent-stop').disabled = true;
+      await onFilesChanged();
+    }
+  }
+
+  $('agent-form').onsubmit = (ev) => {
+    ev.preventDefault();
+    const text = $('agent-prompt').value.trim();
+    if (!text) return;
+    $('agent-prompt').value = '';
+    send(text).catch(() => {});
+  };
+  $('agent-stop').onclick = () => running?.abort();
+  $('agent-new').onclick = () => { conversation = []; chat.replaceChildren(); };
+  $('agent-stop').disabled = true;
+  return { send };
+}
