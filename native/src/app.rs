@@ -366,6 +366,11 @@ impl App {
         self.sandbox
     }
 
+    /// The MCP servers of the configuration (the relay of `jp mcp` reaches their pipes).
+    pub fn mcp(&self) -> &Arc<McpRuntime> {
+        &self.mcp
+    }
+
     /// The workspace root.
     pub fn workspace(&self) -> &Path {
         &self.workspace
@@ -562,7 +567,7 @@ impl App {
 
     /// Missing required parameters, and arguments whose JSON type is not their parameter's, are
     /// a [`RuntimeError::Config`] naming them.
-    async fn check_arguments(&self, name: &str, arguments: &Map<String, Value>) -> Result<(), RuntimeError> {
+    pub(crate) async fn check_arguments(&self, name: &str, arguments: &Map<String, Value>) -> Result<(), RuntimeError> {
         let definition = self.definition(name).await?;
         for (key, value) in arguments {
             let Some(kind) = definition.parameters.get(key).and_then(|p| p.kind.as_deref()) else { continue };

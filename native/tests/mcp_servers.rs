@@ -345,3 +345,71 @@ tool = "fs_read_file"
         assert_eq!(out.trim_end(), "inside the workspace", "{tool}");
     }
 }
+
+/// A workspace whose one MCP server is `tests/mcp_servers/raw_server.py` (no SDK).
+fn raw_workspace() -> tempfile::TempDir {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(ws.path().join(".jp")).unwrap();
+    let config = format!(
+        r#"[mcp.servers.raw]
+command = "/usr/bin/python3"
+args = [{script:?}]
+tools = "*"
+"#,
+        script = repo().join("tests/mcp_servers/raw_server.py"),
+    );
+    std::fs::write(ws.path().join(".jp/config.toml"), config).unwrap();
+    ws
+}
+
+#[test]
+fn jp_mcp_relays_calls_of_a_running_server_and_holds_its_answers_to_the_protocol() {
+    let ws = raw_workspace();
+    let mut s = Session::start(ws.path());
+    // The first call starts the server (rmcp's client); the next ones are relayed, their ids
+    // are the relay's own, and the server's whole result comes back under the agent's id.
+    let first = s.call("raw.echo", json!({"text": "one"}));
+    assert_eq!(first["result"]["isError"], false, "{first}");
+    let second = s.call("raw.echo", json!({"text": "two"}));
+    let text = second["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.starts_with("two (id \"jp-relay-"), "relayed: {second}");
+    assert_eq!(second["result"]["structuredContent"]["echo"], "two", "the result as the server gave it: {second}");
+    assert_eq!(second["id"], json!(s.next));
+
+    // A result that is not an object, and a JSON-RPC error: tool errors that say so.
+    let bad = s.call("raw.not_an_object", json!({}));
+    assert_eq!(bad["result"]["isError"], true, "{bad}");
+    assert!(bad["result"]["content"][0]["text"].as_str().unwrap().contains("no object `result`"), "{bad}");
+    let failed = s.call("raw.fail", json!({}));
+    assert_eq!(failed["result"]["isError"], true, "{failed}");
+    assert!(failed["result"]["content"][0]["text"].as_str().unwrap().contains("failing on purpose"), "{failed}");
+
+    // Arguments that do not fit the schema get the same check as every call (not relayed).
+    let wrong = s.call("raw.echo", json!({"text": 5}));
+    let said = wrong.to_string();
+    assert!(said.contains("argument 'text' must be a string"), "{said}");
+
+    // A relayed call the agent cancels is cancelled on the server too, and answered by no one.
+    s.next += 1;
+    let hanging = s.next;
+    s.send(json!({"jsonrpc": "2.0", "id": hanging, "method": "tools/call", "params": {"name": "raw.hang", "arguments": {}}}));
+    let seen = |s: &mut Session, key: &str| -> Vec<Value> {
+        for _ in 0..100 {
+            let r = s.call("raw.cancellations", json!({}));
+            assert_ne!(r["id"], json!(hanging), "a cancelled call gets no answer: {r}");
+            let v: Value = serde_json::from_str(r["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+            if let Some(ids) = v[key].as_array().filter(|a| !a.is_empty()) {
+                return ids.clone();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        Vec::new()
+    };
+    let relayed = seen(&mut s, "hanging");
+    assert!(relayed.iter().all(|id| id.as_str().is_some_and(|i| i.starts_with("jp-relay-"))), "{relayed:?}");
+    s.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": hanging}}));
+    let told = seen(&mut s, "cancelled");
+    assert_eq!(told, relayed, "the server was told of the cancellation");
+    drop(s.child.stdin.take());
+    assert!(s.child.wait().unwrap().success());
+}

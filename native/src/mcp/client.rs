@@ -24,6 +24,7 @@ use rmcp::service::{RoleClient, RunningService};
 use rustix::process::Signal;
 use tokio::io::AsyncReadExt;
 
+use super::relay::{RelayError, ServerPipes};
 use crate::process::{GroupGuard, find_program, private_env, signal_group};
 use crate::sandbox::{ChildCommand, PROCESS_CONFIG_READ, SandboxMode, SandboxSpec, read_paths};
 
@@ -65,6 +66,8 @@ const STDERR_TAIL: usize = 8 * 1024;
 /// A started server (or a connection to a remote one: no process, no stderr).
 struct Server {
     service: RunningService<RoleClient, ()>,
+    /// A stdio server's pipes, which the relay shares with rmcp.
+    pipes: Option<Arc<ServerPipes>>,
     stderr: Arc<Mutex<Vec<u8>>>,
     pgid: Option<u32>,
     _guard: Option<GroupGuard>,
@@ -253,7 +256,9 @@ impl McpRuntime {
         tokio::spawn(async move {
             let _ = child.wait().await;
         });
-        let started = tokio::time::timeout(START_TIMEOUT, ().serve((stdout, stdin))).await;
+        // rmcp's client and the relay share the pipes (see relay.rs).
+        let (pipes, transport) = ServerPipes::start(stdin, stdout);
+        let started = tokio::time::timeout(START_TIMEOUT, ().serve(tokio::io::split(transport))).await;
         let tail_now = || {
             String::from_utf8_lossy(&tail.lock().unwrap_or_else(std::sync::PoisonError::into_inner)).trim().to_owned()
         };
@@ -277,7 +282,14 @@ impl McpRuntime {
                 });
             }
         };
-        Ok(Server { service, stderr: tail, pgid: Some(pgid), _guard: Some(guard), _scratch: Some(scratch) })
+        Ok(Server {
+            service,
+            pipes: Some(pipes),
+            stderr: tail,
+            pgid: Some(pgid),
+            _guard: Some(guard),
+            _scratch: Some(scratch),
+        })
     }
 
     /// Connect to a Streamable-HTTP server. Its URL was checked against the server's network
@@ -311,7 +323,64 @@ impl McpRuntime {
                 });
             }
         };
-        Ok(Server { service, stderr: Arc::default(), pgid: None, _guard: None, _scratch: None })
+        Ok(Server { service, pipes: None, stderr: Arc::default(), pgid: None, _guard: None, _scratch: None })
+    }
+
+    /// A server that died: its group is killed and the next call starts it again.
+    async fn forget(&self, name: &str, server: &Arc<Server>) {
+        // Give the tail a moment to arrive when the server just died.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        if let Some(pgid) = server.pgid {
+            signal_group(pgid, Signal::KILL);
+        }
+        let mut running = self.running.lock().await;
+        if running.get(name).is_some_and(|s| Arc::ptr_eq(s, server)) {
+            running.remove(name);
+        }
+    }
+
+    /// The pipes of server `name` when it is running over stdio: what `jp mcp` relays calls of
+    /// its tools through. `None` when it is not running (the next call starts it), remote, or gone.
+    pub async fn relay_pipes(&self, name: &str) -> Option<Arc<ServerPipes>> {
+        let running = self.running.lock().await;
+        let server = running.get(name).filter(|s| !s.service.is_closed())?;
+        server.pipes.clone().filter(|p| !p.is_closed())
+    }
+
+    /// Each call's time limit.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// The error text of a relayed call of `tool` (as [`McpRuntime::call`] words it, with the
+    /// server's stderr tail); a server that is gone is forgotten, so the next call starts it again.
+    pub async fn relay_failed(&self, name: &str, tool: &str, pipes: &Arc<ServerPipes>, error: RelayError) -> String {
+        let server = {
+            let running = self.running.lock().await;
+            running.get(name).filter(|s| s.pipes.as_ref().is_some_and(|p| Arc::ptr_eq(p, pipes))).cloned()
+        };
+        let tail = server.as_ref().map(|s| s.tail()).unwrap_or_default();
+        let message = match error {
+            RelayError::Timeout => {
+                return RuntimeError::Timeout { tool: format!("mcp.{name}.{tool}"), seconds: self.timeout.as_secs() }
+                    .to_string();
+            }
+            RelayError::Server(e) => format!("MCP server '{name}' failed on tools/call {tool}: {e}"),
+            RelayError::Malformed(e) => format!("MCP server '{name}' failed on tools/call {tool}: {e}"),
+            RelayError::Gone => {
+                if let Some(server) = &server {
+                    self.forget(name, server).await;
+                }
+                let tail = server.as_ref().map(|s| s.tail()).unwrap_or(tail);
+                return with_tail(
+                    format!(
+                        "MCP server '{name}' failed on tools/call {tool}: the connection closed (it exited; the next call starts it again)"
+                    ),
+                    &tail,
+                );
+            }
+        };
+        with_tail(message, &tail)
     }
 
     /// The tools server `name` offers.
@@ -353,15 +422,7 @@ impl McpRuntime {
                 // is gone: the server is dropped and the next call starts it again.
                 let dead = !matches!(e, rmcp::ServiceError::McpError(_)) || server.service.is_closed();
                 if dead {
-                    // Give the tail a moment to arrive when the server just died.
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    if let Some(pgid) = server.pgid {
-                        signal_group(pgid, Signal::KILL);
-                    }
-                    let mut running = self.running.lock().await;
-                    if running.get(name).is_some_and(|s| Arc::ptr_eq(s, &server)) {
-                        running.remove(name);
-                    }
+                    self.forget(name, &server).await;
                 }
                 return Err(RuntimeError::Protocol {
                     tool: call.name,

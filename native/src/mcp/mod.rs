@@ -12,10 +12,13 @@
 //! - Inquiries become `elicitation/create` when the client declared elicitation ([`elicit`]);
 //!   otherwise they are denied at once with the reason.
 //! - [`http`]: Streamable HTTP on a loopback address, behind a bearer token and an `Origin` check.
+//! - [`relay`]: over stdio, a `tools/call` of a running stdio MCP server's tool is relayed as raw
+//!   JSON, past rmcp's typed model on both sides (the same tool resolution and argument check).
 
 pub mod client;
 pub mod elicit;
 pub mod http;
+pub mod relay;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -262,13 +265,42 @@ impl ServerHandler for JpMcp {
     }
 }
 
+/// Which `tools/call`s the stdio front relays: tools of a running stdio MCP server, not
+/// stateful, with arguments that pass the same check as every call.
+struct AppRouter(Arc<App>);
+
+impl relay::Router for AppRouter {
+    async fn route(&self, name: &str, arguments: &serde_json::value::RawValue) -> Option<relay::Route> {
+        let entry = self.0.tool(name).ok()?;
+        let jp_core::runtime::ToolSource::Mcp { server, tool } = &entry.config.source else { return None };
+        let mcp = self.0.mcp();
+        let pipes = mcp.relay_pipes(server).await?;
+        let args: JsonObject = serde_json::from_str(arguments.get()).ok()?;
+        self.0.check_arguments(name, &args).await.ok()?;
+        Some(relay::Route { pipes, server: server.clone(), tool: tool.clone(), timeout: mcp.timeout() })
+    }
+
+    async fn failed(&self, route: &relay::Route, error: relay::RelayError) -> String {
+        self.0.mcp().relay_failed(&route.server, &route.tool, &route.pipes, error).await
+    }
+}
+
 /// Serve one session over stdin/stdout until the client closes it or `jp` is asked to stop
-/// (SIGINT, SIGTERM); then abort its handles, so no tool process outlives `jp mcp`.
+/// (SIGINT, SIGTERM); then abort its handles, so no tool process outlives `jp mcp`. rmcp serves
+/// the session behind the [`relay`] front, which relays what it can.
 pub async fn serve_stdio(app: Arc<App>, options: McpOptions) -> Result<(), String> {
-    let server = JpMcp::new(app, options);
+    let server = JpMcp::new(app.clone(), options);
     let handles = server.handles().clone();
+    let (front, rmcp_side) = tokio::io::duplex(1 << 16);
+    let front = tokio::spawn(relay::serve_front(
+        Arc::new(AppRouter(app)),
+        server.slots.clone(),
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        front,
+    ));
     let session = async {
-        let running = server.serve(rmcp::transport::stdio_pipes()).await.map_err(|e| format!("MCP session: {e}"))?;
+        let running = server.serve(tokio::io::split(rmcp_side)).await.map_err(|e| format!("MCP session: {e}"))?;
         running.waiting().await.map(|_| ()).map_err(|e| format!("MCP session: {e}"))
     };
     let ended = tokio::select! {
@@ -276,6 +308,7 @@ pub async fn serve_stdio(app: Arc<App>, options: McpOptions) -> Result<(), Strin
         () = shutdown_signal() => Ok(()),
     };
     handles.close().await;
+    front.abort();
     ended
 }
 

@@ -1,0 +1,439 @@
+//! The `tools/call` relay of `jp mcp` (stdio) for tools of stdio MCP servers: the agent's call
+//! goes to the server and the server's result comes back as raw JSON, without rmcp's typed
+//! model on either side.
+//!
+//! Why: through rmcp on both sides, a relayed call cost ~1.33× the server called directly,
+//! nearly all of it in parsing and re-serialising the same result several times (the sandbox
+//! costs nothing per call). Nothing is decided per call for such a tool — the kernel holds the
+//! server to its policy (see [`client`](super::client)) — so the relay changes only the
+//! transport: which server and which of its tools still come from the same resolution as every
+//! other call, and everything else (initialize, tools/list, stateful and first-party tools,
+//! progress, elicitation, a server not yet started) stays on rmcp.
+//!
+//! Two line multiplexers make it possible:
+//! - [`ServerPipes`] sits on a started server's stdin/stdout. rmcp's client speaks through a
+//!   duplex pipe to it; the relay writes its requests (ids `jp-relay-N`, which rmcp never uses)
+//!   to the same stdin, and the answers to them are taken out of the server's stdout before the
+//!   rest goes on to rmcp.
+//! - [`serve_front`] sits on `jp mcp`'s own stdin/stdout: a `tools/call` it can relay is relayed,
+//!   every other line goes to rmcp's server through a duplex pipe; both write whole lines to
+//!   stdout under one lock.
+//!
+//! What the relay does not trust: the server's answer must be one line holding a JSON object
+//! (else it is a protocol error, with the server's stderr tail); it is re-framed with the
+//! agent's id, never echoed as is. A server that dies fails its pending calls at once.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::{Mutex, Semaphore, oneshot};
+
+/// Longest line read from a server or an agent (as rmcp's own limit).
+pub const MAX_LINE: usize = 16 << 20;
+
+/// The id prefix of the relay's own requests to a server.
+const RELAY_ID: &str = "jp-relay-";
+
+/// Read one `\n`-terminated line into `buf` (cleared first), at most `MAX_LINE` bytes; `Ok(false)`
+/// at the end of the stream. A longer line is an error: the stream is then unusable.
+async fn read_line<R: AsyncRead + Unpin>(reader: &mut BufReader<R>, buf: &mut Vec<u8>) -> std::io::Result<bool> {
+    buf.clear();
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(!buf.is_empty());
+        }
+        let (used, done) = match available.iter().position(|b| *b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (available.len(), false),
+        };
+        buf.extend_from_slice(&available[..used]);
+        reader.consume(used);
+        if buf.len() > MAX_LINE {
+            return Err(std::io::Error::other(format!("a line longer than {MAX_LINE} bytes")));
+        }
+        if done {
+            return Ok(true);
+        }
+    }
+}
+
+/// Why a relayed call has no result.
+#[derive(Debug)]
+pub enum RelayError {
+    /// The server answered with a JSON-RPC error.
+    Server(String),
+    /// The server's answer is not a JSON-RPC response with an object result.
+    Malformed(String),
+    /// The server's stdout closed (it exited) before it answered.
+    Gone,
+    /// No answer within the call's time limit.
+    Timeout,
+}
+
+/// The answer to one of the relay's requests: its `result` or `error`, nothing parsed further.
+#[derive(Deserialize)]
+struct Answer<'a> {
+    #[serde(borrow, default)]
+    result: Option<&'a RawValue>,
+    #[serde(default)]
+    error: Option<AnswerError>,
+}
+
+#[derive(Deserialize)]
+struct AnswerError {
+    #[serde(default)]
+    code: i64,
+    #[serde(default)]
+    message: String,
+}
+
+/// Just enough of a line to tell whether it answers one of the relay's requests.
+#[derive(Deserialize)]
+struct IdOnly<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(default)]
+    method: Option<serde::de::IgnoredAny>,
+}
+
+/// A started stdio server's pipes, shared by rmcp's client and the relay.
+pub struct ServerPipes {
+    stdin: Mutex<Box<dyn AsyncWrite + Send + Unpin>>,
+    pending: std::sync::Mutex<HashMap<u64, oneshot::Sender<Vec<u8>>>>,
+    next: AtomicU64,
+    closed: std::sync::atomic::AtomicBool,
+}
+
+impl std::fmt::Debug for ServerPipes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerPipes").field("closed", &self.is_closed()).finish_non_exhaustive()
+    }
+}
+
+impl ServerPipes {
+    /// Sit on a server's `stdin` and `stdout`. Returns the pipes and the transport for rmcp's
+    /// client (what it reads, what it writes).
+    pub fn start(
+        stdin: impl AsyncWrite + Send + Unpin + 'static,
+        stdout: impl AsyncRead + Send + Unpin + 'static,
+    ) -> (Arc<Self>, tokio::io::DuplexStream) {
+        let pipes = Arc::new(Self {
+            stdin: Mutex::new(Box::new(stdin)),
+            pending: std::sync::Mutex::default(),
+            next: AtomicU64::new(1),
+            closed: std::sync::atomic::AtomicBool::new(false),
+        });
+        let (ours, rmcp) = tokio::io::duplex(1 << 16);
+        let (from_rmcp, mut to_rmcp) = tokio::io::split(ours);
+        // The server's stdout: answers to the relay to their callers, the rest to rmcp.
+        let reader_pipes = pipes.clone();
+        tokio::spawn(async move {
+            let mut reader = BufReader::with_capacity(1 << 16, stdout);
+            let mut line = Vec::new();
+            while let Ok(true) = read_line(&mut reader, &mut line).await {
+                if let Some(n) = relay_answer_id(&line) {
+                    let waiter =
+                        reader_pipes.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&n);
+                    if let Some(tx) = waiter {
+                        let _ = tx.send(std::mem::take(&mut line));
+                    }
+                    continue;
+                }
+                if to_rmcp.write_all(&line).await.is_err() {
+                    break;
+                }
+            }
+            // Gone (or unreadable): every pending call fails now, rmcp sees the end too.
+            reader_pipes.closed.store(true, Ordering::SeqCst);
+            reader_pipes.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
+            let _ = to_rmcp.shutdown().await;
+        });
+        // rmcp's requests to the server, whole lines at a time.
+        let writer_pipes = pipes.clone();
+        tokio::spawn(async move {
+            let mut reader = BufReader::new(from_rmcp);
+            let mut line = Vec::new();
+            while let Ok(true) = read_line(&mut reader, &mut line).await {
+                if writer_pipes.write(&line).await.is_err() {
+                    break;
+                }
+            }
+        });
+        (pipes, rmcp)
+    }
+
+    /// Whether the server's stdout has closed.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    async fn write(&self, line: &[u8]) -> std::io::Result<()> {
+        let mut stdin = self.stdin.lock().await;
+        stdin.write_all(line).await?;
+        stdin.flush().await
+    }
+
+    /// Call `tool` with `arguments` (a JSON object, raw) and return the server's `result` (raw
+    /// JSON, an object) — or why there is none. Cancelled when the future is dropped: the server
+    /// is told (`notifications/cancelled`).
+    pub async fn call(
+        self: &Arc<Self>,
+        tool: &str,
+        arguments: &RawValue,
+        timeout: Duration,
+    ) -> Result<Box<RawValue>, RelayError> {
+        if self.is_closed() {
+            return Err(RelayError::Gone);
+        }
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(n, tx);
+        let mut guard = Pending { pipes: self.clone(), n, answered: false };
+        let name = serde_json::to_string(tool).map_err(|e| RelayError::Malformed(e.to_string()))?;
+        let line = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":\"{RELAY_ID}{n}\",\"method\":\"tools/call\",\"params\":{{\"name\":{name},\"arguments\":{}}}}}\n",
+            arguments.get()
+        );
+        if self.write(line.as_bytes()).await.is_err() {
+            guard.answered = true;
+            return Err(RelayError::Gone);
+        }
+        let answer = match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(line)) => line,
+            Ok(Err(_)) => {
+                guard.answered = true;
+                return Err(RelayError::Gone);
+            }
+            Err(_) => return Err(RelayError::Timeout),
+        };
+        guard.answered = true;
+        let parsed: Answer<'_> = serde_json::from_slice(&answer)
+            .map_err(|e| RelayError::Malformed(format!("its answer to tools/call is not a JSON-RPC response: {e}")))?;
+        match (parsed.result, parsed.error) {
+            (Some(result), None) if result.get().trim_start().starts_with('{') => Ok(result.to_owned()),
+            (_, Some(e)) => Err(RelayError::Server(format!("{} (JSON-RPC error {})", e.message, e.code))),
+            _ => Err(RelayError::Malformed("its answer to tools/call has no object `result`".into())),
+        }
+    }
+}
+
+/// A request in flight: when dropped unanswered (cancelled, timed out), the waiter is forgotten
+/// and the server is told (`notifications/cancelled`).
+struct Pending {
+    pipes: Arc<ServerPipes>,
+    n: u64,
+    answered: bool,
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if self.answered {
+            return;
+        }
+        self.pipes.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&self.n);
+        let line = format!(
+            "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{{\"requestId\":\"{RELAY_ID}{}\",\"reason\":\"the client cancelled the call\"}}}}\n",
+            self.n
+        );
+        let pipes = self.pipes.clone();
+        tokio::spawn(async move {
+            let _ = pipes.write(line.as_bytes()).await;
+        });
+    }
+}
+
+/// The number of a relay request that `line` answers, if it is a response to one.
+fn relay_answer_id(line: &[u8]) -> Option<u64> {
+    // Cheap first: most lines are rmcp's and do not carry our id at all.
+    let needle = format!("\"{RELAY_ID}");
+    if !line.windows(needle.len()).any(|w| w == needle.as_bytes()) {
+        return None;
+    }
+    let parsed: IdOnly<'_> = serde_json::from_slice(line).ok()?;
+    if parsed.method.is_some() {
+        return None; // a request or notification from the server, not an answer
+    }
+    let id: String = serde_json::from_str(parsed.id?.get()).ok()?;
+    id.strip_prefix(RELAY_ID)?.parse().ok()
+}
+
+/// A `tools/call` from the agent, as much as the relay needs of it.
+#[derive(Deserialize)]
+struct CallLine<'a> {
+    #[serde(borrow)]
+    id: &'a RawValue,
+    method: String,
+    #[serde(borrow)]
+    params: CallParams<'a>,
+}
+
+#[derive(Deserialize)]
+struct CallParams<'a> {
+    name: String,
+    #[serde(borrow, default)]
+    arguments: Option<&'a RawValue>,
+    #[serde(borrow, default, rename = "_meta")]
+    meta: Option<&'a RawValue>,
+}
+
+/// A `notifications/cancelled` from the agent.
+#[derive(Deserialize)]
+struct CancelLine<'a> {
+    method: String,
+    #[serde(borrow)]
+    params: CancelParams<'a>,
+}
+
+#[derive(Deserialize)]
+struct CancelParams<'a> {
+    #[serde(borrow, rename = "requestId")]
+    request_id: &'a RawValue,
+}
+
+/// Where a relayable call goes: the server's pipes, the tool's name there, and how to say
+/// errors the way the rest of `jp mcp` does.
+pub struct Route {
+    /// The server's pipes.
+    pub pipes: Arc<ServerPipes>,
+    /// The server's name in the configuration.
+    pub server: String,
+    /// The tool's name on the server.
+    pub tool: String,
+    /// The call's time limit.
+    pub timeout: Duration,
+}
+
+/// What the front needs of the host: which calls it may relay, and what to do when a server
+/// turned out to be gone.
+pub trait Router: Send + Sync + 'static {
+    /// The route of a call of tool `name` with `arguments`, when it can be relayed now (a tool of
+    /// a running stdio MCP server, arguments that fit its schema); `None`: rmcp serves it (and
+    /// says what is wrong, if anything).
+    fn route(&self, name: &str, arguments: &RawValue) -> impl std::future::Future<Output = Option<Route>> + Send;
+    /// The error text of a failed relayed call (with the server's stderr tail), and forget a
+    /// server that is gone so that the next call starts it again.
+    fn failed(&self, route: &Route, error: RelayError) -> impl std::future::Future<Output = String> + Send;
+}
+
+/// The agent's side: read `input` line by line, relay what can be relayed, pass the rest to
+/// `rmcp` (the duplex pipe rmcp's server reads and writes), and write rmcp's lines and the
+/// relay's answers to `output`, whole lines under one lock. Returns when `input` ends.
+pub async fn serve_front<R: Router>(
+    router: Arc<R>,
+    slots: Arc<Semaphore>,
+    input: impl AsyncRead + Send + Unpin + 'static,
+    output: impl AsyncWrite + Send + Unpin + 'static,
+    rmcp: tokio::io::DuplexStream,
+) {
+    let output: Arc<Mutex<Box<dyn AsyncWrite + Send + Unpin>>> = Arc::new(Mutex::new(Box::new(output)));
+    let (from_rmcp, mut to_rmcp) = tokio::io::split(rmcp);
+    let copier = {
+        let output = output.clone();
+        tokio::spawn(async move {
+            let mut reader = BufReader::with_capacity(1 << 16, from_rmcp);
+            let mut line = Vec::new();
+            while let Ok(true) = read_line(&mut reader, &mut line).await {
+                let mut out = output.lock().await;
+                if out.write_all(&line).await.is_err() || out.flush().await.is_err() {
+                    break;
+                }
+            }
+        })
+    };
+    // The agent's id (raw JSON) of each relayed call in flight → its task, for cancellation.
+    let inflight: Arc<std::sync::Mutex<HashMap<String, tokio::task::AbortHandle>>> = Arc::default();
+    let mut reader = BufReader::with_capacity(1 << 16, input);
+    let mut line = Vec::new();
+    while let Ok(true) = read_line(&mut reader, &mut line).await {
+        if relay(&router, &slots, &output, &inflight, &line).await {
+            continue;
+        }
+        cancel_relayed(&inflight, &line);
+        if to_rmcp.write_all(&line).await.is_err() {
+            break;
+        }
+    }
+    // The agent is gone: rmcp's session ends with its input.
+    let _ = to_rmcp.shutdown().await;
+    let _ = copier.await;
+}
+
+/// Relay `line` if it is a `tools/call` that can be relayed (then `true`: a task serves it).
+async fn relay<R: Router>(
+    router: &Arc<R>,
+    slots: &Arc<Semaphore>,
+    output: &Arc<Mutex<Box<dyn AsyncWrite + Send + Unpin>>>,
+    inflight: &Arc<std::sync::Mutex<HashMap<String, tokio::task::AbortHandle>>>,
+    line: &[u8],
+) -> bool {
+    const NEEDLE: &[u8] = b"tools/call";
+    if !line.windows(NEEDLE.len()).any(|w| w == NEEDLE) {
+        return false;
+    }
+    let Ok(call) = serde_json::from_slice::<CallLine<'_>>(line) else { return false };
+    // Progress reports and other `_meta` requests stay with rmcp, which serves them.
+    if call.method != "tools/call" || call.params.meta.is_some() {
+        return false;
+    }
+    let arguments: Box<RawValue> = match call.params.arguments {
+        Some(a) if a.get().trim_start().starts_with('{') => a.to_owned(),
+        // Not an object: rmcp says what is wrong.
+        Some(_) => return false,
+        None => match RawValue::from_string("{}".into()) {
+            Ok(v) => v,
+            Err(_) => return false,
+        },
+    };
+    let Some(route) = router.route(&call.params.name, &arguments).await else { return false };
+    let id = call.id.get().to_owned();
+    let (router, slots, output, registry) = (router.clone(), slots.clone(), output.clone(), inflight.clone());
+    let key = id.clone();
+    let task = tokio::spawn(async move {
+        let reply = match slots.acquire().await {
+            Ok(_slot) => match route.pipes.call(&route.tool, &arguments, route.timeout).await {
+                Ok(result) => format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{}}}\n", result.get()),
+                Err(e) => {
+                    let message = router.failed(&route, e).await;
+                    let text = serde_json::to_string(&message).unwrap_or_else(|_| "\"the MCP server failed\"".into());
+                    format!(
+                        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":{text}}}],\"isError\":true}}}}\n"
+                    )
+                }
+            },
+            Err(_) => return,
+        };
+        registry.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&id);
+        let mut out = output.lock().await;
+        let _ = out.write_all(reply.as_bytes()).await;
+        let _ = out.flush().await;
+    });
+    let mut registry = inflight.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    // A call that already ended has removed its entry: it must not stay behind.
+    if !task.is_finished() {
+        registry.insert(key, task.abort_handle());
+    }
+    true
+}
+
+/// If `line` cancels a relayed call, stop it (its server is told when its request is dropped).
+fn cancel_relayed(inflight: &std::sync::Mutex<HashMap<String, tokio::task::AbortHandle>>, line: &[u8]) {
+    const NEEDLE: &[u8] = b"notifications/cancelled";
+    if !line.windows(NEEDLE.len()).any(|w| w == NEEDLE) {
+        return;
+    }
+    let Ok(cancel) = serde_json::from_slice::<CancelLine<'_>>(line) else { return };
+    if cancel.method != "notifications/cancelled" {
+        return;
+    }
+    let task =
+        inflight.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(cancel.params.request_id.get());
+    if let Some(task) = task {
+        task.abort();
+    }
+}
