@@ -76,9 +76,14 @@ pub enum RelayError {
     Timeout,
 }
 
-/// The answer to one of the relay's requests: its `result` or `error`, nothing parsed further.
+/// A line of the server's that may answer one of the relay's requests: parsed once, the
+/// `result` left as raw JSON where it stands in the line.
 #[derive(Deserialize)]
-struct Answer<'a> {
+struct ServerLine<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(default)]
+    method: Option<serde::de::IgnoredAny>,
     #[serde(borrow, default)]
     result: Option<&'a RawValue>,
     #[serde(default)]
@@ -93,19 +98,27 @@ struct AnswerError {
     message: String,
 }
 
-/// Just enough of a line to tell whether it answers one of the relay's requests.
-#[derive(Deserialize)]
-struct IdOnly<'a> {
-    #[serde(borrow, default)]
-    id: Option<&'a RawValue>,
-    #[serde(default)]
-    method: Option<serde::de::IgnoredAny>,
+/// A relayed call's result: the server's line and where its `result` object is in it.
+#[derive(Debug)]
+pub struct RelayResult {
+    line: Vec<u8>,
+    range: std::ops::Range<usize>,
 }
+
+impl RelayResult {
+    /// The `result` object, raw JSON.
+    pub fn get(&self) -> &[u8] {
+        &self.line[self.range.clone()]
+    }
+}
+
+/// What a waiter gets: the result, or why there is none.
+type Answered = Result<RelayResult, RelayError>;
 
 /// A started stdio server's pipes, shared by rmcp's client and the relay.
 pub struct ServerPipes {
     stdin: Mutex<Box<dyn AsyncWrite + Send + Unpin>>,
-    pending: std::sync::Mutex<HashMap<u64, oneshot::Sender<Vec<u8>>>>,
+    pending: std::sync::Mutex<HashMap<u64, oneshot::Sender<Answered>>>,
     next: AtomicU64,
     closed: std::sync::atomic::AtomicBool,
 }
@@ -137,11 +150,11 @@ impl ServerPipes {
             let mut reader = BufReader::with_capacity(1 << 16, stdout);
             let mut line = Vec::new();
             while let Ok(true) = read_line(&mut reader, &mut line).await {
-                if let Some(n) = relay_answer_id(&line) {
+                if let Some((n, answered)) = relay_answer(&mut line) {
                     let waiter =
                         reader_pipes.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&n);
                     if let Some(tx) = waiter {
-                        let _ = tx.send(std::mem::take(&mut line));
+                        let _ = tx.send(answered);
                     }
                     continue;
                 }
@@ -182,12 +195,7 @@ impl ServerPipes {
     /// Call `tool` with `arguments` (a JSON object, raw) and return the server's `result` (raw
     /// JSON, an object) — or why there is none. Cancelled when the future is dropped: the server
     /// is told (`notifications/cancelled`).
-    pub async fn call(
-        self: &Arc<Self>,
-        tool: &str,
-        arguments: &RawValue,
-        timeout: Duration,
-    ) -> Result<Box<RawValue>, RelayError> {
+    pub async fn call(self: &Arc<Self>, tool: &str, arguments: &RawValue, timeout: Duration) -> Answered {
         if self.is_closed() {
             return Err(RelayError::Gone);
         }
@@ -204,21 +212,12 @@ impl ServerPipes {
             guard.answered = true;
             return Err(RelayError::Gone);
         }
-        let answer = match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok(line)) => line,
-            Ok(Err(_)) => {
-                guard.answered = true;
-                return Err(RelayError::Gone);
-            }
-            Err(_) => return Err(RelayError::Timeout),
-        };
-        guard.answered = true;
-        let parsed: Answer<'_> = serde_json::from_slice(&answer)
-            .map_err(|e| RelayError::Malformed(format!("its answer to tools/call is not a JSON-RPC response: {e}")))?;
-        match (parsed.result, parsed.error) {
-            (Some(result), None) if result.get().trim_start().starts_with('{') => Ok(result.to_owned()),
-            (_, Some(e)) => Err(RelayError::Server(format!("{} (JSON-RPC error {})", e.message, e.code))),
-            _ => Err(RelayError::Malformed("its answer to tools/call has no object `result`".into())),
+        let answered = tokio::time::timeout(timeout, rx).await;
+        guard.answered = answered.is_ok();
+        match answered {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(_)) => Err(RelayError::Gone),
+            Err(_) => Err(RelayError::Timeout),
         }
     }
 }
@@ -248,19 +247,32 @@ impl Drop for Pending {
     }
 }
 
-/// The number of a relay request that `line` answers, if it is a response to one.
-fn relay_answer_id(line: &[u8]) -> Option<u64> {
+/// Whether `haystack` holds `needle` (SIMD search: a server's lines are kilobytes long).
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    memchr::memmem::find(haystack, needle).is_some()
+}
+
+/// If `line` answers one of the relay's requests: its number and the answer (the line is taken).
+fn relay_answer(line: &mut Vec<u8>) -> Option<(u64, Answered)> {
     // Cheap first: most lines are rmcp's and do not carry our id at all.
-    let needle = format!("\"{RELAY_ID}");
-    if !line.windows(needle.len()).any(|w| w == needle.as_bytes()) {
+    if !contains(line, b"\"jp-relay-") {
         return None;
     }
-    let parsed: IdOnly<'_> = serde_json::from_slice(line).ok()?;
+    let parsed: ServerLine<'_> = serde_json::from_slice(line).ok()?;
     if parsed.method.is_some() {
         return None; // a request or notification from the server, not an answer
     }
-    let id: String = serde_json::from_str(parsed.id?.get()).ok()?;
-    id.strip_prefix(RELAY_ID)?.parse().ok()
+    let id: &str = serde_json::from_str(parsed.id?.get()).ok()?;
+    let n: u64 = id.strip_prefix(RELAY_ID)?.parse().ok()?;
+    let answered = match (parsed.result, parsed.error) {
+        (_, Some(e)) => Err(RelayError::Server(format!("{} (JSON-RPC error {})", e.message, e.code))),
+        (Some(result), None) if result.get().starts_with('{') => {
+            let start = result.get().as_ptr() as usize - line.as_ptr() as usize;
+            Ok(start..start + result.get().len())
+        }
+        _ => Err(RelayError::Malformed("its answer to tools/call has no object `result`".into())),
+    };
+    Some((n, answered.map(|range| RelayResult { line: std::mem::take(line), range })))
 }
 
 /// A `tools/call` from the agent, as much as the relay needs of it.
@@ -372,8 +384,7 @@ async fn relay<R: Router>(
     inflight: &Arc<std::sync::Mutex<HashMap<String, tokio::task::AbortHandle>>>,
     line: &[u8],
 ) -> bool {
-    const NEEDLE: &[u8] = b"tools/call";
-    if !line.windows(NEEDLE.len()).any(|w| w == NEEDLE) {
+    if !contains(line, b"tools/call") {
         return false;
     }
     let Ok(call) = serde_json::from_slice::<CallLine<'_>>(line) else { return false };
@@ -397,20 +408,29 @@ async fn relay<R: Router>(
     let task = tokio::spawn(async move {
         let reply = match slots.acquire().await {
             Ok(_slot) => match route.pipes.call(&route.tool, &arguments, route.timeout).await {
-                Ok(result) => format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{}}}\n", result.get()),
+                Ok(result) => {
+                    let mut reply = Vec::with_capacity(result.get().len() + id.len() + 40);
+                    reply.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+                    reply.extend_from_slice(id.as_bytes());
+                    reply.extend_from_slice(b",\"result\":");
+                    reply.extend_from_slice(result.get());
+                    reply.extend_from_slice(b"}\n");
+                    reply
+                }
                 Err(e) => {
                     let message = router.failed(&route, e).await;
                     let text = serde_json::to_string(&message).unwrap_or_else(|_| "\"the MCP server failed\"".into());
                     format!(
                         "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":{text}}}],\"isError\":true}}}}\n"
                     )
+                    .into_bytes()
                 }
             },
             Err(_) => return,
         };
         registry.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&id);
         let mut out = output.lock().await;
-        let _ = out.write_all(reply.as_bytes()).await;
+        let _ = out.write_all(&reply).await;
         let _ = out.flush().await;
     });
     let mut registry = inflight.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -423,8 +443,7 @@ async fn relay<R: Router>(
 
 /// If `line` cancels a relayed call, stop it (its server is told when its request is dropped).
 fn cancel_relayed(inflight: &std::sync::Mutex<HashMap<String, tokio::task::AbortHandle>>, line: &[u8]) {
-    const NEEDLE: &[u8] = b"notifications/cancelled";
-    if !line.windows(NEEDLE.len()).any(|w| w == NEEDLE) {
+    if !contains(line, b"notifications/cancelled") {
         return;
     }
     let Ok(cancel) = serde_json::from_slice::<CancelLine<'_>>(line) else { return };
