@@ -292,13 +292,10 @@ pub async fn serve_stdio(app: Arc<App>, options: McpOptions) -> Result<(), Strin
     let server = JpMcp::new(app.clone(), options);
     let handles = server.handles().clone();
     let (front, rmcp_side) = tokio::io::duplex(1 << 16);
-    let front = tokio::spawn(relay::serve_front(
-        Arc::new(AppRouter(app)),
-        server.slots.clone(),
-        tokio::io::stdin(),
-        tokio::io::stdout(),
-        front,
-    ));
+    // Non-blocking pipes when stdin/stdout are pipes (a pending read can be dropped; no
+    // blocking-pool thread per read and write), tokio's blocking handles otherwise.
+    let (input, output) = rmcp::transport::stdio_pipes();
+    let front = tokio::spawn(relay::serve_front(Arc::new(AppRouter(app)), server.slots.clone(), input, output, front));
     let session = async {
         let running = server.serve(tokio::io::split(rmcp_side)).await.map_err(|e| format!("MCP session: {e}"))?;
         running.waiting().await.map(|_| ()).map_err(|e| format!("MCP session: {e}"))

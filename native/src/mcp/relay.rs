@@ -48,7 +48,7 @@ async fn read_line<R: AsyncRead + Unpin>(reader: &mut BufReader<R>, buf: &mut Ve
         if available.is_empty() {
             return Ok(!buf.is_empty());
         }
-        let (used, done) = match available.iter().position(|b| *b == b'\n') {
+        let (used, done) = match memchr::memchr(b'\n', available) {
             Some(i) => (i + 1, true),
             None => (available.len(), false),
         };
