@@ -22,7 +22,7 @@ const compact = (args) => { const s = JSON.stringify(args); return s.length > 20
  * Wire the panel: `$` finds elements by id; `host` is the page's Host; `onFilesChanged` refreshes
  * the file tree. Returns `{ send(text) }` for automation.
  */
-export function agentPanel($, host, { onFilesChanged, demoUrl }) {
+export function agentPanel($, host, { onFilesChanged }) {
   const chat = $('chat');
   const saved = JSON.parse(localStorage.getItem(SETTINGS) ?? '{}');
   $('agent-kind').value = saved.kind ?? 'demo';
@@ -131,11 +131,8 @@ export function agentPanel($, host, { onFilesChanged, demoUrl }) {
 
   async function provider() {
     const kind = $('agent-kind').value;
-    if (kind === 'demo') {
-      const response = await fetch(demoUrl);
-      if (!response.ok) throw new Error(`the demo recording could not be loaded (${response.status})`);
-      return { kind: 'scripted', recording: await response.json() };
-    }
+    // The demo: the recording shipped with jp-host, replayed through the real loop.
+    if (kind === 'demo') return { kind: 'scripted' };
     const apiKey = $('agent-key').value;
     sessionStorage.setItem(KEY, apiKey);
     localStorage.setItem(SETTINGS, JSON.stringify({ kind, baseUrl: $('agent-url').value, model: $('agent-model').value, unattended: $('agent-unattended').checked }));

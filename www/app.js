@@ -129,7 +129,7 @@ async function main() {
   };
 
   await refreshFiles();
-  const agent = agentPanel($, host, { onFilesChanged: refreshFiles, demoUrl: new URL('./demo/recording.json', import.meta.url) });
+  const agent = agentPanel($, host, { onFilesChanged: refreshFiles });
   window.jpHost = {
     writeFile: async (path, text) => { await host.writeFile(path, text); await refreshFiles(); },
     readFile: (path) => host.readFile(path),

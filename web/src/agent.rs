@@ -9,6 +9,7 @@ use std::time::Duration;
 use jp_core::BoxFuture;
 use jp_core::agent::anthropic::Anthropic;
 use jp_core::agent::openai::OpenAi;
+use jp_core::agent::scripted::Scripted;
 use jp_core::agent::turn::{Sleep, ToolOutput, Turn, TurnEvent, TurnOptions, TurnTools, run_turn};
 use jp_core::agent::{Message, Model, ToolCallRequest, ToolSpec};
 use jp_core::cancel::CancellationToken;
@@ -32,7 +33,8 @@ export interface ProviderOptions {
   apiKey?: string;
   stream?: boolean;
   maxTokens?: number;
-  /** `scripted`: the recording (`{"replies": [...]}`, as `jp query --provider scripted` reads). */
+  /** `scripted`: the recording (`{"replies": [...]}`, as `jp query --provider scripted` reads);
+   * without one, the demo recording shipped with jp-host. */
   recording?: unknown;
 }
 /** What happens during a turn. */
@@ -59,6 +61,8 @@ struct ProviderOptions {
     stream: bool,
     #[serde(default)]
     max_tokens: Option<u32>,
+    #[serde(default)]
+    recording: Option<Value>,
 }
 
 fn err(e: impl std::fmt::Display) -> JsValue {
@@ -95,7 +99,11 @@ fn model(options: ProviderOptions) -> Result<Box<dyn Model>, JsValue> {
             stream: options.stream,
             http: Arc::new(FetchHttpClient),
         })),
-        other => Err(err(format!("unknown provider kind '{other}': use openai or anthropic"))),
+        "scripted" => match options.recording {
+            Some(recording) => Ok(Box::new(Scripted::from_json(&recording.to_string()).map_err(err)?)),
+            None => Ok(Box::new(Scripted::demo().map_err(err)?)),
+        },
+        other => Err(err(format!("unknown provider kind '{other}': use openai, anthropic or scripted"))),
     }
 }
 

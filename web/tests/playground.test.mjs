@@ -238,3 +238,26 @@ test('a call the user declines reaches the model as an error and changes nothing
     await model.close();
   }
 });
+
+test('the demo needs no endpoint: the recorded turn makes, greps, reads and edits a project in the page', async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  try {
+    await open(page, `agent-demo-${Date.now()}`);
+    await page.selectOption('#agent-kind', 'demo');
+    await page.check('#agent-unattended');
+    const answer = await page.evaluate(() => window.jpHost.agentSend('fix the TODO'));
+    assert.match(answer, /now greets the person named on the command line/);
+    const names = await page.locator('#chat li.tool .call').allTextContents();
+    for (const tool of ['fs_create_file', 'fs_grep_files', 'fs_read_file', 'fs_modify_file']) {
+      assert.ok(names.some((n) => n.includes(tool)), `${tool} in ${names}`);
+    }
+    assert.equal(await page.locator('#chat li.tool .result.error').count(), 0, await page.textContent('#chat'));
+    const greet = await page.evaluate(() => window.jpHost.readFile('jp-demo/src/greet.py'));
+    assert.match(greet, /name = sys\.argv\[1\]/);
+    assert.doesNotMatch(greet, /TODO/);
+    await page.waitForSelector('#files li:has-text("jp-demo/src/greet.py")');
+  } finally {
+    await context.close();
+  }
+});

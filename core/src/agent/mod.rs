@@ -2,10 +2,11 @@
 //! the [`HttpClient`](crate::host::HttpClient) trait, and [`turn::run_turn`], which asks the model,
 //! runs the tool calls it makes through a [`turn::TurnTools`], and repeats until the model
 //! answers without tool calls or the round limit is reached. No I/O of its own: it runs natively
-//! and on wasm32. Library only so far: `jp query` and the playground's agent panel are to come.
+//! and on wasm32. [`scripted`] replays a recording (the offline demo).
 
 pub mod anthropic;
 pub mod openai;
+pub mod scripted;
 pub mod turn;
 
 use serde::{Deserialize, Serialize};
