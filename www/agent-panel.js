@@ -2,9 +2,10 @@
 // Anthropic Messages API, or the offline demo recording — driven by the core turn loop compiled
 // to wasm32 (`agentTurn` in jp.js). Each tool call runs on the page's host (its policy, its
 // IndexedDB files) and shows inline with every host decision it caused; before a call that may
-// change files the page asks, and the answer is a click. The API key lives in this tab's session
+// change files (the policy allows writes, the tool does not only read) the page asks, and the
+// answer is a click. The API key lives in this tab's session
 // storage only and is never shown to a tool.
-import { agentTurn } from './jp.js';
+import { agentTurn, toolOnlyReads } from './jp.js';
 
 const KEY = 'jp-agent-key';
 const SETTINGS = 'jp-agent-settings';
@@ -79,7 +80,9 @@ export function agentPanel($, host, { onFilesChanged }) {
 
   async function callTool(name, args, id) {
     const entry = calls.get(id);
-    const mayWrite = host.policyHints().writes;
+    // RFD 009: ask before a one-shot tool that can write — the policy lets tools write and the
+    // tool is not one that only reads.
+    const mayWrite = host.policyHints().writes && !toolOnlyReads(name);
     if (mayWrite && !$('agent-unattended').checked && !allowed.has(name) && !(await ask(name, args))) {
       entry?.querySelector('.result')?.replaceChildren('✗ declined by the user');
       return { content: `The user declined to run ${name}. Ask them, or do without it.`, isError: true };

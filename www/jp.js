@@ -6,7 +6,9 @@
 // empty environment and no arguments; no wasi:filesystem or wasi:sockets at all (the components
 // import none: their files come through jp:host/filesystem).
 
-import init, { JpHost, toolInputSchema, runAgentTurn } from './pkg/jp_web.js';
+import init, { JpHost, toolInputSchema, runAgentTurn, toolOnlyReads } from './pkg/jp_web.js';
+
+export { toolOnlyReads };
 import * as cli from '@bytecodealliance/preview2-shim/cli';
 import * as io from '@bytecodealliance/preview2-shim/io';
 import * as clocks from '@bytecodealliance/preview2-shim/clocks';

@@ -209,6 +209,13 @@ impl Sleep for JsSleep {
     }
 }
 
+/// Whether tool `name` only reads (the first-party fs tools that do): before its calls the page
+/// does not ask, as `jp query` does not for them.
+#[wasm_bindgen(js_name = toolOnlyReads)]
+pub fn tool_only_reads(name: &str) -> bool {
+    jp_fs_tools::READ_ONLY_TOOLS.contains(&name)
+}
+
 /// Run one agent turn in the page. `provider`: see `ProviderOptions`. `messages`: the
 /// conversation so far (`[{role, content, …}]`, as a previous turn returned it), ending with
 /// the user's message. `tools`: `[{name, summary, description, inputSchema}]`. `callTool(name,

@@ -179,11 +179,12 @@ test('the agent panel runs a whole turn: tool calls asked in the page, decisions
     await page.fill('#agent-prompt', 'fix the TODO');
     await page.click('#agent-send');
 
-    // The policy lets tools write, so the page asks before each call: the answers are clicks.
-    await page.click('#chat li.ask button.allow-always');
-    await page.locator('#chat li.ask').first().locator('.answered').waitFor();
-    await page.locator('#chat li.ask').nth(1).locator('button.allow-once').click();
+    // The read runs without asking; the policy lets tools write, so the page asks before the
+    // edit, and the answer is a click.
+    await page.click('#chat li.ask button.allow-once');
     await page.waitForSelector('#chat li.assistant:has-text("Done: the TODO")', { timeout: 20_000 });
+    assert.equal(await page.locator('#chat li.ask').count(), 1, 'one question: before fs_modify_file');
+    assert.match(await page.textContent('#chat li.ask'), /Allow fs_modify_file/);
 
     // Each call shows inline with the host decisions it caused, and its result.
     const calls = page.locator('#chat li.tool');
