@@ -119,7 +119,9 @@ impl StatefulConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolConfig {
-    /// Where the definition comes from.
+    /// Where the definition comes from (default `builtin`: a table that only sets `run` for a
+    /// first-party tool needs nothing else).
+    #[serde(default = "builtin_source")]
     pub source: ToolSource,
     /// The program (and arguments) to run, for local tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -158,6 +160,70 @@ pub struct ToolConfig {
     /// tools under other names (D06); default: the table's name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
+    /// Whether an agent turn (`jp query`) asks before calling it (RFD 009's permission rules).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<RunMode>,
+}
+
+fn builtin_source() -> ToolSource {
+    ToolSource::Builtin
+}
+
+/// `run = …` of a tool: what an agent turn does before calling it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunMode {
+    /// Ask the user each time.
+    Ask,
+    /// Call it without asking.
+    Unattended,
+    /// Never call it: the model is told it is not available.
+    Skip,
+}
+
+/// `[providers.<name>]`: a model endpoint for agent turns (`jp query --provider NAME`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    /// The wire format.
+    pub kind: ProviderKind,
+    /// The endpoint (default: OpenAI's or Anthropic's own); e.g. `http://127.0.0.1:8080/v1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// The model's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The environment variable holding the API key (none: no key is sent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// Ask for a server-sent event stream.
+    #[serde(default = "yes")]
+    pub stream: bool,
+    /// Most tokens in one answer (Anthropic requires it; default 4096).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// Used when `--provider` is not given.
+    #[serde(default)]
+    pub default: bool,
+    /// `scripted`: the recording to replay, relative to the workspace (none: the shipped demo).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// A provider's wire format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    /// OpenAI-compatible Chat Completions (OpenAI, llama.cpp, Ollama, vLLM, …).
+    Openai,
+    /// The Anthropic Messages API.
+    Anthropic,
+    /// A recording replayed offline.
+    Scripted,
 }
 
 impl ToolConfig {
@@ -177,6 +243,7 @@ impl ToolConfig {
             options: Map::new(),
             read_paths: Vec::new(),
             tool: None,
+            run: None,
         }
     }
 
@@ -289,6 +356,9 @@ pub struct Config {
     /// MCP servers whose tools are offered (sandboxed).
     #[serde(default)]
     pub mcp: McpConfig,
+    /// Model endpoints for agent turns (`jp query`).
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderConfig>,
 }
 
 /// A configuration error: the file, the key and what to do.
@@ -316,6 +386,11 @@ impl Config {
             let inner = e.into_inner();
             let message = inner.message().trim().to_owned();
             ConfigError { file: file.into(), key, message: with_fix(&message) }
+        })?;
+        validate_providers(&config.providers).map_err(|(key, message)| ConfigError {
+            file: file.into(),
+            key,
+            message,
         })?;
         for (name, tool) in &config.conversation.tools {
             validate_tool(name, tool).map_err(|(key, message)| ConfigError { file: file.into(), key, message })?;
@@ -379,6 +454,58 @@ fn with_fix(message: &str) -> String {
     } else {
         message.to_owned()
     }
+}
+
+fn validate_providers(providers: &BTreeMap<String, ProviderConfig>) -> Result<(), (String, String)> {
+    let defaults: Vec<&String> = providers.iter().filter(|(_, p)| p.default).map(|(n, _)| n).collect();
+    if defaults.len() > 1 {
+        return Err((
+            format!("providers.{}.default", defaults[1]),
+            format!(
+                "more than one provider has default = true ({}); keep it on one",
+                defaults.iter().map(|d| d.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+        ));
+    }
+    for (name, p) in providers {
+        let key = |k: &str| format!("providers.{name}.{k}");
+        match p.kind {
+            ProviderKind::Openai | ProviderKind::Anthropic => {
+                if p.model.as_deref().is_none_or(|m| m.trim().is_empty()) {
+                    return Err((
+                        key("model"),
+                        "name the model, e.g. model = \"gpt-4.1\" or \"claude-sonnet-4-5\"".into(),
+                    ));
+                }
+                if let Some(url) = &p.base_url
+                    && !(url.starts_with("http://") || url.starts_with("https://"))
+                {
+                    return Err((
+                        key("base_url"),
+                        format!("{url:?} is not an http(s) URL, e.g. \"http://127.0.0.1:8080/v1\""),
+                    ));
+                }
+                if p.file.is_some() {
+                    return Err((key("file"), "only a scripted provider replays a file; remove the key".into()));
+                }
+            }
+            ProviderKind::Scripted => {
+                if p.base_url.is_some() || p.api_key_env.is_some() {
+                    return Err((
+                        key("kind"),
+                        "a scripted provider replays `file` and calls no endpoint: remove base_url and api_key_env"
+                            .into(),
+                    ));
+                }
+            }
+        }
+        if let Some(var) = &p.api_key_env
+            && (var.is_empty() || var.contains('='))
+        {
+            return Err((key("api_key_env"), "name an environment variable, e.g. \"OPENAI_API_KEY\"".into()));
+        }
+    }
+    Ok(())
 }
 
 fn validate_tool(name: &str, tool: &ToolConfig) -> Result<(), (String, String)> {

@@ -205,6 +205,8 @@ pub struct App {
     mcp: Arc<McpRuntime>,
     /// Servers whose `tools = "*"` were listed.
     discovered: tokio::sync::Mutex<std::collections::BTreeSet<String>>,
+    /// `[providers.*]`: model endpoints for agent turns.
+    providers: BTreeMap<String, jp_core::runtime::ProviderConfig>,
     /// The VFS runtime (stateful tools are spawned on it directly).
     vfs: Arc<VfsRuntime>,
     /// D10: every runtime, built once; a call goes to `runtimes.resolve(..).execute(..)`.
@@ -255,12 +257,14 @@ impl App {
             None => Some(workspace.join(CONFIG_PATH)).filter(|p| p.is_file()),
         };
         let mut mcp_servers = BTreeMap::new();
+        let mut providers = BTreeMap::new();
         if let Some(path) = config_path {
             let shown = path.display().to_string();
             let text = std::fs::read_to_string(&path)
                 .map_err(|e| AppError::Config(format!("cannot read config file {shown}: {e}")))?;
             let config = Config::from_toml(&text, &shown).map_err(|e| AppError::Config(e.to_string()))?;
             mcp_servers = config.mcp.servers.clone();
+            providers = config.providers.clone();
             // Tools imported by name (`tools = [..]`) are known now; `tools = "*"` waits for
             // `discover`, which asks the server.
             for (server, sc) in &config.mcp.servers {
@@ -348,6 +352,7 @@ impl App {
             tools: std::sync::RwLock::new(tools),
             mcp,
             discovered: tokio::sync::Mutex::new(std::collections::BTreeSet::new()),
+            providers,
             vfs,
             runtimes,
             self_exe: options.self_exe,
@@ -364,6 +369,11 @@ impl App {
     /// Whether tools run under the OS sandbox.
     pub fn sandbox_mode(&self) -> SandboxMode {
         self.sandbox
+    }
+
+    /// `[providers.*]` of the configuration: model endpoints for agent turns (`jp query`).
+    pub fn providers(&self) -> &BTreeMap<String, jp_core::runtime::ProviderConfig> {
+        &self.providers
     }
 
     /// The MCP servers of the configuration (the relay of `jp mcp` reaches their pipes).

@@ -16,9 +16,11 @@
 //! - [`builtin::BuiltinRuntime`] — first-party tools in-process, their host calls served by the
 //!   core dispatcher directly ([`services::HostServices`] is what both it and the VFS runtime build
 //!   a dispatcher from).
+//! - [`agent`] — `jp query`: the core turn loop with a model from `[providers.*]` and these tools.
 //! - [`app`] and [`terminal`] — the `jp` command's host: configuration, first-party tools, D06
 //!   schemas, D10 runtime resolution, terminal inquiries and `--trace`.
 
+pub mod agent;
 pub mod app;
 pub mod builtin;
 pub mod files;

@@ -54,6 +54,9 @@ enum Command {
     Sandbox(SandboxCommand),
     /// Serve the tools to an agent over MCP (stdio; `--http ADDR` for Streamable HTTP).
     Mcp(McpArgs),
+    /// One agent turn: a model from [providers.*] answers, calling the workspace's tools
+    /// (sandboxed, asked first when they can write). `--provider scripted` replays a demo offline.
+    Query(QueryCli),
     /// Serve a first-party tool over the VFS protocol (how jp runs its own tools).
     #[command(name = TOOL_MODE_ARG, hide = true)]
     ToolMode,
@@ -95,6 +98,29 @@ struct CallArgs {
     #[arg(long)]
     trace: bool,
     /// Time limit of the call, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 60)]
+    timeout: u64,
+}
+
+#[derive(Debug, Args)]
+struct QueryCli {
+    /// The message to the agent.
+    prompt: String,
+    /// The provider: a [providers.NAME] table (default: the one with `default = true`, or the
+    /// only one); `scripted` without a table replays the shipped demo offline.
+    #[arg(long, value_name = "NAME")]
+    provider: Option<String>,
+    /// Continue the last conversation (.jp/conversations/last.json).
+    #[arg(long = "continue")]
+    continue_last: bool,
+    /// Never ask on the terminal: tool calls that need a yes, and requests that need a decision,
+    /// are refused.
+    #[arg(long)]
+    no_interaction: bool,
+    /// Most model requests in the turn.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    max_rounds: usize,
+    /// Time limit of each tool call, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 60)]
     timeout: u64,
 }
@@ -201,6 +227,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             list(&app, cli.json).await
         }
         Command::Mcp(args) => mcp(&cli, args).await,
+        Command::Query(args) => query(&cli, args).await,
         Command::Tool(ToolSubcommand::Schema { name, one_of }) => {
             let app = App::load(options(&cli))?;
             app.discover().await;
@@ -265,6 +292,52 @@ fn sandbox_status(json: bool) -> ExitCode {
         }
     }
     if p.can_enforce() { ExitCode::SUCCESS } else { ExitCode::from(1) }
+}
+
+async fn query(cli: &Cli, args: &QueryCli) -> Result<ExitCode, Failure> {
+    use jp_native::agent::{self, QueryArgs, QueryError, output::Printer};
+    let usage = |message: String| Failure { code: 2, message };
+    let first = App::load(options(cli))?;
+    let (name, provider) = agent::provider(&first, args.provider.as_deref()).map_err(usage)?;
+    let mut o = options(cli);
+    let (model, key) = agent::model(&name, &provider, first.workspace(), &o.env).map_err(usage)?;
+    drop(first);
+    // The key is not in the environment tools pick from: no policy can hand it to one.
+    if let Some(var) = &provider.api_key_env {
+        o.env.remove(var);
+    }
+    let secrets: Vec<String> = key.into_iter().collect();
+    let printer = Arc::new(Printer::new(cli.json, &secrets));
+    let interactive = !args.no_interaction && TerminalInquirer::available();
+    o.inquirer =
+        if interactive { Arc::new(TerminalInquirer::default()) as Arc<dyn Inquirer> } else { Arc::new(DenyInquirer) };
+    o.trace = Some(printer.clone());
+    o.timeout = Duration::from_secs(args.timeout.max(1));
+    let app = Arc::new(App::load(o)?);
+    let cancel = CancellationToken::new();
+    let on_signal = {
+        let (cancel, printer) = (cancel.clone(), printer.clone());
+        tokio::spawn(async move {
+            shutdown_signal().await;
+            printer.note("cancelling: stopping the running tool calls…");
+            cancel.cancel();
+        })
+    };
+    let query_args = QueryArgs {
+        prompt: args.prompt.clone(),
+        provider: Some(name),
+        continue_last: args.continue_last,
+        interactive,
+        json: cli.json,
+        max_rounds: args.max_rounds,
+    };
+    let result = agent::query(app, &query_args, model.as_ref(), &printer, &secrets, &cancel).await;
+    on_signal.abort();
+    match result {
+        Ok(_) => Ok(ExitCode::SUCCESS),
+        Err(QueryError::Failed) => Ok(ExitCode::from(1)),
+        Err(QueryError::Usage(message)) => Err(usage(printer.scrub(&message))),
+    }
 }
 
 async fn list(app: &App, json: bool) -> Result<ExitCode, Failure> {

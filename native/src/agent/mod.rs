@@ -1,0 +1,247 @@
+//! `jp query`: one agent turn in the terminal — the core turn loop ([`run_turn`]) with a model
+//! from `[providers.*]`, the workspace's tools ([`tools`]), and what happens shown as it happens
+//! ([`output`]). The conversation is kept in `.jp/conversations/last.json` (written atomically,
+//! the key scrubbed) for `--continue`.
+
+pub mod output;
+pub mod tools;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use jp_core::BoxFuture;
+use jp_core::agent::anthropic::Anthropic;
+use jp_core::agent::openai::OpenAi;
+use jp_core::agent::scripted::Scripted;
+use jp_core::agent::turn::{Sleep, Turn, TurnError, TurnOptions, run_turn};
+use jp_core::agent::{Message, Model, ModelReply, ProviderError, Role, ToolSpec};
+use jp_core::cancel::CancellationToken;
+use jp_core::runtime::{ProviderConfig, ProviderKind};
+
+use crate::app::App;
+use crate::http::ReqwestHttpClient;
+use output::Printer;
+use tools::NativeTools;
+
+/// Where the last conversation is kept, relative to the workspace.
+pub const HISTORY: &str = ".jp/conversations/last.json";
+
+/// How long one model request may take.
+const MODEL_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// What `jp query` was asked.
+#[derive(Debug, Clone)]
+pub struct QueryArgs {
+    /// The user's message.
+    pub prompt: String,
+    /// `--provider`.
+    pub provider: Option<String>,
+    /// `--continue`: append to the last conversation.
+    pub continue_last: bool,
+    /// A terminal to ask on (and not `--no-interaction`).
+    pub interactive: bool,
+    /// `--json`.
+    pub json: bool,
+    /// Most model requests in the turn.
+    pub max_rounds: usize,
+}
+
+/// Why `jp query` could not run or finish.
+#[derive(Debug)]
+pub enum QueryError {
+    /// Configuration or usage: exit 2.
+    Usage(String),
+    /// The turn ended without an answer (already reported): exit 1.
+    Failed,
+}
+
+/// The provider `jp query` uses: `--provider NAME`, else the one with `default = true`, else the
+/// only one. `scripted` without a table of that name is the shipped demo.
+pub fn provider(app: &App, name: Option<&str>) -> Result<(String, ProviderConfig), String> {
+    let providers = app.providers();
+    let demo = || ProviderConfig {
+        kind: ProviderKind::Scripted,
+        base_url: None,
+        model: None,
+        api_key_env: None,
+        stream: false,
+        max_tokens: None,
+        default: false,
+        file: None,
+    };
+    let known = || {
+        let mut names: Vec<&str> = providers.keys().map(String::as_str).collect();
+        names.push("scripted (the offline demo)");
+        names.join(", ")
+    };
+    match name {
+        Some(n) => match providers.get(n) {
+            Some(p) => Ok((n.to_owned(), p.clone())),
+            None if n == "scripted" => Ok((n.to_owned(), demo())),
+            None => Err(format!(
+                "no provider '{n}'; configured: {}; add a [providers.{n}] table to .jp/config.toml",
+                known()
+            )),
+        },
+        None => {
+            if let Some((n, p)) = providers.iter().find(|(_, p)| p.default) {
+                return Ok((n.clone(), p.clone()));
+            }
+            if let (1, Some((n, p))) = (providers.len(), providers.iter().next()) {
+                return Ok((n.clone(), p.clone()));
+            }
+            Err(format!(
+                "which model? pass --provider NAME ({}), or mark one [providers.NAME] with default = true; --provider scripted replays the offline demo",
+                known()
+            ))
+        }
+    }
+}
+
+/// The model of a provider, and its key (a secret to scrub), read from the host environment.
+pub fn model(
+    name: &str,
+    config: &ProviderConfig,
+    workspace: &Path,
+    env: &std::collections::BTreeMap<String, String>,
+) -> Result<(Box<dyn Model>, Option<String>), String> {
+    let key = match &config.api_key_env {
+        Some(var) => Some(env.get(var).filter(|k| !k.is_empty()).cloned().ok_or_else(|| {
+            format!("[providers.{name}] reads its API key from ${var}, which is not set; export {var}=… and run again")
+        })?),
+        None => None,
+    };
+    let http = || -> Result<Arc<ReqwestHttpClient>, String> {
+        ReqwestHttpClient::new(MODEL_TIMEOUT).map(Arc::new).map_err(|e| format!("no HTTP client: {e}"))
+    };
+    let model_name = config.model.clone().unwrap_or_default();
+    let model: Box<dyn Model> = match config.kind {
+        ProviderKind::Openai => Box::new(OpenAi {
+            base_url: config.base_url.clone().unwrap_or_else(|| "https://api.openai.com/v1".into()),
+            model: model_name,
+            api_key: key.clone(),
+            stream: config.stream,
+            http: http()?,
+        }),
+        ProviderKind::Anthropic => Box::new(Anthropic {
+            base_url: config.base_url.clone().unwrap_or_else(|| "https://api.anthropic.com".into()),
+            model: model_name,
+            api_key: key.clone(),
+            max_tokens: config.max_tokens.unwrap_or(4096),
+            stream: config.stream,
+            http: http()?,
+        }),
+        ProviderKind::Scripted => match &config.file {
+            Some(file) => {
+                let path = workspace.join(file);
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| format!("[providers.{name}] file {}: {e}", path.display()))?;
+                Box::new(Scripted::from_json(&text).map_err(|e| format!("[providers.{name}] file {file}: {e}"))?)
+            }
+            None => Box::new(Scripted::demo().map_err(|e| e.to_string())?),
+        },
+    };
+    Ok((model, key))
+}
+
+/// The model asked, given up when the turn is cancelled (Ctrl-C during a model request).
+struct Cancellable<'a> {
+    inner: &'a dyn Model,
+    cancel: &'a CancellationToken,
+}
+
+impl Model for Cancellable<'_> {
+    fn complete<'a>(
+        &'a self,
+        messages: &'a [Message],
+        tools: &'a [ToolSpec],
+    ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
+        Box::pin(async move {
+            tokio::select! {
+                r = self.inner.complete(messages, tools) => r,
+                () = self.cancel.cancelled() => Err(ProviderError::Transport("the turn was cancelled".into())),
+            }
+        })
+    }
+}
+
+struct TokioSleep;
+
+impl Sleep for TokioSleep {
+    fn sleep(&self, d: Duration) -> BoxFuture<'_, ()> {
+        Box::pin(tokio::time::sleep(d))
+    }
+}
+
+fn system_prompt(workspace: &Path) -> String {
+    format!(
+        "You are a coding agent working in the project at {}. Use the tools to read, search and change its files; paths are relative to the project root. Every tool runs sandboxed: a request the access policy refuses comes back as an error that says why. Be brief.",
+        workspace.display()
+    )
+}
+
+/// The conversation kept for `--continue`.
+pub fn load_history(workspace: &Path) -> Result<Vec<Message>, String> {
+    let path = workspace.join(HISTORY);
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        format!("no conversation to continue ({}: {e}); run jp query without --continue first", path.display())
+    })?;
+    serde_json::from_str(&text)
+        .map_err(|e| format!("{} is not a saved conversation ({e}); delete it and start again", path.display()))
+}
+
+/// Keep `messages` for `--continue`: written to a temporary file beside it, then renamed, so a
+/// crash leaves the old conversation or the new one, never half of one.
+pub fn save_history(workspace: &Path, messages: &[Message], printer: &Printer) -> Result<PathBuf, String> {
+    let path = workspace.join(HISTORY);
+    let dir = path.parent().unwrap_or(workspace);
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let text = printer.scrub(&serde_json::to_string_pretty(messages).map_err(|e| e.to_string())?);
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::io::Write::write_all(&mut tmp, text.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
+    tmp.as_file().sync_all().map_err(|e| format!("{}: {e}", path.display()))?;
+    tmp.persist(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}
+
+/// Run one turn: `app` was loaded with `printer` as its trace (so decisions are shown) and
+/// without the key in its environment (so no tool can be given it).
+pub async fn query(
+    app: Arc<App>,
+    args: &QueryArgs,
+    model: &dyn Model,
+    printer: &Printer,
+    secrets: &[String],
+    cancel: &CancellationToken,
+) -> Result<String, QueryError> {
+    let workspace = app.workspace().to_path_buf();
+    let mut messages = if args.continue_last {
+        load_history(&workspace).map_err(QueryError::Usage)?
+    } else {
+        vec![Message::text(Role::System, system_prompt(&workspace))]
+    };
+    messages.push(Message::text(Role::User, args.prompt.clone()));
+    let tools = NativeTools::new(app, args.interactive, secrets).await.map_err(QueryError::Usage)?;
+    let options = TurnOptions { max_rounds: args.max_rounds.max(1), ..TurnOptions::default() };
+    let model = Cancellable { inner: model, cancel };
+    let on_event = |e: &jp_core::agent::turn::TurnEvent| printer.event(e);
+    let turn =
+        Turn { model: &model, tools: &tools, options: &options, sleep: &TokioSleep, cancel, on_event: &on_event };
+    let result = run_turn(&turn, &mut messages).await;
+    if let Err(e) = save_history(&workspace, &messages, printer) {
+        printer.note(&format!("warning: the conversation was not saved: {e}"));
+    }
+    match result {
+        Ok(text) => Ok(text),
+        Err(e) => {
+            let message = if cancel.is_cancelled() {
+                TurnError::Cancelled.to_string() + "; its tool calls were stopped and its handles aborted"
+            } else {
+                e.to_string()
+            };
+            printer.error(&message);
+            Err(QueryError::Failed)
+        }
+    }
+}

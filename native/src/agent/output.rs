@@ -1,0 +1,149 @@
+//! What `jp query` shows: the assistant's text on stdout; each tool call, the host decisions it
+//! caused and its result on stderr, compact — or, with `--json`, one JSON object per line on
+//! stdout for every event. Everything shown passes the scrubber (the API key never appears).
+
+use std::io::{IsTerminal as _, Write as _};
+use std::sync::Mutex;
+
+use jp_core::agent::turn::TurnEvent;
+use jp_core::host::{DispatchEvents, TraceEvent};
+use jp_core::policy::Scrubber;
+use serde_json::{Value, json};
+
+use crate::terminal::{escape, neutralize, shown};
+
+/// Longest part of a tool's arguments or result shown on one line.
+const SHOWN: usize = 160;
+
+fn clip(text: &str) -> String {
+    let line = text.lines().next().unwrap_or_default();
+    let mut out: String = line.chars().take(SHOWN).collect();
+    if out.len() < line.len() || text.lines().nth(1).is_some() {
+        out.push('…');
+    }
+    out
+}
+
+/// Where a turn's events are shown.
+pub struct Printer {
+    json: bool,
+    scrubber: Scrubber,
+    // One event at a time: lines of concurrent calls never interleave.
+    lock: Mutex<()>,
+}
+
+impl std::fmt::Debug for Printer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Printer").field("json", &self.json).finish_non_exhaustive()
+    }
+}
+
+impl Printer {
+    /// Show events as text (or JSON lines), with `secrets` scrubbed from all of it.
+    pub fn new(json: bool, secrets: &[String]) -> Self {
+        Self { json, scrubber: Scrubber::new(secrets.iter().filter(|s| !s.is_empty())), lock: Mutex::new(()) }
+    }
+
+    /// `text` with the secrets replaced.
+    pub fn scrub(&self, text: &str) -> String {
+        self.scrubber.scrub_str(text).into_owned()
+    }
+
+    /// One JSON event line (`--json`), scrubbed.
+    fn emit(&self, value: &Value) {
+        let line = self.scrub(&value.to_string());
+        let _one = self.lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+    }
+
+    fn err_line(&self, text: &str) {
+        let text = self.scrub(text);
+        let _one = self.lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _ = writeln!(std::io::stderr().lock(), "{text}");
+    }
+
+    /// A turn event.
+    pub fn event(&self, event: &TurnEvent) {
+        if self.json {
+            let value = match event {
+                TurnEvent::Text(text) => json!({"type": "text", "text": text}),
+                TurnEvent::ToolCall(c) => {
+                    json!({"type": "tool_call", "id": c.id, "name": c.name, "arguments": c.arguments})
+                }
+                TurnEvent::ToolResult { id, output } => {
+                    json!({"type": "tool_result", "id": id, "content": output.content, "is_error": output.is_error})
+                }
+                TurnEvent::Retry { error, after } => {
+                    json!({"type": "retry", "error": error.to_string(), "after_ms": after.as_millis() as u64})
+                }
+                TurnEvent::End { rounds } => json!({"type": "turn_end", "rounds": rounds}),
+            };
+            self.emit(&value);
+            return;
+        }
+        match event {
+            TurnEvent::Text(text) => {
+                // The model may quote what a tool read: nothing in it may act on a terminal.
+                let text = self.scrub(text);
+                let text = if std::io::stdout().is_terminal() { neutralize(&text) } else { text };
+                let _one = self.lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{text}");
+                let _ = out.flush();
+            }
+            // JSON escapes control characters already; `neutralize` disarms the rest.
+            TurnEvent::ToolCall(c) => {
+                self.err_line(&format!("▸ {} {}", escape(&c.name), neutralize(&clip(&c.arguments.to_string()))));
+            }
+            TurnEvent::ToolResult { output, .. } => {
+                let mark = if output.is_error { '✗' } else { '✓' };
+                self.err_line(&format!("  {mark} {}", escape(&clip(&output.content))));
+            }
+            TurnEvent::Retry { error, after } => {
+                self.err_line(&format!("  (retrying in {:.1} s: {})", after.as_secs_f64(), escape(&error.to_string())));
+            }
+            TurnEvent::End { .. } => {}
+        }
+    }
+
+    /// Why the turn ended without an answer.
+    pub fn error(&self, message: &str) {
+        if self.json {
+            self.emit(&json!({"type": "error", "message": message}));
+        } else {
+            self.err_line(&format!("error: {message}"));
+        }
+    }
+
+    /// A note for the user (not part of the conversation).
+    pub fn note(&self, message: &str) {
+        if !self.json {
+            self.err_line(message);
+        }
+    }
+}
+
+impl DispatchEvents for Printer {
+    fn decided(&self, event: &TraceEvent) {
+        if self.json {
+            self.emit(&json!({
+                "type": "decision",
+                "method": event.method,
+                "target": event.target,
+                "decision": event.decision,
+                "reason": event.reason,
+                "allowed": event.allowed,
+            }));
+            return;
+        }
+        let outcome = match (event.decision, event.allowed) {
+            ("ask", true) => "ask → allowed".to_owned(),
+            ("ask", false) => "ask → denied".to_owned(),
+            (d, _) => d.to_owned(),
+        };
+        let why = if event.allowed { String::new() } else { format!(" ({})", escape(&event.reason)) };
+        self.err_line(&format!("    · {} {} → {outcome}{why}", shown(&event.method), shown(&event.target)));
+    }
+}

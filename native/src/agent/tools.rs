@@ -1,0 +1,211 @@
+//! The tools of an agent turn: the same tools as `jp tool list` and `jp mcp`, called through
+//! [`App::agent_call`] (same runtimes, policies and OS sandbox), stateful ones in RFD 009's flat
+//! form with their handles owned by the turn — all aborted when it ends.
+//!
+//! Permission (RFD 009): `run = "ask" | "unattended" | "skip"` per tool; by default the user is
+//! asked before a `spawn` and before a one-shot tool whose policy lets it write or run commands,
+//! never before `fetch`, `apply` or `abort`. Without a terminal (or with `--no-interaction`) a
+//! call that needs asking is refused, and the model is told how the user can allow it.
+
+use std::collections::BTreeSet;
+use std::io::{BufRead as _, Write as _};
+use std::sync::{Arc, Mutex};
+
+use jp_core::BoxFuture;
+use jp_core::agent::ToolCallRequest;
+use jp_core::agent::ToolSpec;
+use jp_core::agent::turn::{ToolOutput, TurnTools};
+use jp_core::cancel::CancellationToken;
+use jp_core::policy::Scrubber;
+use jp_core::runtime::{ExecutionOutcome, RunMode, ToolCall};
+use jp_core::state::ToolState;
+use serde_json::Value;
+
+use crate::app::{Answerer, App, CallReply, Handles, NoAnswerer};
+use crate::terminal::{TerminalAnswerer, escape};
+
+/// Whether a call needs the user's yes first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Gate {
+    Run,
+    Ask,
+    Skip,
+}
+
+/// The tools of one turn.
+pub struct NativeTools {
+    app: Arc<App>,
+    specs: Vec<ToolSpec>,
+    handles: Arc<Handles>,
+    interactive: bool,
+    /// Tools the user allowed for the rest of the turn.
+    always: Mutex<BTreeSet<String>>,
+    /// One question at a time.
+    asking: tokio::sync::Mutex<()>,
+    /// The API key: replaced in every tool input (an endpoint that echoes it cannot pass it on).
+    scrubber: Scrubber,
+}
+
+impl std::fmt::Debug for NativeTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NativeTools").field("tools", &self.specs.len()).finish_non_exhaustive()
+    }
+}
+
+impl NativeTools {
+    /// Every tool of `app` (MCP servers' `tools = "*"` discovered first), as the model is told
+    /// about them; `interactive`: whether there is a terminal to ask on.
+    pub async fn new(app: Arc<App>, interactive: bool, secrets: &[String]) -> Result<Self, String> {
+        app.discover().await;
+        let mut specs = Vec::new();
+        for entry in app.tools() {
+            if entry.config.run == Some(RunMode::Skip) {
+                continue;
+            }
+            let definition = app.definition(&entry.name).await.map_err(|e| e.to_string())?;
+            let schema = app.agent_schema(&entry.name, false).await.map_err(|e| e.to_string())?;
+            let description = [definition.summary, definition.description]
+                .into_iter()
+                .flatten()
+                .filter(|s| !s.is_empty())
+                .collect::<Vec<_>>()
+                .join("\n\n");
+            specs.push(ToolSpec { name: entry.name.clone(), description, input_schema: schema });
+        }
+        Ok(Self {
+            app,
+            specs,
+            handles: Arc::new(Handles::new()),
+            interactive,
+            always: Mutex::default(),
+            asking: tokio::sync::Mutex::new(()),
+            scrubber: Scrubber::new(secrets.iter().filter(|s| !s.is_empty())),
+        })
+    }
+
+    /// The handles the turn opened (for tests and for the end of the turn).
+    pub fn handles(&self) -> &Arc<Handles> {
+        &self.handles
+    }
+
+    /// RFD 009's rule for this call.
+    fn gate(&self, name: &str, arguments: &Value) -> Result<Gate, String> {
+        let entry = self.app.tool(name).map_err(|e| e.to_string())?;
+        match entry.config.run {
+            Some(RunMode::Unattended) => return Ok(Gate::Run),
+            Some(RunMode::Skip) => return Ok(Gate::Skip),
+            Some(RunMode::Ask) => return Ok(Gate::Ask),
+            None => {}
+        }
+        if !self.app.stateful_actions(name).is_empty() {
+            // Asked before a spawn; never before fetch, apply or abort of a running handle.
+            let action = arguments.get("action").and_then(Value::as_str).unwrap_or("spawn");
+            return Ok(if action == "spawn" { Gate::Ask } else { Gate::Run });
+        }
+        let hints = entry.policy().map_err(|e| e.to_string())?.hints();
+        Ok(if hints.writes || hints.commands { Gate::Ask } else { Gate::Run })
+    }
+
+    /// Ask on the terminal; `true` when allowed.
+    async fn ask(&self, call: &ToolCallRequest) -> bool {
+        let _one = self.asking.lock().await;
+        if self.always.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains(&call.name) {
+            return true;
+        }
+        let mut args = escape(&call.arguments.to_string());
+        if args.chars().count() > 300 {
+            args = format!("{}…", args.chars().take(300).collect::<String>());
+        }
+        let prompt = format!("\nrun {} {args}?\n[y = yes, a = always in this turn, n = no] ", escape(&call.name));
+        let answer = tokio::task::spawn_blocking(move || {
+            let mut err = std::io::stderr().lock();
+            let _ = err.write_all(prompt.as_bytes());
+            let _ = err.flush();
+            let mut line = String::new();
+            match std::io::stdin().lock().read_line(&mut line) {
+                Ok(0) | Err(_) => None,
+                Ok(_) => Some(line.trim().to_owned()),
+            }
+        })
+        .await
+        .ok()
+        .flatten();
+        match answer.as_deref() {
+            Some("y" | "yes") => true,
+            Some("a" | "always") => {
+                self.always.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(call.name.clone());
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+fn failed(content: String) -> ToolOutput {
+    ToolOutput { content, is_error: true }
+}
+
+/// A call's reply as the model sees it.
+fn output(name: &str, reply: CallReply) -> ToolOutput {
+    match reply {
+        CallReply::Outcome(ExecutionOutcome::Completed { result: Ok(r), .. }) => {
+            ToolOutput { content: r.to_text(), is_error: false }
+        }
+        CallReply::Outcome(ExecutionOutcome::Completed { result: Err(e), .. }) => failed(e.message),
+        CallReply::Outcome(ExecutionOutcome::NeedsInput { question, .. }) => failed(format!(
+            "tool '{name}' asks: {} — nobody answered; call it again with the answer in its arguments if it takes one",
+            question.text
+        )),
+        CallReply::Outcome(ExecutionOutcome::Cancelled { .. }) => failed(format!("tool '{name}' was cancelled")),
+        CallReply::Handle { id, state } => {
+            let is_error = matches!(state, ToolState::Stopped { result: Err(_) });
+            ToolOutput { content: state.to_handle_response(&id).to_string(), is_error }
+        }
+    }
+}
+
+impl TurnTools for NativeTools {
+    fn specs(&self) -> Vec<ToolSpec> {
+        self.specs.clone()
+    }
+
+    fn call<'a>(&'a self, call: &'a ToolCallRequest, cancel: &'a CancellationToken) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let name = call.name.as_str();
+            let gate = match self.gate(name, &call.arguments) {
+                Ok(g) => g,
+                Err(e) => return failed(e),
+            };
+            match gate {
+                Gate::Skip => {
+                    return failed(format!("tool '{name}' is not available in this conversation (run = \"skip\")"));
+                }
+                Gate::Ask if !self.interactive => {
+                    return failed(format!(
+                        "the user must allow '{name}' before it runs (it can change files, run commands or start a process), and jp query has no terminal to ask on; the user can allow it with run = \"unattended\" in [conversation.tools.{name}] of .jp/config.toml"
+                    ));
+                }
+                Gate::Ask if !self.ask(call).await => {
+                    return failed(format!("the user declined to run '{name}'; ask them, or do without it"));
+                }
+                _ => {}
+            }
+            let text = call.arguments.to_string();
+            let arguments = match serde_json::from_str(&self.scrubber.scrub_str(&text)) {
+                Ok(Value::Object(m)) => m,
+                _ => return failed(format!("tool '{name}': the arguments must be a JSON object, got {text}")),
+            };
+            let mut tool_call = ToolCall::new(name, call.id.clone(), arguments);
+            tool_call.cancel = cancel.clone();
+            let answerer: &dyn Answerer = if self.interactive { &TerminalAnswerer } else { &NoAnswerer };
+            match self.app.agent_call(tool_call, &self.handles, answerer).await {
+                Ok(reply) => output(name, reply),
+                Err(e) => failed(e.to_string()),
+            }
+        })
+    }
+
+    fn end_turn(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move { self.handles.close().await })
+    }
+}
