@@ -21,6 +21,12 @@ mod imp {
 
     /// A boxed future that is `Send` on native targets.
     pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+    /// A callback given bytes as they arrive (a streamed body); `Send + Sync` on native targets.
+    pub type OnBytes<'a> = &'a (dyn Fn(&[u8]) + Send + Sync + 'a);
+
+    /// A callback given text as it is written (a streamed reply); `Send + Sync` on native targets.
+    pub type OnText<'a> = &'a (dyn Fn(&str) + Send + Sync + 'a);
 }
 
 #[cfg(target_arch = "wasm32")]
@@ -37,6 +43,12 @@ mod imp {
 
     /// A boxed future; on wasm32 it need not be `Send`.
     pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
+
+    /// A callback given bytes as they arrive (a streamed body).
+    pub type OnBytes<'a> = &'a (dyn Fn(&[u8]) + 'a);
+
+    /// A callback given text as it is written (a streamed reply).
+    pub type OnText<'a> = &'a (dyn Fn(&str) + 'a);
 }
 
-pub use imp::{BoxFuture, MaybeSend, MaybeSync};
+pub use imp::{BoxFuture, MaybeSend, MaybeSync, OnBytes, OnText};

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use jp_core::BoxFuture;
 use jp_core::host::{BackendError, HttpClient, HttpMethod, HttpRequest, HttpResponse};
+use jp_core::maybe::OnBytes;
 use jp_core::protocol::Header;
 
 /// Default time for one HTTP exchange.
@@ -44,7 +45,26 @@ impl ReqwestHttpClient {
 
 impl HttpClient for ReqwestHttpClient {
     fn send(&self, request: HttpRequest) -> BoxFuture<'_, Result<HttpResponse, BackendError>> {
-        Box::pin(async move {
+        Box::pin(self.exchange(request, None))
+    }
+
+    fn send_streaming<'a>(
+        &'a self,
+        request: HttpRequest,
+        on_chunk: OnBytes<'a>,
+    ) -> BoxFuture<'a, Result<HttpResponse, BackendError>> {
+        Box::pin(self.exchange(request, Some(on_chunk)))
+    }
+}
+
+impl ReqwestHttpClient {
+    /// One exchange; the body's pieces also go to `on_chunk` as they arrive.
+    async fn exchange(
+        &self,
+        request: HttpRequest,
+        on_chunk: Option<OnBytes<'_>>,
+    ) -> Result<HttpResponse, BackendError> {
+        {
             let client = self.client()?;
             let mut builder = match request.method {
                 HttpMethod::Get => client.get(&request.url),
@@ -84,9 +104,12 @@ impl HttpClient for ReqwestHttpClient {
                         request.url, request.max_body
                     )));
                 }
+                if let Some(f) = on_chunk {
+                    f(&chunk);
+                }
                 body.extend_from_slice(&chunk);
             }
             Ok(HttpResponse { status, headers, body })
-        })
+        }
     }
 }

@@ -286,6 +286,8 @@ fn two_calls_in_one_round_over_a_stream_then_the_conversation_continues() {
     let ws = workspace(&openai_provider(&model.url, true), "");
     let out = jp(ws.path(), &["query", "find the milk"]);
     assert!(out.status.success(), "{:?}", text(&out));
+    // Streamed in two pieces each, shown as they came: each reply still one line on stdout.
+    assert_eq!(text(&out).0, "Looking twice.\nFound milk twice.\n");
     let seen = model.seen();
     assert_eq!(seen[0].body["stream"], true);
     let results = tool_messages(&seen[1]);
@@ -368,6 +370,36 @@ fn the_key_goes_only_into_the_header_never_to_a_tool_a_display_or_the_history() 
 }
 
 #[test]
+fn a_key_split_over_two_streamed_pieces_is_not_shown_either() {
+    // The endpoint streams its echo of the key in two pieces, cut in the middle of the key.
+    let half = KEY.len() / 2;
+    let stream = format!(
+        "data: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
+        json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": format!("key: {}", &KEY[..half])}}]}),
+        json!({"choices": [{"index": 0, "delta": {"content": format!("{} end", &KEY[half..])}}]}),
+    );
+    let model = Endpoint::start(vec![(200, Vec::new(), stream.clone()), (200, Vec::new(), stream)]);
+    let ws = workspace(&openai_provider(&model.url, true), "");
+    for args in [&["--json", "query", "hi"][..], &["query", "hi"][..]] {
+        let out = jp(ws.path(), args);
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{stdout}\n{stderr}");
+        let joined: String = if args[0] == "--json" {
+            stdout
+                .lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                .filter(|e| e["type"] == "text_delta")
+                .map(|e| e["text"].as_str().unwrap().to_owned())
+                .collect()
+        } else {
+            stdout.clone()
+        };
+        assert!(!joined.contains(&KEY[..half]) && !joined.contains(&KEY[half..]), "{joined}");
+        assert!(joined.contains("key: [REDACTED] end"), "{joined}");
+    }
+}
+
+#[test]
 fn anthropic_streams_tool_use_and_gets_tool_results() {
     let model = Endpoint::start(vec![
         anthropic_sse("Let me read it.", &[("fs_read_file", json!({"path": "notes.md"}))]),
@@ -378,9 +410,17 @@ fn anthropic_streams_tool_use_and_gets_tool_results() {
         model.url
     );
     let ws = workspace(&provider, "");
-    let out = jp(ws.path(), &["query", "what does it say?"]);
+    let out = jp(ws.path(), &["--json", "query", "what does it say?"]);
     assert!(out.status.success(), "{:?}", text(&out));
-    assert!(text(&out).0.contains("It says to buy milk."));
+    // The text streams: its pieces come as `text_delta` events before the whole `text`.
+    let events: Vec<Value> = text(&out).0.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let deltas: String =
+        events.iter().filter(|e| e["type"] == "text_delta").map(|e| e["text"].as_str().unwrap()).collect();
+    assert_eq!(deltas, "Let me read it.It says to buy milk.", "{events:?}");
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    let first_delta = kinds.iter().position(|k| *k == "text_delta").unwrap();
+    assert!(first_delta < kinds.iter().position(|k| *k == "text").unwrap(), "{kinds:?}");
+    assert!(events.iter().any(|e| e["type"] == "text" && e["text"] == "It says to buy milk."));
     let seen = model.seen();
     assert_eq!(seen[0].path, "/v1/messages");
     assert_eq!(seen[0].header("x-api-key"), Some(KEY));

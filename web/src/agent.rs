@@ -107,8 +107,12 @@ fn model(options: ProviderOptions) -> Result<Box<dyn Model>, JsValue> {
     }
 }
 
-fn event_json(event: &TurnEvent) -> Value {
-    match event {
+/// An event for the page (`None`: not shown).
+fn event_json(event: &TurnEvent) -> Option<Value> {
+    Some(match event {
+        // `fetch` answers are read whole here, so pieces would only repeat the text that
+        // follows (and could split the key, which is scrubbed per event).
+        TurnEvent::TextDelta(_) => return None,
         TurnEvent::Text(text) => json!({ "type": "text", "text": text }),
         TurnEvent::ToolCall(c) => json!({ "type": "tool_call", "id": c.id, "name": c.name, "arguments": c.arguments }),
         TurnEvent::ToolResult { id, output } => {
@@ -118,7 +122,7 @@ fn event_json(event: &TurnEvent) -> Value {
             json!({ "type": "retry", "error": error.to_string(), "afterMs": after.as_millis() as u64 })
         }
         TurnEvent::End { rounds } => json!({ "type": "turn_end", "rounds": rounds }),
-    }
+    })
 }
 
 /// The tools of a turn in the page: their specs, and a JS callback that runs one call.
@@ -262,7 +266,9 @@ pub async fn run_agent_turn(
         v
     };
     let on_event = |e: &TurnEvent| {
-        let _ = on_event.call1(&JsValue::NULL, &to_js(&scrub(event_json(e))));
+        if let Some(event) = event_json(e) {
+            let _ = on_event.call1(&JsValue::NULL, &to_js(&scrub(event)));
+        }
     };
     let cancel = CancellationToken::new();
     let _abort = signal.map(|s| AbortHook::new(s, cancel.clone()));

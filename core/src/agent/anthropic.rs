@@ -170,11 +170,27 @@ pub fn parse_stream(body: &[u8]) -> Result<ModelReply, ProviderError> {
     Ok(reply)
 }
 
+/// The text of one Messages stream event (a `text_delta`).
+fn delta_text(v: &Value) -> Option<&str> {
+    (v.get("type").and_then(Value::as_str) == Some("content_block_delta"))
+        .then(|| v.pointer("/delta/text").and_then(Value::as_str))
+        .flatten()
+}
+
 impl Model for Anthropic {
     fn complete<'a>(
         &'a self,
         messages: &'a [Message],
         tools: &'a [ToolSpec],
+    ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
+        self.complete_streaming(messages, tools, &|_: &str| {})
+    }
+
+    fn complete_streaming<'a>(
+        &'a self,
+        messages: &'a [Message],
+        tools: &'a [ToolSpec],
+        on_text: crate::maybe::OnText<'a>,
     ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
         Box::pin(async move {
             let mut headers = vec![Header { name: "anthropic-version".into(), value: VERSION.into() }];
@@ -183,8 +199,10 @@ impl Model for Anthropic {
             }
             let url = format!("{}/v1/messages", self.base_url.trim_end_matches('/'));
             let body = request_body(&self.model, self.max_tokens, messages, tools, self.stream);
-            super::post_json(&*self.http, url, headers, &body, if self.stream { parse_stream } else { parse_response })
-                .await
+            let sse = super::SseText::new(delta_text, on_text);
+            let (parse, stream): (super::Parse, _) =
+                if self.stream { (parse_stream, Some(&sse)) } else { (parse_response, None) };
+            super::post_json(&*self.http, url, headers, &body, parse, stream).await
         })
     }
 }

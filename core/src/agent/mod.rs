@@ -103,6 +103,54 @@ pub trait Model: MaybeSend + MaybeSync {
         messages: &'a [Message],
         tools: &'a [ToolSpec],
     ) -> BoxFuture<'a, Result<ModelReply, ProviderError>>;
+
+    /// Ask the model, giving `on_text` the reply's text as it is written (a streamed answer);
+    /// the reply is the same as [`complete`](Self::complete)'s. By default nothing is given
+    /// before the whole reply.
+    fn complete_streaming<'a>(
+        &'a self,
+        messages: &'a [Message],
+        tools: &'a [ToolSpec],
+        on_text: crate::maybe::OnText<'a>,
+    ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
+        let _ = on_text;
+        self.complete(messages, tools)
+    }
+}
+
+/// How a provider reads an answer's body.
+pub(crate) type Parse = fn(&[u8]) -> Result<ModelReply, ProviderError>;
+
+/// The text deltas of a server-sent event stream, found as its bytes arrive: `extract` picks
+/// the text out of one event's JSON `data`. Only for showing; the reply is parsed whole.
+pub(crate) struct SseText<'a> {
+    pending: std::sync::Mutex<Vec<u8>>,
+    extract: fn(&Value) -> Option<&str>,
+    on_text: crate::maybe::OnText<'a>,
+}
+
+impl<'a> SseText<'a> {
+    pub(crate) fn new(extract: fn(&Value) -> Option<&str>, on_text: crate::maybe::OnText<'a>) -> Self {
+        Self { pending: std::sync::Mutex::default(), extract, on_text }
+    }
+
+    /// More bytes of the stream: every complete event in them is looked at.
+    pub(crate) fn feed(&self, chunk: &[u8]) {
+        let mut pending = self.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        pending.extend_from_slice(chunk);
+        while let Some(end) = pending.windows(2).position(|w| w == b"\n\n") {
+            let event: Vec<u8> = pending.drain(..end + 2).collect();
+            for line in String::from_utf8_lossy(&event).lines() {
+                let Some(data) = line.strip_prefix("data:") else { continue };
+                if let Ok(v) = serde_json::from_str::<Value>(data.trim())
+                    && let Some(text) = (self.extract)(&v)
+                    && !text.is_empty()
+                {
+                    (self.on_text)(text);
+                }
+            }
+        }
+    }
 }
 
 /// Why a model request failed.
@@ -190,7 +238,8 @@ async fn post_json(
     url: String,
     mut headers: Vec<crate::protocol::Header>,
     body: &Value,
-    parse: fn(&[u8]) -> Result<ModelReply, ProviderError>,
+    parse: Parse,
+    stream: Option<&SseText<'_>>,
 ) -> Result<ModelReply, ProviderError> {
     /// Largest answer read from the endpoint.
     const MAX_BODY: usize = 16 << 20;
@@ -202,9 +251,36 @@ async fn post_json(
         body: body.to_string().into_bytes(),
         max_body: MAX_BODY,
     };
-    let response = http.send(request).await.map_err(|e| ProviderError::Transport(e.to_string()))?;
+    let response = match stream {
+        Some(sse) => http.send_streaming(request, &|chunk: &[u8]| sse.feed(chunk)).await,
+        None => http.send(request).await,
+    }
+    .map_err(|e| ProviderError::Transport(e.to_string()))?;
     if !(200..300).contains(&response.status) {
         return Err(ProviderError::from_status(response.status, &response.headers, &response.body));
     }
     parse(&response.body)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    #[test]
+    fn stream_text_is_found_as_it_arrives_even_when_events_are_cut_between_pieces() {
+        let seen = Mutex::new(Vec::new());
+        let on_text = |t: &str| seen.lock().unwrap().push(t.to_owned());
+        let sse = SseText::new(|v| v.pointer("/choices/0/delta/content").and_then(Value::as_str), &on_text);
+        let event = |t: &str| format!("data: {}\n\n", serde_json::json!({"choices": [{"delta": {"content": t}}]}));
+        let stream = format!("{}{}: comment\n\n{}data: [DONE]\n\n", event("Hel"), event("lo"), event(" there"));
+        let bytes = stream.as_bytes();
+        // Cut in the middle of the second event, and of the blank line after the third.
+        let (a, rest) = bytes.split_at(event("Hel").len() + 10);
+        sse.feed(a);
+        assert_eq!(*seen.lock().unwrap(), ["Hel"]);
+        sse.feed(rest);
+        assert_eq!(*seen.lock().unwrap(), ["Hel", "lo", " there"]);
+    }
 }

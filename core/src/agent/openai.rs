@@ -153,11 +153,25 @@ pub fn parse_stream(body: &[u8]) -> Result<ModelReply, ProviderError> {
     Ok(reply)
 }
 
+/// The text of one Chat Completions stream event (`choices[0].delta.content`).
+fn delta_text(v: &Value) -> Option<&str> {
+    v.pointer("/choices/0/delta/content").and_then(Value::as_str)
+}
+
 impl Model for OpenAi {
     fn complete<'a>(
         &'a self,
         messages: &'a [Message],
         tools: &'a [ToolSpec],
+    ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
+        self.complete_streaming(messages, tools, &|_: &str| {})
+    }
+
+    fn complete_streaming<'a>(
+        &'a self,
+        messages: &'a [Message],
+        tools: &'a [ToolSpec],
+        on_text: crate::maybe::OnText<'a>,
     ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
         Box::pin(async move {
             let headers = match &self.api_key {
@@ -166,8 +180,10 @@ impl Model for OpenAi {
             };
             let url = format!("{}/chat/completions", self.base_url.trim_end_matches('/'));
             let body = request_body(&self.model, messages, tools, self.stream);
-            super::post_json(&*self.http, url, headers, &body, if self.stream { parse_stream } else { parse_response })
-                .await
+            let sse = super::SseText::new(delta_text, on_text);
+            let (parse, stream): (super::Parse, _) =
+                if self.stream { (parse_stream, Some(&sse)) } else { (parse_response, None) };
+            super::post_json(&*self.http, url, headers, &body, parse, stream).await
         })
     }
 }

@@ -41,6 +41,9 @@ pub trait Sleep: MaybeSend + MaybeSync {
 /// What happens during a turn, for display (`jp query`'s terminal and `--json`, the page).
 #[derive(Debug, Clone, PartialEq)]
 pub enum TurnEvent {
+    /// A piece of the model's text as it is written (streamed answers only); the whole text
+    /// follows as [`TurnEvent::Text`].
+    TextDelta(String),
     /// The model said this.
     Text(String),
     /// The model called a tool.
@@ -171,7 +174,8 @@ async fn turn_rounds(turn: &Turn<'_>, messages: &mut Vec<Message>) -> Result<Str
             if cancel.is_cancelled() {
                 return Err(TurnError::Cancelled);
             }
-            match model.complete(messages, &specs).await {
+            let delta = |text: &str| on_event(&TurnEvent::TextDelta(text.to_owned()));
+            match model.complete_streaming(messages, &specs, &delta).await {
                 Ok(r) => break r,
                 Err(e) if e.is_retryable() && attempt < options.max_retries => {
                     let after = match &e {

@@ -48,6 +48,21 @@ pub struct HttpResponse {
 pub trait HttpClient: MaybeSend + MaybeSync {
     /// Perform one exchange without following redirects.
     fn send(&self, request: HttpRequest) -> BoxFuture<'_, Result<HttpResponse, BackendError>>;
+
+    /// Like [`send`](Self::send), handing the body to `on_chunk` piece by piece as it arrives
+    /// (a model's streamed reply shown while it is written); the response still holds the whole
+    /// body. By default the body comes in one piece, at the end.
+    fn send_streaming<'a>(
+        &'a self,
+        request: HttpRequest,
+        on_chunk: crate::maybe::OnBytes<'a>,
+    ) -> BoxFuture<'a, Result<HttpResponse, BackendError>> {
+        Box::pin(async move {
+            let response = self.send(request).await?;
+            on_chunk(&response.body);
+            Ok(response)
+        })
+    }
 }
 
 /// One process to run.

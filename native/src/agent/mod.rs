@@ -157,9 +157,18 @@ impl Model for Cancellable<'_> {
         messages: &'a [Message],
         tools: &'a [ToolSpec],
     ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
+        self.complete_streaming(messages, tools, &|_: &str| {})
+    }
+
+    fn complete_streaming<'a>(
+        &'a self,
+        messages: &'a [Message],
+        tools: &'a [ToolSpec],
+        on_text: jp_core::maybe::OnText<'a>,
+    ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
         Box::pin(async move {
             tokio::select! {
-                r = self.inner.complete(messages, tools) => r,
+                r = self.inner.complete_streaming(messages, tools, on_text) => r,
                 () = self.cancel.cancelled() => Err(ProviderError::Transport("the turn was cancelled".into())),
             }
         })

@@ -28,6 +28,11 @@ fn clip(text: &str) -> String {
 pub struct Printer {
     json: bool,
     scrubber: Scrubber,
+    /// Whether the reply being written was shown in pieces already.
+    streamed: std::sync::atomic::AtomicBool,
+    /// The end of the streamed text that may be the start of a secret: held back until the
+    /// next piece shows it is not (so no secret is ever shown split over two pieces).
+    held: Mutex<String>,
     // One event at a time: lines of concurrent calls never interleave.
     lock: Mutex<()>,
 }
@@ -41,7 +46,31 @@ impl std::fmt::Debug for Printer {
 impl Printer {
     /// Show events as text (or JSON lines), with `secrets` scrubbed from all of it.
     pub fn new(json: bool, secrets: &[String]) -> Self {
-        Self { json, scrubber: Scrubber::new(secrets.iter().filter(|s| !s.is_empty())), lock: Mutex::new(()) }
+        Self {
+            json,
+            scrubber: Scrubber::new(secrets.iter().filter(|s| !s.is_empty())),
+            streamed: std::sync::atomic::AtomicBool::new(false),
+            held: Mutex::new(String::new()),
+            lock: Mutex::new(()),
+        }
+    }
+
+    /// The part of a streamed piece that can be shown now, scrubbed; the rest waits.
+    fn piece(&self, text: &str) -> String {
+        let mut held = self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        held.push_str(text);
+        let scrubbed = self.scrub(&held);
+        let mut cut = scrubbed.len() - self.scrubber.partial_at_end(scrubbed.as_bytes());
+        while !scrubbed.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        *held = scrubbed[cut..].to_owned();
+        scrubbed[..cut].to_owned()
+    }
+
+    /// What was held back of the streamed text (its end is reached).
+    fn rest(&self) -> String {
+        std::mem::take(&mut *self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
     }
 
     /// `text` with the secrets replaced.
@@ -68,7 +97,20 @@ impl Printer {
     pub fn event(&self, event: &TurnEvent) {
         if self.json {
             let value = match event {
-                TurnEvent::Text(text) => json!({"type": "text", "text": text}),
+                TurnEvent::TextDelta(text) => {
+                    let shown = self.piece(text);
+                    if shown.is_empty() {
+                        return;
+                    }
+                    json!({"type": "text_delta", "text": shown})
+                }
+                TurnEvent::Text(text) => {
+                    let rest = self.rest();
+                    if !rest.is_empty() {
+                        self.emit(&json!({"type": "text_delta", "text": rest}));
+                    }
+                    json!({"type": "text", "text": text})
+                }
                 TurnEvent::ToolCall(c) => {
                     json!({"type": "tool_call", "id": c.id, "name": c.name, "arguments": c.arguments})
                 }
@@ -83,15 +125,21 @@ impl Printer {
             self.emit(&value);
             return;
         }
+        use std::sync::atomic::Ordering;
         match event {
+            // Pieces as they are written, then the line ends when the whole text comes.
+            TurnEvent::TextDelta(text) => {
+                self.streamed.store(true, Ordering::SeqCst);
+                let shown = self.piece(text);
+                self.out(&shown, false);
+            }
             TurnEvent::Text(text) => {
-                // The model may quote what a tool read: nothing in it may act on a terminal.
-                let text = self.scrub(text);
-                let text = if std::io::stdout().is_terminal() { neutralize(&text) } else { text };
-                let _one = self.lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{text}");
-                let _ = out.flush();
+                if self.streamed.swap(false, Ordering::SeqCst) {
+                    let rest = self.rest();
+                    self.out(&rest, true);
+                } else {
+                    self.out(text, true);
+                }
             }
             // JSON escapes control characters already; `neutralize` disarms the rest.
             TurnEvent::ToolCall(c) => {
@@ -106,6 +154,17 @@ impl Printer {
             }
             TurnEvent::End { .. } => {}
         }
+    }
+
+    /// The model's text on stdout. It may quote what a tool read: on a terminal nothing in it may
+    /// act on the terminal.
+    fn out(&self, text: &str, end_line: bool) {
+        let text = self.scrub(text);
+        let text = if std::io::stdout().is_terminal() { neutralize(&text) } else { text };
+        let _one = self.lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut out = std::io::stdout().lock();
+        let _ = if end_line { writeln!(out, "{text}") } else { write!(out, "{text}") };
+        let _ = out.flush();
     }
 
     /// Why the turn ended without an answer.
