@@ -1,0 +1,312 @@
+//! How tools execute (RFD D10) and how they are configured ([`config`]).
+//!
+//! [`ToolRuntime`] is the one interface every runtime implements — `StdioRuntime` and
+//! `VfsRuntime` (subprocesses), `WasmRuntime` (components) natively, the component host in the
+//! browser. A runtime captures its dependencies when it is built; callers pass only the call.
+//!
+//! Configuration is the `[conversation.tools.<name>]` table of `.jp/config.toml`;
+//! [`Config::from_toml`] parses it and every error names the file, the key and the fix.
+//! [`resolve_runtime`] applies D10's order: explicit `runtime` > `.wasm` (suffix of `command`, or
+//! the `wasm` key) > `stdio`.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::cancel::CancellationToken;
+use crate::host::Inquirer;
+use crate::maybe::{BoxFuture, MaybeSend, MaybeSync};
+pub mod config;
+use crate::state::{Question, ToolError, ToolResult};
+pub use config::*;
+
+/// Which runtime a tool resolved to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RuntimeChoice {
+    /// A local tool with this runtime.
+    Local(ToolRuntimeKind),
+    /// A builtin tool (one runtime, chosen by the host).
+    Builtin,
+    /// An MCP tool.
+    Mcp {
+        /// Server.
+        server: String,
+        /// Tool.
+        tool: String,
+    },
+}
+
+/// The result of [`resolve_runtime`]: the choice and any warnings for the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolution {
+    /// The runtime.
+    pub choice: RuntimeChoice,
+    /// Things the user should know (e.g. an ignored `runtime` key).
+    pub warnings: Vec<String>,
+}
+
+/// D10 runtime resolution: explicit `runtime` > `.wasm` (`wasm` key or a `command` ending in
+/// `.wasm`) > `stdio`. `runtime` on builtin and MCP tools is ignored with a warning.
+pub fn resolve_runtime(name: &str, config: &ToolConfig) -> Resolution {
+    let mut warnings = Vec::new();
+    let choice = match &config.source {
+        ToolSource::Builtin | ToolSource::Mcp { .. } => {
+            if let Some(r) = config.runtime {
+                warnings.push(format!(
+                    "conversation.tools.{name}.runtime = \"{}\" is ignored: {} tools have exactly one runtime; remove the key",
+                    r.name(),
+                    if config.source == ToolSource::Builtin { "builtin" } else { "MCP" }
+                ));
+            }
+            match &config.source {
+                ToolSource::Mcp { server, tool } => RuntimeChoice::Mcp { server: server.clone(), tool: tool.clone() },
+                _ => RuntimeChoice::Builtin,
+            }
+        }
+        ToolSource::Local => {
+            let wasm_like = config.wasm.is_some()
+                || config
+                    .command
+                    .as_deref()
+                    .is_some_and(|c| c.split_whitespace().next().is_some_and(|p| p.ends_with(".wasm")));
+            RuntimeChoice::Local(match config.runtime {
+                Some(kind) => kind,
+                None if wasm_like => ToolRuntimeKind::Wasm,
+                None => ToolRuntimeKind::Stdio,
+            })
+        }
+    };
+    Resolution { choice, warnings }
+}
+
+/// What one execution ended with (D10 `ExecutionOutcome`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExecutionOutcome {
+    /// The tool finished, successfully or not.
+    Completed {
+        /// The call id.
+        id: String,
+        /// The content or the tool's error.
+        result: Result<ToolResult, ToolError>,
+    },
+    /// The tool needs an answer; it will be run again with it.
+    NeedsInput {
+        /// The call id.
+        id: String,
+        /// The question.
+        question: Question,
+    },
+    /// The call was cancelled.
+    Cancelled {
+        /// The call id.
+        id: String,
+    },
+}
+
+/// One tool call as a runtime receives it.
+#[derive(Clone)]
+pub struct ToolCall {
+    /// Tool name.
+    pub name: String,
+    /// Call id.
+    pub id: String,
+    /// Arguments.
+    pub arguments: Map<String, Value>,
+    /// Answers to earlier questions, by question id.
+    pub answers: Map<String, Value>,
+    /// Cancelled when the user or host gives up.
+    pub cancel: CancellationToken,
+    /// Who answers this call's inquiries, instead of the runtime's own inquirer (an MCP client
+    /// asked through elicitation, per call).
+    pub inquirer: Option<Arc<dyn Inquirer>>,
+}
+
+impl ToolCall {
+    /// A call with no answers, a fresh cancellation token and the runtime's inquirer.
+    pub fn new(name: impl Into<String>, id: impl Into<String>, arguments: Map<String, Value>) -> Self {
+        Self {
+            name: name.into(),
+            id: id.into(),
+            arguments,
+            answers: Map::new(),
+            cancel: CancellationToken::new(),
+            inquirer: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for ToolCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolCall")
+            .field("name", &self.name)
+            .field("id", &self.id)
+            .field("arguments", &self.arguments)
+            .field("answers", &self.answers)
+            .field("own_inquirer", &self.inquirer.is_some())
+            .finish()
+    }
+}
+
+/// An infrastructure failure (as opposed to a tool's own error, which is an outcome).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuntimeError {
+    /// The runtime is not available on this host.
+    #[error("tool '{tool}' uses runtime '{runtime}', which is not available here: {why}")]
+    UnsupportedRuntime {
+        /// Tool name.
+        tool: String,
+        /// Runtime name.
+        runtime: String,
+        /// Why, and what to do.
+        why: String,
+    },
+    /// The configuration does not allow running the tool.
+    #[error("{0}")]
+    Config(String),
+    /// The tool could not be started.
+    #[error("could not start tool '{tool}': {message}")]
+    Spawn {
+        /// Tool name.
+        tool: String,
+        /// What failed.
+        message: String,
+    },
+    /// The OS sandbox cannot be enforced.
+    #[error("{0}")]
+    Sandbox(String),
+    /// The tool broke the protocol or died.
+    #[error("tool '{tool}' failed: {message}")]
+    Protocol {
+        /// Tool name.
+        tool: String,
+        /// What happened (with the stderr tail when there is one).
+        message: String,
+    },
+    /// The tool exceeded its time.
+    #[error("tool '{tool}' timed out after {seconds} s")]
+    Timeout {
+        /// Tool name.
+        tool: String,
+        /// The limit.
+        seconds: u64,
+    },
+    /// Anything else.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Executes tool calls (RFD D10). Implementations capture their dependencies at construction.
+pub trait ToolRuntime: MaybeSend + MaybeSync {
+    /// Which runtime this is, for listings and traces.
+    fn kind(&self) -> &'static str;
+
+    /// Execute one call with the tool's configuration.
+    fn execute<'a>(
+        &'a self,
+        call: ToolCall,
+        config: &'a ToolConfig,
+    ) -> BoxFuture<'a, Result<ExecutionOutcome, RuntimeError>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::AccessPolicy;
+
+    fn tool(extra: &str) -> ToolConfig {
+        let text = format!("[conversation.tools.t]\n{extra}");
+        Config::from_toml(&text, "c.toml").unwrap().conversation.tools.remove("t").unwrap()
+    }
+
+    #[test]
+    fn resolution_order() {
+        let cases = [
+            ("source = \"local\"\ncommand = \"x\"", RuntimeChoice::Local(ToolRuntimeKind::Stdio)),
+            ("source = \"local\"\ncommand = \"x.wasm\"", RuntimeChoice::Local(ToolRuntimeKind::Wasm)),
+            ("source = \"local\"\ncommand = \"./p/x.wasm --flag\"", RuntimeChoice::Local(ToolRuntimeKind::Wasm)),
+            ("source = \"local\"\nwasm = \".jp/tools/t.wasm\"", RuntimeChoice::Local(ToolRuntimeKind::Wasm)),
+            ("source = \"local\"\ncommand = \"x.wasm\"\nruntime = \"vfs\"", RuntimeChoice::Local(ToolRuntimeKind::Vfs)),
+            ("source = \"local\"\ncommand = \"x\"\nruntime = \"wasm\"", RuntimeChoice::Local(ToolRuntimeKind::Wasm)),
+            ("source = \"builtin\"", RuntimeChoice::Builtin),
+            (
+                "source = \"mcp.github.list_issues\"\n[mcp.servers.github]\ncommand = \"github-mcp\"",
+                RuntimeChoice::Mcp { server: "github".into(), tool: "list_issues".into() },
+            ),
+        ];
+        for (text, expected) in cases {
+            let r = resolve_runtime("t", &tool(text));
+            assert_eq!(r.choice, expected, "{text}");
+            assert!(r.warnings.is_empty());
+        }
+        let r = resolve_runtime("t", &tool("source = \"builtin\"\nruntime = \"vfs\""));
+        assert_eq!(r.choice, RuntimeChoice::Builtin);
+        assert!(r.warnings[0].contains("conversation.tools.t.runtime"), "{:?}", r.warnings);
+    }
+
+    #[test]
+    fn config_errors_name_file_key_and_fix() {
+        let cases = [
+            (
+                "[conversation.tools.t]\nsource = \"local\"\ncommand = \"x\"\nruntime = \"vsf\"",
+                "conversation.tools.t.runtime",
+                "unknown variant",
+            ),
+            (
+                "[conversation.tools.t]\nsource = \"local\"\ncomand = \"x\"",
+                "conversation.tools.t.comand",
+                "remove it or check its spelling",
+            ),
+            ("[conversation.tools.t]\nsource = \"remote\"", "conversation.tools.t.source", "mcp.<server>.<tool>"),
+            ("[conversation.tools.t]\nsource = \"local\"", "conversation.tools.t.command", "needs `command`"),
+            (
+                "[conversation.tools.t]\nsource = \"local\"\ncommand = \"x\"\n[conversation.tools.t.sandbox]\nfilesystem.allow = [\"/etc\"]",
+                "conversation.tools.t.sandbox.filesystem.allow[0]",
+                "absolute",
+            ),
+            (
+                "[conversation.tools.t]\nsource = \"local\"\ncommand = \"x\"\n[conversation.tools.t.parameters.p]\ntype = \"str\"",
+                "conversation.tools.t.parameters.p.type",
+                "unknown type",
+            ),
+            ("[conversation.tools.t\n", ".", "not valid TOML"),
+            (
+                "[conversation.tools.t]\nsource = \"mcp.gh.x\"",
+                "conversation.tools.t.source",
+                "add an [mcp.servers.gh] table",
+            ),
+            ("[mcp.servers.gh]\nargs = []", "mcp.servers.gh.command", "needs `command`"),
+            (
+                "[mcp.servers.gh]\nurl = \"http://127.0.0.1:1/mcp\"",
+                "mcp.servers.gh.url",
+                "not allowed by the server's network rules",
+            ),
+            ("[mcp.servers.gh]\ncommand = \"x\"\ntools = \"all\"", "mcp.servers.gh.tools", "use \"*\""),
+        ];
+        for (text, key, needle) in cases {
+            let e = Config::from_toml(text, ".jp/config.toml").unwrap_err();
+            assert_eq!(e.file, ".jp/config.toml");
+            assert_eq!(e.key, key, "{text}: {e}");
+            assert!(e.message.contains(needle), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn d11_example_parses() {
+        let text = r#"
+            [conversation.tools.smart_editor]
+            source = "local"
+            command = "./tools/smart_editor"
+            runtime = "vfs"
+            stateful = ["spawn", "fetch", "abort"]
+            [conversation.tools.smart_editor.sandbox]
+            filesystem.allow = ["."]
+            filesystem.writable = true
+        "#;
+        let c = Config::from_toml(text, "c.toml").unwrap();
+        let t = &c.conversation.tools["smart_editor"];
+        assert_eq!(t.runtime, Some(ToolRuntimeKind::Vfs));
+        assert_eq!(t.stateful.as_ref().unwrap().actions().len(), 3);
+        let p = t.policy(AccessPolicy::vfs_default()).unwrap();
+        assert!(p.check_fs_str(crate::policy::Capability::Create, "src/new.rs").is_allow());
+    }
+}
