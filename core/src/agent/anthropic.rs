@@ -177,6 +177,8 @@ fn delta_text(v: &Value) -> Option<&str> {
         .flatten()
 }
 
+const READING: super::Reading = super::Reading { whole: parse_response, stream: parse_stream, delta: delta_text };
+
 impl Model for Anthropic {
     fn complete<'a>(
         &'a self,
@@ -199,10 +201,8 @@ impl Model for Anthropic {
             }
             let url = format!("{}/v1/messages", self.base_url.trim_end_matches('/'));
             let body = request_body(&self.model, self.max_tokens, messages, tools, self.stream);
-            let sse = super::SseText::new(delta_text, on_text);
-            let (parse, stream): (super::Parse, _) =
-                if self.stream { (parse_stream, Some(&sse)) } else { (parse_response, None) };
-            super::post_json(&*self.http, url, headers, &body, parse, stream).await
+            let streamed = self.stream.then_some(on_text);
+            super::post_json(&*self.http, url, headers, &body, &READING, streamed).await
         })
     }
 }

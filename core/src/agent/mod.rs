@@ -238,8 +238,8 @@ async fn post_json(
     url: String,
     mut headers: Vec<crate::protocol::Header>,
     body: &Value,
-    parse: Parse,
-    stream: Option<&SseText<'_>>,
+    reading: &Reading,
+    on_text: Option<crate::maybe::OnText<'_>>,
 ) -> Result<ModelReply, ProviderError> {
     /// Largest answer read from the endpoint.
     const MAX_BODY: usize = 16 << 20;
@@ -251,15 +251,26 @@ async fn post_json(
         body: body.to_string().into_bytes(),
         max_body: MAX_BODY,
     };
-    let response = match stream {
-        Some(sse) => http.send_streaming(request, &|chunk: &[u8]| sse.feed(chunk)).await,
+    let response = match on_text {
+        Some(on_text) => {
+            let sse = SseText::new(reading.delta, on_text);
+            http.send_streaming(request, &|chunk: &[u8]| sse.feed(chunk)).await
+        }
         None => http.send(request).await,
     }
     .map_err(|e| ProviderError::Transport(e.to_string()))?;
     if !(200..300).contains(&response.status) {
         return Err(ProviderError::from_status(response.status, &response.headers, &response.body));
     }
-    parse(&response.body)
+    if on_text.is_some() { (reading.stream)(&response.body) } else { (reading.whole)(&response.body) }
+}
+
+/// How a provider reads its answers: a whole JSON body, or an event stream whose text pieces
+/// `delta` finds as they arrive.
+pub(crate) struct Reading {
+    pub(crate) whole: Parse,
+    pub(crate) stream: Parse,
+    pub(crate) delta: fn(&Value) -> Option<&str>,
 }
 
 #[cfg(test)]

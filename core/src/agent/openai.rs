@@ -158,6 +158,8 @@ fn delta_text(v: &Value) -> Option<&str> {
     v.pointer("/choices/0/delta/content").and_then(Value::as_str)
 }
 
+const READING: super::Reading = super::Reading { whole: parse_response, stream: parse_stream, delta: delta_text };
+
 impl Model for OpenAi {
     fn complete<'a>(
         &'a self,
@@ -180,10 +182,8 @@ impl Model for OpenAi {
             };
             let url = format!("{}/chat/completions", self.base_url.trim_end_matches('/'));
             let body = request_body(&self.model, messages, tools, self.stream);
-            let sse = super::SseText::new(delta_text, on_text);
-            let (parse, stream): (super::Parse, _) =
-                if self.stream { (parse_stream, Some(&sse)) } else { (parse_response, None) };
-            super::post_json(&*self.http, url, headers, &body, parse, stream).await
+            let streamed = self.stream.then_some(on_text);
+            super::post_json(&*self.http, url, headers, &body, &READING, streamed).await
         })
     }
 }
