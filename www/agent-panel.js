@@ -99,10 +99,21 @@ export function agentPanel($, host, { onFilesChanged }) {
     }
   }
 
+  let live = null; // the reply being written (text_delta pieces)
   function onEvent(e) {
     switch (e.type) {
+      case 'text_delta':
+        live ??= add(el('li', 'assistant streaming', ''));
+        live.textContent += e.text;
+        live.scrollIntoView({ block: 'nearest' });
+        break;
       case 'text':
-        add(el('li', 'assistant', e.text));
+        if (live) {
+          live.classList.remove('streaming');
+          live = null;
+        } else {
+          add(el('li', 'assistant', e.text));
+        }
         break;
       case 'tool_call': {
         const li = add(el('li', 'tool'));

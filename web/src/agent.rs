@@ -13,6 +13,7 @@ use jp_core::agent::scripted::Scripted;
 use jp_core::agent::turn::{Sleep, ToolOutput, Turn, TurnEvent, TurnOptions, TurnTools, run_turn};
 use jp_core::agent::{Message, Model, ToolCallRequest, ToolSpec};
 use jp_core::cancel::CancellationToken;
+use jp_core::policy::{Scrubber, StreamScrubber};
 use js_sys::{Function, Promise, Reflect};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -39,6 +40,7 @@ export interface ProviderOptions {
 }
 /** What happens during a turn. */
 export type TurnEventJs =
+  | { type: "text_delta"; text: string }
   | { type: "text"; text: string }
   | { type: "tool_call"; id: string; name: string; arguments: Record<string, unknown> }
   | { type: "tool_result"; id: string; content: string; isError: boolean }
@@ -110,9 +112,8 @@ fn model(options: ProviderOptions) -> Result<Box<dyn Model>, JsValue> {
 /// An event for the page (`None`: not shown).
 fn event_json(event: &TurnEvent) -> Option<Value> {
     Some(match event {
-        // `fetch` answers are read whole here, so pieces would only repeat the text that
-        // follows (and could split the key, which is scrubbed per event).
-        TurnEvent::TextDelta(_) => return None,
+        // Pieces go through the turn's `StreamScrubber` first (see `run_agent_turn`).
+        TurnEvent::TextDelta(text) => json!({ "type": "text_delta", "text": text }),
         TurnEvent::Text(text) => json!({ "type": "text", "text": text }),
         TurnEvent::ToolCall(c) => json!({ "type": "tool_call", "id": c.id, "name": c.name, "arguments": c.arguments }),
         TurnEvent::ToolResult { id, output } => {
@@ -237,7 +238,8 @@ pub async fn run_agent_turn(
     signal: Option<web_sys::AbortSignal>,
 ) -> Result<JsValue, JsValue> {
     let provider: ProviderOptions = from_js("the provider options", &provider)?;
-    let secret = provider.api_key.clone().filter(|k| k.len() >= 4);
+    // The key never reaches an event: scrubbed from anything the endpoint echoed back.
+    let scrubber = Scrubber::new(provider.api_key.iter().filter(|k| !k.is_empty()));
     let mut messages: Vec<Message> = from_js("the messages", &messages)?;
     let tools: Vec<PageTool> = from_js("the tools", &tools)?;
     let model = model(provider)?;
@@ -255,18 +257,34 @@ pub async fn run_agent_turn(
         .collect();
     let tools = JsTools { specs, call: call_tool };
 
-    // The key never reaches an event: scrub it from anything the endpoint echoed back.
-    let scrub = |mut v: Value| {
-        if let Some(key) = &secret {
-            let text = v.to_string();
-            if text.contains(key.as_str()) {
-                v = serde_json::from_str(&text.replace(key.as_str(), "[REDACTED]")).unwrap_or(Value::Null);
-            }
+    let scrub = |v: Value| {
+        let text = v.to_string();
+        match scrubber.scrub_str(&text) {
+            std::borrow::Cow::Borrowed(_) => v,
+            std::borrow::Cow::Owned(clean) => serde_json::from_str(&clean).unwrap_or(Value::Null),
         }
-        v
     };
+    // Streamed text is shown piece by piece, with an end that may begin the key held back.
+    let pieces = std::cell::RefCell::new(StreamScrubber::default());
     let on_event = |e: &TurnEvent| {
-        if let Some(event) = event_json(e) {
+        let event = match e {
+            TurnEvent::TextDelta(text) => {
+                let shown = pieces.borrow_mut().piece(&scrubber, text);
+                if shown.is_empty() {
+                    return;
+                }
+                Some(json!({ "type": "text_delta", "text": shown }))
+            }
+            TurnEvent::Text(_) => {
+                let rest = pieces.borrow_mut().finish();
+                if !rest.is_empty() {
+                    let _ = on_event.call1(&JsValue::NULL, &to_js(&json!({ "type": "text_delta", "text": rest })));
+                }
+                event_json(e)
+            }
+            _ => event_json(e),
+        };
+        if let Some(event) = event {
             let _ = on_event.call1(&JsValue::NULL, &to_js(&scrub(event)));
         }
     };

@@ -6,6 +6,7 @@ use jp_core::BoxFuture;
 use jp_core::host::{
     BackendError, HttpClient, HttpMethod, HttpRequest, HttpResponse, Inquirer, Inquiry, InquiryAnswer,
 };
+use jp_core::maybe::OnBytes;
 use jp_core::protocol::Header;
 use js_sys::{Promise, Uint8Array};
 use wasm_bindgen::prelude::*;
@@ -32,7 +33,7 @@ fn failed(e: JsValue) -> BackendError {
     BackendError::Failed(format!("fetch failed: {text}"))
 }
 
-async fn exchange(request: HttpRequest) -> Result<HttpResponse, BackendError> {
+async fn exchange(request: HttpRequest, on_chunk: Option<OnBytes<'_>>) -> Result<HttpResponse, BackendError> {
     let init = RequestInit::new();
     init.set_method(match request.method {
         HttpMethod::Get => "GET",
@@ -61,21 +62,57 @@ async fn exchange(request: HttpRequest) -> Result<HttpResponse, BackendError> {
             });
         }
     }
-    let body = JsFuture::from(response.array_buffer().map_err(failed)?).await.map_err(failed)?;
-    let body = Uint8Array::new(&body).to_vec();
-    if body.len() > request.max_body {
-        return Err(BackendError::TooLarge(format!(
-            "the response body is {} bytes, over the {}-byte limit",
-            body.len(),
-            request.max_body
-        )));
-    }
+    let too_large = |n: usize| {
+        BackendError::TooLarge(format!("the response body is {n} bytes, over the {}-byte limit", request.max_body))
+    };
+    let body = match (on_chunk, response.body()) {
+        // Read as it arrives, each piece handed on (a model's streamed reply shown while written).
+        (Some(on_chunk), Some(stream)) => {
+            let reader: web_sys::ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
+            let mut body = Vec::new();
+            loop {
+                let step = JsFuture::from(reader.read()).await.map_err(failed)?;
+                if js_sys::Reflect::get(&step, &JsValue::from_str("done")).ok().and_then(|d| d.as_bool()) == Some(true)
+                {
+                    break;
+                }
+                let value = js_sys::Reflect::get(&step, &JsValue::from_str("value")).map_err(failed)?;
+                let chunk = Uint8Array::new(&value).to_vec();
+                if body.len() + chunk.len() > request.max_body {
+                    let _ = reader.cancel();
+                    return Err(too_large(body.len() + chunk.len()));
+                }
+                on_chunk(&chunk);
+                body.extend_from_slice(&chunk);
+            }
+            body
+        }
+        _ => {
+            let body = JsFuture::from(response.array_buffer().map_err(failed)?).await.map_err(failed)?;
+            let body = Uint8Array::new(&body).to_vec();
+            if body.len() > request.max_body {
+                return Err(too_large(body.len()));
+            }
+            if let Some(on_chunk) = on_chunk {
+                on_chunk(&body);
+            }
+            body
+        }
+    };
     Ok(HttpResponse { status: response.status(), headers: out_headers, body })
 }
 
 impl HttpClient for FetchHttpClient {
     fn send(&self, request: HttpRequest) -> BoxFuture<'_, Result<HttpResponse, BackendError>> {
-        Box::pin(exchange(request))
+        Box::pin(exchange(request, None))
+    }
+
+    fn send_streaming<'a>(
+        &'a self,
+        request: HttpRequest,
+        on_chunk: OnBytes<'a>,
+    ) -> BoxFuture<'a, Result<HttpResponse, BackendError>> {
+        Box::pin(exchange(request, Some(on_chunk)))
     }
 }
 

@@ -141,7 +141,13 @@ async function scriptedModel(replies) {
       res.writeHead(200, { 'content-type': 'text/event-stream', ...cors });
       const send = (delta, finishReason = null) => res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finishReason }] })}\n\n`);
       const text = reply.content ?? '';
-      if (text) { send({ role: 'assistant', content: text.slice(0, 5) }); send({ content: text.slice(5) }); }
+      // `gate`: the second half waits for it (the page must show the first half meanwhile).
+      const cut = reply.gate ? text.indexOf(' ', 6) : 5;
+      if (text) {
+        send({ role: 'assistant', content: text.slice(0, cut) });
+        if (reply.gate) await reply.gate;
+        send({ content: text.slice(cut) });
+      }
       calls.forEach((c, index) => {
         const half = Math.floor(c.arguments.length / 2);
         send({ tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments.slice(0, half) } }] });
@@ -260,5 +266,31 @@ test('the demo needs no endpoint: the recorded turn makes, greps, reads and edit
     await page.waitForSelector('#files li:has-text("jp-demo/src/greet.py")');
   } finally {
     await context.close();
+  }
+});
+
+test('the reply streams into the chat as the model writes it', async () => {
+  let release;
+  const gate = new Promise((resolve) => { release = resolve; });
+  const model = await scriptedModel([{ content: 'Half of the answer, then the rest.', gate }]);
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  try {
+    await open(page, `agent-stream-${Date.now()}`);
+    await page.selectOption('#agent-kind', 'openai');
+    await page.fill('#agent-url', model.url);
+    await page.fill('#agent-model', 'scripted');
+    await page.fill('#agent-prompt', 'hi');
+    await page.click('#agent-send');
+    // The first piece is on the page while the endpoint still holds the rest.
+    await page.waitForSelector('#chat li.assistant.streaming:has-text("Half of")');
+    assert.doesNotMatch(await page.textContent('#chat'), /the rest/);
+    release();
+    await page.waitForSelector('#chat li.assistant:not(.streaming):has-text("Half of the answer, then the rest.")');
+    assert.equal(await page.locator('#chat li.assistant').count(), 1, 'one reply, not the pieces and the whole');
+  } finally {
+    release();
+    await context.close();
+    await model.close();
   }
 });

@@ -37,7 +37,7 @@ pub use config::{
 };
 pub use grant::{PolicyHints, ProcessGrant, WorkspaceGrant};
 pub use path::{MAX_COMPONENT_BYTES, MAX_PATH_BYTES, PathError, WorkspacePath};
-pub use scrub::{MIN_SECRET_LEN, REDACTED, Scrubber};
+pub use scrub::{MIN_SECRET_LEN, REDACTED, Scrubber, StreamScrubber};
 
 /// A filesystem capability.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

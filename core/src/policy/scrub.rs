@@ -154,6 +154,33 @@ impl Scrubber {
     }
 }
 
+/// Text shown piece by piece as it arrives (a model's streamed reply): each piece is scrubbed,
+/// and an end that may be the beginning of a secret is held back until the next piece shows it
+/// is not — so no secret is ever shown split over two pieces.
+#[derive(Debug, Default)]
+pub struct StreamScrubber {
+    held: String,
+}
+
+impl StreamScrubber {
+    /// The part of `piece` (with what was held) that can be shown now, scrubbed by `scrubber`.
+    pub fn piece(&mut self, scrubber: &Scrubber, piece: &str) -> String {
+        self.held.push_str(piece);
+        let scrubbed = scrubber.scrub_str(&self.held).into_owned();
+        let mut cut = scrubbed.len() - scrubber.partial_at_end(scrubbed.as_bytes());
+        while !scrubbed.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        self.held = scrubbed[cut..].to_owned();
+        scrubbed[..cut].to_owned()
+    }
+
+    /// The end of the stream: what was held back.
+    pub fn finish(&mut self) -> String {
+        std::mem::take(&mut self.held)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,5 +230,16 @@ mod tests {
         let s = Scrubber::new(["", "ab"]);
         assert!(s.is_empty());
         assert_eq!(s.scrub_bytes(b"ab ab").as_ref(), b"ab ab");
+    }
+
+    #[test]
+    fn a_secret_split_over_two_pieces_is_never_shown() {
+        let scrubber = Scrubber::new(["sk-live-0123456789abcdef"]);
+        let mut stream = StreamScrubber::default();
+        let mut shown = stream.piece(&scrubber, "key: sk-live-0123");
+        assert!(!shown.contains("sk-live"), "{shown}");
+        shown.push_str(&stream.piece(&scrubber, "456789abcdef done, sk-"));
+        shown.push_str(&stream.finish());
+        assert_eq!(shown, "key: [REDACTED] done, sk-");
     }
 }

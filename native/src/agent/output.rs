@@ -7,7 +7,7 @@ use std::sync::Mutex;
 
 use jp_core::agent::turn::TurnEvent;
 use jp_core::host::{DispatchEvents, TraceEvent};
-use jp_core::policy::Scrubber;
+use jp_core::policy::{Scrubber, StreamScrubber};
 use serde_json::{Value, json};
 
 use crate::terminal::{escape, neutralize, shown};
@@ -30,9 +30,8 @@ pub struct Printer {
     scrubber: Scrubber,
     /// Whether the reply being written was shown in pieces already.
     streamed: std::sync::atomic::AtomicBool,
-    /// The end of the streamed text that may be the start of a secret: held back until the
-    /// next piece shows it is not (so no secret is ever shown split over two pieces).
-    held: Mutex<String>,
+    /// The streamed text's end that may begin a secret, held back.
+    held: Mutex<StreamScrubber>,
     // One event at a time: lines of concurrent calls never interleave.
     lock: Mutex<()>,
 }
@@ -50,27 +49,19 @@ impl Printer {
             json,
             scrubber: Scrubber::new(secrets.iter().filter(|s| !s.is_empty())),
             streamed: std::sync::atomic::AtomicBool::new(false),
-            held: Mutex::new(String::new()),
+            held: Mutex::default(),
             lock: Mutex::new(()),
         }
     }
 
     /// The part of a streamed piece that can be shown now, scrubbed; the rest waits.
     fn piece(&self, text: &str) -> String {
-        let mut held = self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        held.push_str(text);
-        let scrubbed = self.scrub(&held);
-        let mut cut = scrubbed.len() - self.scrubber.partial_at_end(scrubbed.as_bytes());
-        while !scrubbed.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        *held = scrubbed[cut..].to_owned();
-        scrubbed[..cut].to_owned()
+        self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner).piece(&self.scrubber, text)
     }
 
     /// What was held back of the streamed text (its end is reached).
     fn rest(&self) -> String {
-        std::mem::take(&mut *self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+        self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner).finish()
     }
 
     /// `text` with the secrets replaced.
