@@ -140,26 +140,30 @@ impl Inquirer for TerminalInquirer {
     fn ask<'a>(&'a self, inquiry: &'a Inquiry) -> BoxFuture<'a, InquiryAnswer> {
         Box::pin(async move {
             let _one = self.lock.lock().await;
-            let prompt = Self::prompt(inquiry);
-            let answer = tokio::task::spawn_blocking(move || {
-                let mut err = std::io::stderr().lock();
-                let _ = err.write_all(prompt.as_bytes());
-                let _ = err.flush();
-                let mut line = String::new();
-                match std::io::stdin().lock().read_line(&mut line) {
-                    Ok(0) | Err(_) => None,
-                    Ok(_) => Some(line),
-                }
-            })
-            .await
-            .ok()
-            .flatten();
-            match answer {
+            match ask_line(Self::prompt(inquiry)).await {
                 Some(line) => Self::interpret(&line),
                 None => InquiryAnswer::Deny("no answer (the terminal closed)".into()),
             }
         })
     }
+}
+
+/// Write `prompt` to stderr and read one line from stdin (trimmed), off the async runtime;
+/// `None` when the terminal closed. Every question `jp` asks goes through here.
+pub async fn ask_line(prompt: String) -> Option<String> {
+    tokio::task::spawn_blocking(move || {
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(prompt.as_bytes());
+        let _ = err.flush();
+        let mut line = String::new();
+        match std::io::stdin().lock().read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(line.trim().to_owned()),
+        }
+    })
+    .await
+    .ok()
+    .flatten()
 }
 
 /// `--trace`: every host request of the tool with its policy decision, one line each on stderr.
@@ -336,16 +340,7 @@ impl crate::app::Answerer for TerminalAnswerer {
         let text = neutralize(&question.text);
         let boolean = question.answer_type == AnswerType::Boolean;
         Box::pin(async move {
-            let line = tokio::task::spawn_blocking(move || {
-                use std::io::Write as _;
-                eprint!("{text}{hint} ");
-                let _ = std::io::stderr().flush();
-                let mut line = String::new();
-                std::io::stdin().read_line(&mut line).ok().filter(|n| *n > 0).map(|_| line.trim().to_owned())
-            })
-            .await
-            .ok()
-            .flatten()?;
+            let line = ask_line(format!("{text}{hint} ")).await?;
             Some(if boolean {
                 serde_json::Value::Bool(matches!(line.as_str(), "y" | "Y" | "yes" | "true"))
             } else {

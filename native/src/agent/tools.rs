@@ -8,7 +8,6 @@
 //! call that needs asking is refused, and the model is told how the user can allow it.
 
 use std::collections::BTreeSet;
-use std::io::{BufRead as _, Write as _};
 use std::sync::{Arc, Mutex};
 
 use jp_core::BoxFuture;
@@ -22,7 +21,7 @@ use jp_core::state::ToolState;
 use serde_json::Value;
 
 use crate::app::{Answerer, App, CallReply, Handles, NoAnswerer};
-use crate::terminal::{TerminalAnswerer, escape};
+use crate::terminal::{TerminalAnswerer, ask_line, escape};
 
 /// Whether a call needs the user's yes first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,19 +116,7 @@ impl NativeTools {
             args = format!("{}…", args.chars().take(300).collect::<String>());
         }
         let prompt = format!("\nrun {} {args}?\n[y = yes, a = always in this turn, n = no] ", escape(&call.name));
-        let answer = tokio::task::spawn_blocking(move || {
-            let mut err = std::io::stderr().lock();
-            let _ = err.write_all(prompt.as_bytes());
-            let _ = err.flush();
-            let mut line = String::new();
-            match std::io::stdin().lock().read_line(&mut line) {
-                Ok(0) | Err(_) => None,
-                Ok(_) => Some(line.trim().to_owned()),
-            }
-        })
-        .await
-        .ok()
-        .flatten();
+        let answer = ask_line(prompt).await;
         match answer.as_deref() {
             Some("y" | "yes") => true,
             Some("a" | "always") => {
