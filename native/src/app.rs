@@ -36,6 +36,7 @@ use crate::process::TokioProcessRunner;
 use crate::run_tool::{self, RUN};
 use crate::sandbox::SandboxMode;
 use crate::stdio::StdioRuntime;
+use crate::trust;
 use crate::vfs::{VfsOptions, VfsRuntime};
 use crate::wasm::WasmLimits;
 
@@ -68,6 +69,9 @@ pub enum AppError {
     /// The workspace or configuration is unusable.
     #[error("{0}")]
     Config(String),
+    /// The workspace's configuration is new or changed and not approved (`jp trust`).
+    #[error("{0}")]
+    Untrusted(String),
     /// No such tool.
     #[error("no tool named '{name}'; available tools: {available}")]
     UnknownTool {
@@ -99,13 +103,22 @@ pub struct AppOptions {
     pub env: BTreeMap<String, String>,
     /// How long a stateful `fetch` or `apply` waits for the tool's state to change.
     pub fetch_wait: Duration,
+    /// The user's own configuration file (trusted; used when it exists), see
+    /// [`trust::user_config_file`].
+    pub user_config: Option<PathBuf>,
+    /// jp's state directory (approvals, history), see [`trust::state_dir`]; without one no
+    /// workspace configuration can be approved.
+    pub state_dir: Option<PathBuf>,
 }
 
 impl AppOptions {
     /// Defaults for `workspace`: no config override, sandbox on, inquiries denied, 60 s, the
     /// current executable, the process environment.
     pub fn new(workspace: impl Into<PathBuf>) -> Self {
+        let env: BTreeMap<String, String> = std::env::vars().collect();
         Self {
+            user_config: trust::user_config_file(&env),
+            state_dir: trust::state_dir(&env),
             workspace: workspace.into(),
             config_file: None,
             sandbox: SandboxMode::Enforce,
@@ -113,7 +126,7 @@ impl AppOptions {
             trace: None,
             timeout: Duration::from_secs(60),
             self_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("jp")),
-            env: std::env::vars().collect(),
+            env,
             fetch_wait: Duration::from_secs(1),
         }
     }
@@ -173,12 +186,7 @@ impl ToolEntry {
 
     /// The policy the tool runs under when no table overrides it.
     pub fn default_policy(&self) -> AccessPolicy {
-        let writes = self.first_party && first_party_writes(&self.name);
-        match resolve_runtime(&self.name, &self.config).choice {
-            RuntimeChoice::Local(ToolRuntimeKind::Stdio) => AccessPolicy::stdio_default(),
-            _ if writes => AccessPolicy::stdio_default(),
-            _ => AccessPolicy::vfs_default(),
-        }
+        jp_core::runtime::default_policy(&self.name, &self.config, self.first_party && first_party_writes(&self.name))
     }
 
     /// One line for listings: what the tool may touch.
@@ -252,17 +260,13 @@ impl App {
                 ToolEntry { name: name.into(), config, first_party: true, origin: "built in".into() },
             );
         }
-        let config_path = match &options.config_file {
-            Some(p) => Some(p.clone()),
-            None => Some(workspace.join(CONFIG_PATH)).filter(|p| p.is_file()),
-        };
+        let layers = config_layers(&options, &workspace)?;
         let mut mcp_servers = BTreeMap::new();
         let mut providers = BTreeMap::new();
-        if let Some(path) = config_path {
-            let shown = path.display().to_string();
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| AppError::Config(format!("cannot read config file {shown}: {e}")))?;
-            let config = Config::from_toml(&text, &shown).map_err(|e| AppError::Config(e.to_string()))?;
+        if !layers.is_empty() {
+            let shown = layers.iter().map(|(_, f)| f.as_str()).collect::<Vec<_>>().join(" + ");
+            let borrowed: Vec<(&str, &str)> = layers.iter().map(|(t, f)| (t.as_str(), f.as_str())).collect();
+            let config = Config::from_layers(&borrowed).map_err(|e| AppError::Config(e.to_string()))?;
             mcp_servers = config.mcp.servers.clone();
             providers = config.providers.clone();
             // Tools imported by name (`tools = [..]`) are known now; `tools = "*"` waits for
@@ -640,6 +644,55 @@ impl App {
         }
         Ok(out)
     }
+}
+
+/// The configuration files in force, the user's own first: `(text, file)`. A workspace's
+/// `.jp/config.toml` only when the user approved exactly this content ([`trust`]); `--config`
+/// instead of it. A workspace that contains jp's own state or configuration directory is
+/// refused: a tool allowed to write the workspace could approve configurations there.
+fn config_layers(options: &AppOptions, workspace: &Path) -> Result<Vec<(String, String)>, AppError> {
+    for (what, dir) in [
+        ("state", options.state_dir.clone()),
+        ("configuration", options.user_config.as_ref().and_then(|f| f.parent().map(Path::to_path_buf))),
+    ] {
+        let Some(dir) = dir else { continue };
+        let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+        if dir.starts_with(workspace) {
+            return Err(AppError::Config(format!(
+                "the workspace {} contains jp's own {what} directory {}: a tool allowed to write the workspace could change what jp trusts; use a project directory as the workspace (--workspace DIR)",
+                workspace.display(),
+                dir.display()
+            )));
+        }
+    }
+    let read = |path: &Path| {
+        std::fs::read_to_string(path)
+            .map(|text| (text, path.display().to_string()))
+            .map_err(|e| AppError::Config(format!("cannot read config file {}: {e}", path.display())))
+    };
+    let mut layers = Vec::new();
+    if let Some(user) = options.user_config.as_deref().filter(|p| p.is_file()) {
+        layers.push(read(user)?);
+    }
+    if let Some(path) = &options.config_file {
+        layers.push(read(path)?);
+        return Ok(layers);
+    }
+    let Some(config) = trust::read_workspace_config(workspace).map_err(AppError::Config)? else {
+        return Ok(layers);
+    };
+    let Some(state) = &options.state_dir else {
+        return Err(AppError::Untrusted(format!(
+            "{} is not used: jp keeps approvals in $XDG_STATE_HOME or $HOME, and neither is set; set one, or pass --config FILE",
+            config.path.display()
+        )));
+    };
+    let verdict = trust::TrustStore::new(state).verdict(workspace, &config).map_err(AppError::Config)?;
+    if !matches!(verdict, trust::Verdict::Approved) {
+        return Err(AppError::Untrusted(trust::refusal(workspace, &config, &verdict)));
+    }
+    layers.push((config.text, config.path.display().to_string()));
+    Ok(layers)
 }
 
 /// Whether `name` is a first-party fs tool that writes (its default policy is a writable

@@ -17,6 +17,8 @@
 //!   core dispatcher directly ([`services::HostServices`] is what both it and the VFS runtime build
 //!   a dispatcher from).
 //! - [`agent`] — `jp query`: the core turn loop with a model from `[providers.*]` and these tools.
+//! - [`trust`] — which configuration is used: the user's own, `--config`, and a workspace's only
+//!   once the user approved its exact content (`jp trust`).
 //! - [`app`] and [`terminal`] — the `jp` command's host: configuration, first-party tools, D06
 //!   schemas, D10 runtime resolution, terminal inquiries and `--trace`.
 
@@ -32,5 +34,6 @@ pub mod sandbox;
 pub mod services;
 pub mod stdio;
 pub mod terminal;
+pub mod trust;
 pub mod vfs;
 pub mod wasm;

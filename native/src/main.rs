@@ -57,6 +57,9 @@ enum Command {
     /// One agent turn: a model from [providers.*] answers, calling the workspace's tools
     /// (sandboxed, asked first when they can write). `--provider scripted` replays a demo offline.
     Query(QueryCli),
+    /// Approve the workspace's .jp/config.toml: shows what it grants and what changed since the
+    /// last approval, then asks. jp uses a workspace's configuration only once approved.
+    Trust(TrustArgs),
     /// Serve a first-party tool over the VFS protocol (how jp runs its own tools).
     #[command(name = TOOL_MODE_ARG, hide = true)]
     ToolMode,
@@ -123,6 +126,16 @@ struct QueryCli {
     /// Time limit of each tool call, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 60)]
     timeout: u64,
+}
+
+#[derive(Debug, Args)]
+struct TrustArgs {
+    /// Approve without asking (for scripts; review the file first).
+    #[arg(long, conflicts_with = "revoke")]
+    yes: bool,
+    /// Withdraw the approval: jp stops using the workspace's configuration.
+    #[arg(long)]
+    revoke: bool,
 }
 
 #[derive(Debug, Args)]
@@ -227,6 +240,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             list(&app, cli.json).await
         }
         Command::Mcp(args) => mcp(&cli, args).await,
+        Command::Trust(args) => trust(&cli, args).await,
         Command::Query(args) => query(&cli, args).await,
         Command::Tool(ToolSubcommand::Schema { name, one_of }) => {
             let app = App::load(options(&cli))?;
@@ -292,6 +306,72 @@ fn sandbox_status(json: bool) -> ExitCode {
         }
     }
     if p.can_enforce() { ExitCode::SUCCESS } else { ExitCode::from(1) }
+}
+
+async fn trust(cli: &Cli, args: &TrustArgs) -> Result<ExitCode, Failure> {
+    use jp_native::trust::{self, TrustStore, Verdict};
+    let usage = |message: String| Failure { code: 2, message };
+    let given = cli.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
+    let workspace = std::fs::canonicalize(&given)
+        .map_err(|e| usage(format!("workspace {}: {e}; pass an existing directory with --workspace", given.display())))?;
+    let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+    let state = trust::state_dir(&env)
+        .ok_or_else(|| usage("jp keeps approvals in $XDG_STATE_HOME or $HOME, and neither is set".into()))?;
+    let store = TrustStore::new(&state);
+    let shown_ws = terminal::escape(&workspace.display().to_string());
+    if args.revoke {
+        let had = store.revoke(&workspace).map_err(usage)?;
+        if cli.json {
+            println!("{}", json!({"ok": true, "workspace": workspace, "revoked": had}));
+        } else if had {
+            println!("revoked: jp no longer uses the configuration of {shown_ws}");
+        } else {
+            println!("nothing to revoke: no configuration of {shown_ws} was approved");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let config = trust::read_workspace_config(&workspace)
+        .map_err(usage)?
+        .ok_or_else(|| usage(format!("{shown_ws} has no {}: nothing to approve", jp_native::app::CONFIG_PATH)))?;
+    let verdict = store.verdict(&workspace, &config).map_err(usage)?;
+    let path = terminal::escape(&config.path.display().to_string());
+    if matches!(verdict, Verdict::Approved) {
+        if cli.json {
+            println!("{}", json!({"ok": true, "workspace": workspace, "sha256": config.sha256, "approved": true, "changed": false}));
+        } else {
+            println!("{path} is approved as it is (sha256 {})", config.sha256);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !cli.json {
+        println!("{path} (sha256 {}) grants, beyond jp's defaults:\n{}", config.sha256, trust::summary(&config));
+        match &verdict {
+            Verdict::Changed(previous) => {
+                println!("changes since your approval:\n{}", trust::diff(&previous.text, &config.text));
+            }
+            _ => println!("it was never approved for this workspace.\n"),
+        }
+    }
+    let approve = if args.yes {
+        true
+    } else if TerminalInquirer::available() {
+        let answer = terminal::ask_line(format!("approve this configuration for {shown_ws}? [y/N] ")).await;
+        matches!(answer.as_deref(), Some("y" | "yes" | "Y"))
+    } else {
+        return Err(usage(format!(
+            "not approved: no terminal to ask on; review {path}, then run `jp trust --yes --workspace {shown_ws}`"
+        )));
+    };
+    if !approve {
+        return Err(Failure { code: 1, message: format!("not approved: jp will not use {path}") });
+    }
+    store.approve(&workspace, &config).map_err(|m| Failure { code: 1, message: m })?;
+    if cli.json {
+        println!("{}", json!({"ok": true, "workspace": workspace, "sha256": config.sha256, "approved": true, "changed": true}));
+    } else {
+        println!("approved: jp uses {path} (sha256 {}) until it changes", config.sha256);
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 async fn query(cli: &Cli, args: &QueryCli) -> Result<ExitCode, Failure> {

@@ -258,7 +258,14 @@ pub struct AccessPolicy {
     env_allowed: BTreeSet<String>,
     sensitive_patterns: Vec<String>,
     sensitive: GlobSet,
+    /// Paths no tool may create, change or delete, whatever the rules say ([`PROTECTED_DIR`]).
+    protected: Vec<WorkspacePath>,
 }
+
+/// jp's own directory in a workspace (configuration, knowledge base). Nothing a tool writes may
+/// widen what jp grants, so no policy can let a tool create, change or delete anything in it:
+/// the user edits it and approves it (`jp trust`).
+pub const PROTECTED_DIR: &str = ".jp";
 
 impl Default for AccessPolicy {
     /// The D11 default for a VFS tool without a sandbox section.
@@ -307,6 +314,7 @@ impl AccessPolicy {
             env_allowed: BTreeSet::new(),
             sensitive_patterns: patterns,
             sensitive,
+            protected: vec![WorkspacePath::parse(PROTECTED_DIR).unwrap_or_else(|_| WorkspacePath::root())],
         }
     }
 
@@ -340,7 +348,23 @@ impl AccessPolicy {
     pub fn allow_all() -> Self {
         let mut p = Self::empty();
         p.fs_rules.push(FsRule { path: WorkspacePath::root(), caps: Caps(0b11111), origin: "allow-all policy".into() });
+        // The user's own hand (not a tool's) may edit jp's directory.
+        p.protected.clear();
         p
+    }
+
+    /// Protect one more workspace path from every tool write (e.g. the user's own configuration
+    /// or state directory when the workspace contains it).
+    pub fn protect(&mut self, path: WorkspacePath) {
+        if !self.protected.contains(&path) {
+            self.protected.push(path);
+        }
+    }
+
+    /// Whether `path` lies in a protected directory (see [`PROTECTED_DIR`]).
+    pub fn is_protected(&self, path: &WorkspacePath) -> bool {
+        let key = path.nfc();
+        self.protected.iter().any(|p| key.starts_with(p))
     }
 
     /// Compile a tool's configuration. With neither table this is [`vfs_default`](Self::vfs_default).
@@ -544,6 +568,11 @@ impl AccessPolicy {
         }
         let op = cap.name();
         let shown = path.display();
+        if cap != Capability::Read && self.is_protected(path) {
+            return Decision::Deny(format!(
+                "Access denied: {op} '{shown}' is in jp's protected directory ({PROTECTED_DIR}/ and the user's own jp directories): no tool may write there, whatever its policy; the user edits it and approves it with `jp trust`"
+            ));
+        }
         let decision = match best {
             Some((_, rule)) if rule.caps.contains(cap) => {
                 Decision::Allow(format!("{op} '{shown}' allowed by {}", rule.origin))
@@ -675,6 +704,26 @@ mod tests {
         );
         let s = access(r#"filesystem = [{ path = "src", allow = ["write"] }]"#).summary();
         assert!(s.starts_with("files: src create+update+delete, else"), "{s}");
+    }
+
+    #[test]
+    fn no_policy_lets_a_tool_write_in_jps_own_directory() {
+        let rw = access("filesystem = [{ path = \".\", allow = [\"read\", \"create\", \"update\", \"delete\"] }, { path = \".jp\", allow = [\"create\", \"update\", \"delete\"] }]");
+        for cap in [Capability::Create, Capability::Update, Capability::Delete, Capability::Execute] {
+            for path in [".jp", ".jp/config.toml", ".jp/kb/topic/x.md"] {
+                let d = rw.check_fs(cap, &p(path));
+                assert_eq!(d.kind(), "deny", "{cap:?} {path}: {d:?}");
+                assert!(d.reason().contains("jp trust"), "{d:?}");
+            }
+        }
+        assert!(rw.check_fs(Capability::Read, &p(".jp/config.toml")).is_allow());
+        assert!(rw.check_fs(Capability::Update, &p(".jpx/config.toml")).is_allow());
+        assert!(rw.check_fs(Capability::Update, &p("src/.jp/config.toml")).is_allow(), "only the workspace's own");
+        let mut extra = AccessPolicy::stdio_default();
+        extra.protect(p("home/.config/jp-host"));
+        assert_eq!(extra.check_fs(Capability::Create, &p("home/.config/jp-host/config.toml")).kind(), "deny");
+        // The user's own hand (the page's file tree) may.
+        assert!(AccessPolicy::allow_all().check_fs(Capability::Update, &p(".jp/config.toml")).is_allow());
     }
 
     #[test]

@@ -349,6 +349,25 @@ pub struct Config {
     pub providers: BTreeMap<String, ProviderConfig>,
 }
 
+/// Merge `from` into `into`: the tables that hold named tables are merged key by key, a named
+/// table (or any other value) replaces what was there.
+fn merge_tables(into: &mut toml::Table, from: toml::Table, path: &[&str]) {
+    const MERGED: [&[&str]; 5] = [&[], &["conversation"], &["conversation", "tools"], &["mcp"], &["mcp", "servers"]];
+    for (key, value) in from {
+        let mut inner: Vec<&str> = path.to_vec();
+        inner.push(&key);
+        let merges = MERGED.contains(&inner.as_slice()) || inner == ["providers"];
+        match (into.get_mut(&key), value) {
+            (Some(toml::Value::Table(existing)), toml::Value::Table(table)) if merges => {
+                merge_tables(existing, table, &inner);
+            }
+            (_, value) => {
+                into.insert(key, value);
+            }
+        }
+    }
+}
+
 /// A configuration error: the file, the key and what to do.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{file}: {key}: {message}")]
@@ -362,6 +381,35 @@ pub struct ConfigError {
 }
 
 impl Config {
+    /// Parse and validate configuration layered from several files (`(text, file)`, the user's
+    /// own first): a named table (`[conversation.tools.X]`, `[mcp.servers.X]`,
+    /// `[providers.X]`) of a later file replaces the earlier file's table of the same name
+    /// whole; everything is then validated as one configuration.
+    pub fn from_layers(layers: &[(&str, &str)]) -> Result<Self, ConfigError> {
+        match layers {
+            [] => Ok(Self::default()),
+            [(text, file)] => Self::from_toml(text, file),
+            _ => {
+                let mut merged = toml::Table::new();
+                for (text, file) in layers {
+                    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| ConfigError {
+                        file: (*file).into(),
+                        key: ".".into(),
+                        message: format!("not valid TOML: {}", e.to_string().trim()),
+                    })?;
+                    merge_tables(&mut merged, table, &[]);
+                }
+                let files = layers.iter().map(|(_, f)| *f).collect::<Vec<_>>().join(" + ");
+                let text = toml::to_string(&merged).map_err(|e| ConfigError {
+                    file: files.clone(),
+                    key: ".".into(),
+                    message: e.to_string(),
+                })?;
+                Self::from_toml(&text, &files)
+            }
+        }
+    }
+
     /// Parse and validate a configuration file's text. `file` is used in errors only.
     pub fn from_toml(text: &str, file: &str) -> Result<Self, ConfigError> {
         let de = toml::Deserializer::parse(text).map_err(|e| ConfigError {

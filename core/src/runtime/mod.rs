@@ -17,6 +17,8 @@ use crate::cancel::CancellationToken;
 use crate::host::Inquirer;
 use crate::maybe::{BoxFuture, MaybeSend, MaybeSync};
 pub mod config;
+pub mod review;
+use crate::policy::AccessPolicy;
 use crate::state::{Question, ToolError, ToolResult};
 pub use config::*;
 
@@ -43,6 +45,20 @@ pub struct Resolution {
     pub choice: RuntimeChoice,
     /// Things the user should know (e.g. an ignored `runtime` key).
     pub warnings: Vec<String>,
+}
+
+/// The one place a tool's default policy is chosen (used when its table has neither `sandbox`
+/// nor `access`), for listings, annotations, the ask gate and every runtime alike:
+/// - a stdio tool: the workspace read-write (RFD 075);
+/// - a local component: `/workspace` read-write (seed 002);
+/// - a first-party tool that writes (`first_party_writes`): the workspace read-write;
+/// - everything else (VFS tools, read-only first-party tools, MCP servers): read-only (D11).
+pub fn default_policy(name: &str, config: &ToolConfig, first_party_writes: bool) -> AccessPolicy {
+    match resolve_runtime(name, config).choice {
+        RuntimeChoice::Local(ToolRuntimeKind::Stdio | ToolRuntimeKind::Wasm) => AccessPolicy::stdio_default(),
+        _ if first_party_writes => AccessPolicy::stdio_default(),
+        _ => AccessPolicy::vfs_default(),
+    }
 }
 
 /// D10 runtime resolution: explicit `runtime` > `.wasm` (`wasm` key or a `command` ending in

@@ -16,7 +16,6 @@ use std::sync::{Arc, OnceLock};
 use jp_core::BoxFuture;
 use jp_core::files::ProjectFiles;
 use jp_core::host::{DispatchEvents, HttpClient, Inquirer};
-use jp_core::policy::AccessPolicy;
 use jp_core::runtime::{
     ExecutionOutcome, RuntimeChoice, RuntimeError, ToolCall, ToolConfig, ToolRuntime, ToolRuntimeKind,
 };
@@ -176,11 +175,9 @@ impl ToolRuntime for Vfs {
         config: &'a ToolConfig,
     ) -> BoxFuture<'a, Result<ExecutionOutcome, RuntimeError>> {
         Box::pin(async move {
-            let default = if super::first_party_writes(&call.name) && config.command.as_deref().is_some_and(is_self) {
-                AccessPolicy::stdio_default()
-            } else {
-                AccessPolicy::vfs_default()
-            };
+            let first_party_writes =
+                super::first_party_writes(&call.name) && config.command.as_deref().is_some_and(is_self);
+            let default = jp_core::runtime::default_policy(&call.name, config, first_party_writes);
             self.vfs.run_with_default(call, config, None, default).await
         })
     }

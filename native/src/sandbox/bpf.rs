@@ -20,6 +20,8 @@ pub(super) enum Arg {
     Ne(u8, u32),
     /// The argument at this index has any of these bits set.
     AnyBit(u8, u32),
+    /// The argument at this index has none of these bits set.
+    NoBit(u8, u32),
 }
 
 /// A syscall the filter refuses with `errno`: always (no rules), or when any rule holds (a rule
@@ -144,6 +146,7 @@ fn verdict(r: &Refusal) -> Result<Vec<sock_filter>, SandboxError> {
                 Arg::Eq(i, v) => (i, jump(libc::BPF_JEQ, v, 0, left)?),
                 Arg::Ne(i, v) => (i, jump(libc::BPF_JEQ, v, left, 0)?),
                 Arg::AnyBit(i, v) => (i, jump(libc::BPF_JSET, v, 0, left)?),
+                Arg::NoBit(i, v) => (i, jump(libc::BPF_JSET, v, left, 0)?),
             };
             if index > 5 {
                 return Err(SandboxError("seccomp program: no such argument".into()));

@@ -118,10 +118,23 @@ fn refusals(network: bool) -> Vec<Refusal> {
     // clone3 passes its flags in memory where seccomp cannot look. Answer ENOSYS, on which libc
     // falls back to clone(), whose flags the rule above sees.
     out.push(Refusal::always(libc::SYS_clone3, libc::ENOSYS));
+    // A program runs only from a file Landlock lets the child execute. Landlock does not look at
+    // files on the kernel's internal mounts, so an executable memfd (written, then run through
+    // `execveat(fd, "", AT_EMPTY_PATH)` or `/proc/self/fd/N`) would run anything: a memfd must be
+    // sealed non-executable (MFD_NOEXEC_SEAL, Linux 6.3+), and no program is run from a
+    // descriptor.
+    out.push(Refusal::when(
+        libc::SYS_memfd_create,
+        libc::EPERM,
+        vec![vec![Arg::NoBit(1, MFD_NOEXEC_SEAL)], vec![Arg::AnyBit(1, MFD_EXEC)]],
+    ));
+    out.push(Refusal::when(libc::SYS_execveat, libc::EPERM, vec![vec![Arg::AnyBit(4, libc::AT_EMPTY_PATH as u32)]]));
     out
 }
 
 // Linux uapi values the libc crate does not define for glibc targets.
+const MFD_NOEXEC_SEAL: u32 = 0x0008;
+const MFD_EXEC: u32 = 0x0010;
 const F_SETOWN_EX: u32 = 15;
 const FIOSETOWN: u32 = 0x8901;
 const SIOCSPGRP: u32 = 0x8902;

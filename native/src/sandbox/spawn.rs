@@ -125,6 +125,7 @@ fn child_steps(child: &Child<'_>) -> Result<(), i32> {
         for (target, fd) in child.stdio.iter().enumerate() {
             os(libc::dup2(*fd, target as libc::c_int))?;
         }
+        only_stdio_across_exec()?;
         os(libc::chdir(child.exec.cwd.as_ptr()))?;
     }
     if let Some(sandbox) = child.sandbox {
@@ -134,6 +135,32 @@ fn child_steps(child: &Child<'_>) -> Result<(), i32> {
     #[allow(unsafe_code)]
     unsafe {
         libc::execve(child.exec.program.as_ptr(), child.exec.argv.as_ptr(), child.exec.envp.as_ptr());
+    }
+    Ok(())
+}
+
+/// Every descriptor above 2 closes at `execve`: the program starts with only its stdin, stdout
+/// and stderr, whatever `jp` inherited without close-on-exec (`jp … 7</outside/secret` would
+/// otherwise hand a tool a file Landlock refuses to open). Close-on-exec rather than closed now:
+/// the Landlock ruleset the child restricts itself with is still to be used. Runs in the child:
+/// system calls only.
+fn only_stdio_across_exec() -> Result<(), i32> {
+    const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+    #[allow(unsafe_code)]
+    // SAFETY: plain system calls on integers.
+    unsafe {
+        if libc::syscall(libc::SYS_close_range, 3 as libc::c_uint, libc::c_uint::MAX, CLOSE_RANGE_CLOEXEC) == 0 {
+            return Ok(());
+        }
+        // Before Linux 5.11: every possible descriptor, one by one (EBADF for the unused ones).
+        let mut limit: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return Err(io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL));
+        }
+        let top = libc::c_int::try_from(limit.rlim_cur.min(1 << 20)).unwrap_or(1 << 20);
+        for fd in 3..top {
+            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        }
     }
     Ok(())
 }

@@ -508,7 +508,8 @@ impl WasmRuntime {
         let policy = if config.sandbox.is_none() && config.access.is_none() {
             self.stdio_default.clone()
         } else {
-            Arc::new(config.policy(AccessPolicy::stdio_default()).map_err(|e| RuntimeError::Config(e.to_string()))?)
+            let default = jp_core::runtime::default_policy(&call.name, config, false);
+            Arc::new(config.policy(default).map_err(|e| RuntimeError::Config(e.to_string()))?)
         };
         let inquirer = call.inquirer.clone().unwrap_or_else(|| self.inquirer.clone());
         let (loaded, mounts, host_dispatcher) = self.prepare(&call.name, &source, policy, inquirer)?;

@@ -1,0 +1,282 @@
+//! Which configuration `jp` trusts (issue 23; the direnv model).
+//!
+//! A workspace's `.jp/config.toml` can come from anyone who could write the workspace — a cloned
+//! repository, or a tool that was allowed to write there — and it decides what tools may do,
+//! which programs run and where the user's API key is sent. So it is used only when the user
+//! approved that exact content: its SHA-256 is recorded in the user's own state directory
+//! (`$XDG_STATE_HOME/jp-host/trust`, else `~/.local/state/jp-host/trust`), never in the
+//! workspace. A new or changed file stops `jp` with exit code 2 and a summary of what it grants
+//! ([`jp_core::runtime::review`]) until `jp trust` approves it.
+//!
+//! Trusted without approval: the user's own configuration (`$XDG_CONFIG_HOME/jp-host/config.toml`,
+//! else `~/.config/jp-host/config.toml`) and a file named with `--config`.
+
+use std::collections::BTreeMap;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+
+use jp_core::runtime::Config;
+use jp_core::runtime::review;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
+
+use crate::app::CONFIG_PATH;
+
+/// The largest configuration file read (a larger one is refused, not truncated).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// `<base>/jp-host`, where `base` is `$<xdg>` when it is an absolute path, else `$HOME/<fallback>`
+/// (the XDG base directory rules).
+fn user_dir(env: &BTreeMap<String, String>, xdg: &str, fallback: &str) -> Option<PathBuf> {
+    let base = env
+        .get(xdg)
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| env.get("HOME").map(PathBuf::from).filter(|p| p.is_absolute()).map(|h| h.join(fallback)))?;
+    Some(base.join("jp-host"))
+}
+
+/// The user's own configuration file (trusted): `$XDG_CONFIG_HOME/jp-host/config.toml`.
+pub fn user_config_file(env: &BTreeMap<String, String>) -> Option<PathBuf> {
+    user_dir(env, "XDG_CONFIG_HOME", ".config").map(|d| d.join("config.toml"))
+}
+
+/// jp's state directory: approvals, conversation history (`$XDG_STATE_HOME/jp-host`).
+pub fn state_dir(env: &BTreeMap<String, String>) -> Option<PathBuf> {
+    user_dir(env, "XDG_STATE_HOME", ".local/state")
+}
+
+/// The workspace's configuration file as read once: the bytes that were hashed are the bytes
+/// that are used.
+#[derive(Debug, Clone)]
+pub struct WorkspaceConfig {
+    /// `<workspace>/.jp/config.toml`.
+    pub path: PathBuf,
+    /// Its content.
+    pub text: String,
+    /// SHA-256 of the content, hex.
+    pub sha256: String,
+}
+
+/// Read `<workspace>/.jp/config.toml` if there is one: a regular file (a FIFO or device planted
+/// there cannot hang `jp`), at most [`MAX_CONFIG_BYTES`], UTF-8.
+pub fn read_workspace_config(workspace: &Path) -> Result<Option<WorkspaceConfig>, String> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let path = workspace.join(CONFIG_PATH);
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY).bits() as i32)
+        .open(&path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    let meta = file.metadata().map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!("{} is not a regular file; remove it or pass --config FILE", path.display()));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_CONFIG_BYTES + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(format!("{} is larger than {} KiB; a configuration file is small", path.display(), MAX_CONFIG_BYTES >> 10));
+    }
+    let sha256 = hex(&Sha256::digest(&bytes));
+    let text = String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8 text", path.display()))?;
+    Ok(Some(WorkspaceConfig { path, text, sha256 }))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// One approval: the workspace, the content's hash and the content itself (to show a diff when
+/// it changes).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Approval {
+    /// The canonical workspace path.
+    pub workspace: PathBuf,
+    /// SHA-256 of the approved content, hex.
+    pub sha256: String,
+    /// The approved content.
+    pub text: String,
+    /// When (seconds since the Unix epoch).
+    pub approved_at: u64,
+}
+
+/// The approvals, one file per workspace in `<state>/trust/` (named by the hash of the
+/// workspace's path), private to the user.
+#[derive(Debug, Clone)]
+pub struct TrustStore {
+    dir: PathBuf,
+}
+
+/// How a workspace configuration stands.
+#[derive(Debug, Clone)]
+pub enum Verdict {
+    /// Approved exactly as it is.
+    Approved,
+    /// Never approved.
+    New,
+    /// Approved once, changed since.
+    Changed(Box<Approval>),
+}
+
+impl TrustStore {
+    /// The store under `state_dir` (see [`state_dir`]).
+    pub fn new(state_dir: &Path) -> Self {
+        Self { dir: state_dir.join("trust") }
+    }
+
+    fn record(&self, workspace: &Path) -> PathBuf {
+        let key = hex(&Sha256::digest(workspace.as_os_str().as_encoded_bytes()));
+        self.dir.join(format!("{key}.json"))
+    }
+
+    /// The directory, created private to the user; one that someone else owns or could write to
+    /// is not used (its approvals would be theirs).
+    fn checked_dir(&self, create: bool) -> Result<Option<&Path>, String> {
+        use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
+        if create {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&self.dir)
+                .map_err(|e| format!("cannot create {}: {e}", self.dir.display()))?;
+        }
+        let meta = match std::fs::metadata(&self.dir) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(format!("cannot read {}: {e}", self.dir.display())),
+        };
+        if meta.uid() != rustix::process::getuid().as_raw() || meta.mode() & 0o022 != 0 {
+            return Err(format!(
+                "{} is not private to you (owned by someone else or writable by others); fix its owner and mode (chmod 700)",
+                self.dir.display()
+            ));
+        }
+        Ok(Some(&self.dir))
+    }
+
+    /// The approval recorded for `workspace`, if any.
+    pub fn approval(&self, workspace: &Path) -> Result<Option<Approval>, String> {
+        if self.checked_dir(false)?.is_none() {
+            return Ok(None);
+        }
+        let path = self.record(workspace);
+        match std::fs::read(&path) {
+            Ok(bytes) => match serde_json::from_slice::<Approval>(&bytes) {
+                Ok(a) if a.workspace == workspace => Ok(Some(a)),
+                _ => Ok(None),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+        }
+    }
+
+    /// How `config` of `workspace` stands.
+    pub fn verdict(&self, workspace: &Path, config: &WorkspaceConfig) -> Result<Verdict, String> {
+        Ok(match self.approval(workspace)? {
+            Some(a) if a.sha256 == config.sha256 => Verdict::Approved,
+            Some(a) => Verdict::Changed(Box::new(a)),
+            None => Verdict::New,
+        })
+    }
+
+    /// Record `config` as approved for `workspace` (atomically), and forget the approvals of
+    /// workspaces that no longer exist.
+    pub fn approve(&self, workspace: &Path, config: &WorkspaceConfig) -> Result<(), String> {
+        let dir = self.checked_dir(true)?.ok_or_else(|| format!("cannot create {}", self.dir.display()))?;
+        let approved_at =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        let approval = Approval {
+            workspace: workspace.to_path_buf(),
+            sha256: config.sha256.clone(),
+            text: config.text.clone(),
+            approved_at,
+        };
+        let bytes = serde_json::to_vec_pretty(&approval).map_err(|e| e.to_string())?;
+        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| format!("cannot write in {}: {e}", dir.display()))?;
+        std::io::Write::write_all(&mut tmp, &bytes).map_err(|e| e.to_string())?;
+        tmp.as_file().sync_all().map_err(|e| e.to_string())?;
+        tmp.persist(self.record(workspace)).map_err(|e| format!("cannot record the approval: {e}"))?;
+        self.forget_gone();
+        Ok(())
+    }
+
+    /// Remove the approval of `workspace`; `true` when there was one.
+    pub fn revoke(&self, workspace: &Path) -> Result<bool, String> {
+        if self.checked_dir(false)?.is_none() {
+            return Ok(false);
+        }
+        match std::fs::remove_file(self.record(workspace)) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(format!("cannot remove the approval: {e}")),
+        }
+    }
+
+    fn forget_gone(&self) {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else { return };
+        for entry in entries.flatten() {
+            let Ok(bytes) = std::fs::read(entry.path()) else { continue };
+            if let Ok(a) = serde_json::from_slice::<Approval>(&bytes)
+                && !a.workspace.is_dir()
+            {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+}
+
+/// What `config` grants beyond jp's defaults, as indented lines (or why it cannot be read).
+pub fn summary(config: &WorkspaceConfig) -> String {
+    match Config::from_toml(&config.text, &config.path.display().to_string()) {
+        Ok(parsed) => review::render(&review::grants(&parsed)),
+        Err(e) => format!("  (it cannot be used as it is: {})\n", review::quote(&e.to_string())),
+    }
+}
+
+/// The lines that changed from `old` to `new` (unified, 2 lines of context), control
+/// characters escaped.
+pub fn diff(old: &str, new: &str) -> String {
+    let diff = similar::TextDiff::from_lines(old, new);
+    let mut out = String::new();
+    for hunk in diff.unified_diff().context_radius(2).iter_hunks() {
+        out.push_str(&format!("{}\n", hunk.header()));
+        for change in hunk.iter_changes() {
+            let sign = match change.tag() {
+                similar::ChangeTag::Delete => '-',
+                similar::ChangeTag::Insert => '+',
+                similar::ChangeTag::Equal => ' ',
+            };
+            let line = change.value().trim_end_matches('\n');
+            out.push(sign);
+            out.push_str(&crate::terminal::escape(line));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The message of a refused workspace configuration: what it grants, and how to approve it.
+pub fn refusal(workspace: &Path, config: &WorkspaceConfig, verdict: &Verdict) -> String {
+    let (why, changes) = match verdict {
+        Verdict::Changed(previous) => {
+            ("it changed since you approved it", format!("What changed:\n{}", diff(&previous.text, &config.text)))
+        }
+        _ => ("you have not approved it", String::new()),
+    };
+    let ws = crate::terminal::escape(&workspace.display().to_string());
+    format!(
+        "{path} is not used: {why}.\n\
+         A workspace's configuration can be written by anyone who could write the workspace (a cloned repository, a tool), \
+         so jp uses it only once you have approved its exact content.\n\
+         It grants, beyond jp's defaults:\n{summary}{changes}\
+         Review it, then approve it with: jp trust --workspace {ws}\n\
+         (or put your own settings in {user} or pass --config FILE)",
+        path = crate::terminal::escape(&config.path.display().to_string()),
+        summary = summary(config),
+        user = "~/.config/jp-host/config.toml",
+    )
+}
