@@ -230,6 +230,8 @@ pub struct App {
     fetch_wait: Duration,
     /// Definitions by tool name (the configuration does not change while `jp` runs).
     definitions: std::sync::Mutex<HashMap<String, ToolDefinition>>,
+    /// jp's state directory (approvals, conversation history), outside every workspace.
+    state_dir: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for App {
@@ -367,7 +369,13 @@ impl App {
             sandbox: options.sandbox,
             fetch_wait: options.fetch_wait,
             definitions: std::sync::Mutex::new(HashMap::new()),
+            state_dir: options.state_dir,
         })
+    }
+
+    /// jp's state directory (see [`trust::state_dir`]), when there is one.
+    pub fn state_dir(&self) -> Option<&Path> {
+        self.state_dir.as_deref()
     }
 
     /// Whether tools run under the OS sandbox.

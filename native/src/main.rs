@@ -113,7 +113,8 @@ struct QueryCli {
     /// only one); `scripted` without a table replays the shipped demo offline.
     #[arg(long, value_name = "NAME")]
     provider: Option<String>,
-    /// Continue the last conversation (.jp/conversations/last.json).
+    /// Continue the last conversation in this workspace (kept in jp's state directory,
+    /// $XDG_STATE_HOME/jp-host or ~/.local/state/jp-host).
     #[arg(long = "continue")]
     continue_last: bool,
     /// Never ask on the terminal: tool calls that need a yes, and requests that need a decision,

@@ -8,6 +8,9 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+mod support;
+use support::approve_config;
+
 const JP: &str = env!("CARGO_BIN_EXE_jp");
 
 fn workspace() -> tempfile::TempDir {
@@ -38,6 +41,7 @@ fn code(o: &Output) -> i32 {
 fn write_config(ws: &Path, text: &str) {
     std::fs::create_dir_all(ws.join(".jp")).unwrap();
     std::fs::write(ws.join(".jp/config.toml"), text).unwrap();
+    approve_config(ws);
 }
 
 const FIRST_PARTY: [&str; 7] = [
@@ -91,6 +95,7 @@ fn a_first_party_tool_runs_in_process_or_as_a_vfs_subprocess_with_runtime_vfs() 
         "[conversation.tools.fs_read_file]\nsource = \"builtin\"\nruntime = \"vfs\"\n",
     )
     .unwrap();
+    approve_config(ws.path());
     let list = jp(ws.path(), &["tool", "list", "--json"]);
     let rows: Vec<Value> = serde_json::from_str(&stdout(&list)).unwrap();
     let runtime = |n: &str| rows.iter().find(|r| r["name"] == n).unwrap()["runtime"].clone();
@@ -685,6 +690,7 @@ esac
         format!("[conversation.tools.counted]\nsource = \"local\"\ncommand = {:?}\n", script.display().to_string()),
     )
     .unwrap();
+    approve_config(ws.path());
     let run = || {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_jp"))
             .args(["--no-os-sandbox", "tool", "call", "counted", "n=1"])

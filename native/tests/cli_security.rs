@@ -6,6 +6,9 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+mod support;
+use support::approve_config;
+
 const JP: &str = env!("CARGO_BIN_EXE_jp");
 
 fn workspace() -> tempfile::TempDir {
@@ -25,6 +28,7 @@ fn out(o: &Output) -> String {
 fn write_config(ws: &Path, text: &str) {
     std::fs::create_dir_all(ws.join(".jp")).unwrap();
     std::fs::write(ws.join(".jp/config.toml"), text).unwrap();
+    approve_config(ws);
 }
 
 /// A directory outside the workspace that looks like a knowledge base (topic `stolen`).

@@ -9,6 +9,9 @@ use std::io::Read as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+mod support;
+use support::approve_config;
+
 const JP: &str = env!("CARGO_BIN_EXE_jp");
 
 /// Peak resident memory `jp` may reach in these scenarios.
@@ -51,6 +54,7 @@ fn jp_peak_rss(ws: &Path, args: &[&str]) -> (i32, String, i64) {
 fn write_config(ws: &Path, text: &str) {
     std::fs::create_dir_all(ws.join(".jp")).unwrap();
     std::fs::write(ws.join(".jp/config.toml"), text).unwrap();
+    approve_config(ws);
 }
 
 /// Asks for a URL the test server never answers, then pipelines 200 writes of 8 MiB from a

@@ -8,6 +8,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod support;
+use support::approve_config;
+
 const JP: &str = env!("CARGO_BIN_EXE_jp");
 /// The Python SDK version the tests pin.
 const PYTHON_MCP: &str = "mcp==2.3.0";
@@ -68,6 +71,7 @@ commands = {{ sh = {{ args = [["**"]], envs = ["JP_TEST_SECRET"] }}, sleep = {{ 
 "#
     );
     std::fs::write(ws.path().join(".jp/config.toml"), config).unwrap();
+    approve_config(ws.path());
     ws
 }
 
@@ -201,6 +205,7 @@ network = { allow = [] }
 commands = { ls = { args = [["**"]] } }
 "#;
     std::fs::write(ws.path().join(".jp/config.toml"), config).unwrap();
+    approve_config(ws.path());
     let hints = |tools: &[serde_json::Value], name: &str| {
         tools.iter().find(|t| t["name"] == name).unwrap()["annotations"].clone()
     };

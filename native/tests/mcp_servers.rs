@@ -12,6 +12,9 @@ use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
+mod support;
+use support::approve_config;
+
 const JP: &str = env!("CARGO_BIN_EXE_jp");
 
 fn repo() -> PathBuf {
@@ -68,6 +71,7 @@ summary = "Read a text file (through the sandboxed reference server)."
         script = repo().join("tests/mcp_servers/hostile_server.py"),
     );
     std::fs::write(ws.path().join(".jp/config.toml"), config).unwrap();
+    approve_config(ws.path());
     ws
 }
 
@@ -264,6 +268,7 @@ fn a_streamable_http_server_is_reached_at_its_url_when_its_network_rules_allow_i
         "[mcp.servers.up]\nurl = {url:?}\ntoken_env = \"UP_TOKEN\"\ntools = [\"fs_read_file\"]\n[mcp.servers.up.access]\nnetwork = {{ allow = [\"{origin}/\"] }}\n"
     );
     std::fs::write(ws.path().join(".jp/config.toml"), &config).unwrap();
+    approve_config(ws.path());
     let out = Command::new(JP)
         .args(["tool", "call", "up.fs_read_file", "path=up.txt"])
         .current_dir(ws.path())
@@ -285,6 +290,7 @@ fn a_streamable_http_server_is_reached_at_its_url_when_its_network_rules_allow_i
         config.replace(&format!("\"{origin}/\""), "\"https://example.com/\""),
     )
     .unwrap();
+    approve_config(ws.path());
     let out = Command::new(JP).args(["tool", "list"]).current_dir(ws.path()).env("UP_TOKEN", token).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(
@@ -331,6 +337,7 @@ tool = "fs_read_file"
         jp = JP,
     ));
     std::fs::write(ws.path().join(".jp/config.toml"), config).unwrap();
+    approve_config(ws.path());
     let inside = ws.path().canonicalize().unwrap().join("inside.txt");
     let cases: [(&str, String); 5] = [
         ("via_stdio", "path=inside.txt".into()),
@@ -359,6 +366,7 @@ tools = "*"
         script = repo().join("tests/mcp_servers/raw_server.py"),
     );
     std::fs::write(ws.path().join(".jp/config.toml"), config).unwrap();
+    approve_config(ws.path());
     ws
 }
 

@@ -12,6 +12,9 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
+mod support;
+use support::approve_config;
+
 const JP: &str = env!("CARGO_BIN_EXE_jp");
 const KEY: &str = "sk-test-3f9a1c77e2b84d0c9d51a6e0b2f4c8aa";
 
@@ -189,6 +192,7 @@ fn workspace(provider: &str, extra: &str) -> tempfile::TempDir {
     std::fs::write(ws.path().join("notes.md"), "TODO: buy milk\n").unwrap();
     std::fs::create_dir_all(ws.path().join(".jp")).unwrap();
     std::fs::write(ws.path().join(".jp/config.toml"), format!("{provider}\n{extra}")).unwrap();
+    approve_config(ws.path());
     ws
 }
 
@@ -200,6 +204,14 @@ fn openai_provider(url: &str, stream: bool) -> String {
 
 fn jp(ws: &Path, args: &[&str]) -> Output {
     Command::new(JP).args(args).current_dir(ws).env("JP_TEST_KEY", KEY).stdin(Stdio::null()).output().unwrap()
+}
+
+/// Where `jp query` keeps the conversation of `ws`: in the user's state directory, never in the
+/// workspace.
+fn history_file(ws: &Path) -> PathBuf {
+    let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+    let state = jp_native::trust::state_dir(&env).unwrap();
+    jp_native::agent::history_path(&state, &ws.canonicalize().unwrap())
 }
 
 fn text(o: &Output) -> (String, String) {
@@ -293,7 +305,7 @@ fn two_calls_in_one_round_over_a_stream_then_the_conversation_continues() {
     let results = tool_messages(&seen[1]);
     assert_eq!(results.len(), 2, "both results in the next request: {results:?}");
     assert!(results[1].contains("notes.md:1:TODO: buy milk"), "{results:?}");
-    let history = std::fs::read_to_string(ws.path().join(".jp/conversations/last.json")).unwrap();
+    let history = std::fs::read_to_string(history_file(ws.path())).unwrap();
     assert!(history.contains("Found milk twice."), "{history}");
 
     let again = jp(ws.path(), &["query", "--continue", "what did I ask?"]);
@@ -362,7 +374,7 @@ fn the_key_goes_only_into_the_header_never_to_a_tool_a_display_or_the_history() 
     assert_eq!(model.seen()[0].header("authorization"), Some(format!("Bearer {KEY}").as_str()));
     let written = std::fs::read_to_string(ws.path().join("k.txt")).unwrap();
     assert!(!written.contains(KEY) && written.contains("[REDACTED]"), "the tool got: {written}");
-    let history = std::fs::read_to_string(ws.path().join(".jp/conversations/last.json")).unwrap();
+    let history = std::fs::read_to_string(history_file(ws.path())).unwrap();
     for (what, s) in [("stdout", &stdout), ("stderr", &stderr), ("history", &history)] {
         assert!(!s.contains(KEY), "the key is in {what}: {s}");
     }
@@ -435,6 +447,7 @@ fn the_offline_demo_makes_greps_reads_and_edits_a_project() {
     let ws = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(ws.path().join(".jp")).unwrap();
     std::fs::write(ws.path().join(".jp/config.toml"), UNATTENDED_EDITS).unwrap();
+    approve_config(ws.path());
     let out = jp(ws.path(), &["query", "--provider", "scripted", "fix the TODO"]);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}\n{stderr}");

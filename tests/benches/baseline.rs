@@ -276,6 +276,9 @@ mod bench {
              [conversation.tools.read_once.parameters.path]\ntype = \"string\"\nrequired = true\n"
         );
         std::fs::write(ws.path().join(".jp/config.toml"), tool).unwrap();
+        // jp uses a workspace's configuration only once its user approved it.
+        let trusted = std::process::Command::new(&jp).args(["trust", "--yes", "--workspace"]).arg(ws.path()).output().unwrap();
+        assert!(trusted.status.success(), "jp trust: {}", String::from_utf8_lossy(&trusted.stderr));
 
         // Medians over RUNS runs of each file, alternating so drift hits all alike.
         let files = ["small.txt", "big.txt", "big.bin"];

@@ -85,3 +85,31 @@ async fn a_child_without_the_network_cannot_listen_either() {
     assert!(text.contains(&format!("listen {eperm}\n")) && text.contains(&format!("accept {eperm}\n")), "{text}");
     assert!(!text.contains("listening"), "{text}");
 }
+
+/// A program runs only from a file Landlock lets the child execute: Landlock does not look at a
+/// memfd (an internal mount), so an executable one — or running any descriptor with
+/// `execveat(AT_EMPTY_PATH)` — would run a program no policy lists (issue 23: an MCP server ran
+/// `/bin/sh` that way). A memfd sealed non-executable still works.
+#[cfg(target_arch = "x86_64")]
+#[tokio::test(flavor = "multi_thread")]
+async fn no_program_runs_from_an_executable_memfd_or_a_descriptor() {
+    let (memfd_create, execveat) = (libc::SYS_memfd_create, libc::SYS_execveat);
+    let script = format!(
+        "import ctypes, os\n\
+         libc = ctypes.CDLL(None, use_errno=True)\n\
+         def memfd(flags):\n    ctypes.set_errno(0)\n    return libc.syscall({memfd_create}, b'x', flags), ctypes.get_errno()\n\
+         print('memfd-default', *memfd(0))\n\
+         print('memfd-exec', *memfd(0x10))\n\
+         print('memfd-noexec-seal', memfd(0x8)[0] >= 0)\n\
+         fd = os.open('/bin/true', os.O_RDONLY)\n\
+         argv = (ctypes.c_char_p * 2)(b'true', None)\n\
+         ctypes.set_errno(0)\n\
+         print('execveat-fd', libc.syscall({execveat}, fd, b'', argv, None, 0x1000), ctypes.get_errno())\n"
+    );
+    let text = sandboxed_python(&script, false).await;
+    let eperm = libc::EPERM;
+    assert!(text.contains(&format!("memfd-default -1 {eperm}\n")), "{text}");
+    assert!(text.contains(&format!("memfd-exec -1 {eperm}\n")), "{text}");
+    assert!(text.contains("memfd-noexec-seal True\n"), "{text}");
+    assert!(text.contains(&format!("execveat-fd -1 {eperm}\n")), "{text}");
+}

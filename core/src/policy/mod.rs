@@ -353,14 +353,6 @@ impl AccessPolicy {
         p
     }
 
-    /// Protect one more workspace path from every tool write (e.g. the user's own configuration
-    /// or state directory when the workspace contains it).
-    pub fn protect(&mut self, path: WorkspacePath) {
-        if !self.protected.contains(&path) {
-            self.protected.push(path);
-        }
-    }
-
     /// Whether `path` lies in a protected directory (see [`PROTECTED_DIR`]).
     pub fn is_protected(&self, path: &WorkspacePath) -> bool {
         let key = path.nfc();
@@ -570,7 +562,7 @@ impl AccessPolicy {
         let shown = path.display();
         if cap != Capability::Read && self.is_protected(path) {
             return Decision::Deny(format!(
-                "Access denied: {op} '{shown}' is in jp's protected directory ({PROTECTED_DIR}/ and the user's own jp directories): no tool may write there, whatever its policy; the user edits it and approves it with `jp trust`"
+                "Access denied: {op} '{shown}' is in jp's own directory {PROTECTED_DIR}/, which no tool may write, whatever its policy: the user edits it and approves it with `jp trust`"
             ));
         }
         let decision = match best {
@@ -708,7 +700,7 @@ mod tests {
 
     #[test]
     fn no_policy_lets_a_tool_write_in_jps_own_directory() {
-        let rw = access("filesystem = [{ path = \".\", allow = [\"read\", \"create\", \"update\", \"delete\"] }, { path = \".jp\", allow = [\"create\", \"update\", \"delete\"] }]");
+        let rw = access("filesystem = [{ path = \".\", allow = [\"read\", \"create\", \"update\", \"delete\"] }, { path = \".jp\", allow = [\"read\", \"write\", \"execute\"] }]");
         for cap in [Capability::Create, Capability::Update, Capability::Delete, Capability::Execute] {
             for path in [".jp", ".jp/config.toml", ".jp/kb/topic/x.md"] {
                 let d = rw.check_fs(cap, &p(path));
@@ -719,9 +711,6 @@ mod tests {
         assert!(rw.check_fs(Capability::Read, &p(".jp/config.toml")).is_allow());
         assert!(rw.check_fs(Capability::Update, &p(".jpx/config.toml")).is_allow());
         assert!(rw.check_fs(Capability::Update, &p("src/.jp/config.toml")).is_allow(), "only the workspace's own");
-        let mut extra = AccessPolicy::stdio_default();
-        extra.protect(p("home/.config/jp-host"));
-        assert_eq!(extra.check_fs(Capability::Create, &p("home/.config/jp-host/config.toml")).kind(), "deny");
         // The user's own hand (the page's file tree) may.
         assert!(AccessPolicy::allow_all().check_fs(Capability::Update, &p(".jp/config.toml")).is_allow());
     }

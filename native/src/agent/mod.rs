@@ -1,7 +1,9 @@
 //! `jp query`: one agent turn in the terminal — the core turn loop ([`run_turn`]) with a model
 //! from `[providers.*]`, the workspace's tools ([`tools`]), and what happens shown as it happens
-//! ([`output`]). The conversation is kept in `.jp/conversations/last.json` (written atomically,
-//! the key scrubbed) for `--continue`.
+//! ([`output`]). The conversation is kept for `--continue` in the user's state directory
+//! (`$XDG_STATE_HOME/jp-host/conversations/<hash of the workspace path>/last.json`, written
+//! atomically, the key scrubbed), never in the workspace: a tool could read there what the user
+//! allowed once, or plant turns that `--continue` would send as the user's.
 
 pub mod output;
 pub mod tools;
@@ -24,8 +26,15 @@ use crate::http::ReqwestHttpClient;
 use output::Printer;
 use tools::NativeTools;
 
-/// Where the last conversation is kept, relative to the workspace.
-pub const HISTORY: &str = ".jp/conversations/last.json";
+/// Where the last conversation of `workspace` is kept, under jp's state directory.
+pub fn history_path(state_dir: &Path, workspace: &Path) -> PathBuf {
+    use sha2::Digest as _;
+    let key: String = sha2::Sha256::digest(workspace.as_os_str().as_encoded_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    state_dir.join("conversations").join(key).join("last.json")
+}
 
 /// How long one model request may take.
 const MODEL_TIMEOUT: Duration = Duration::from_secs(300);
@@ -191,9 +200,8 @@ fn system_prompt(workspace: &Path) -> String {
 }
 
 /// The conversation kept for `--continue`.
-pub fn load_history(workspace: &Path) -> Result<Vec<Message>, String> {
-    let path = workspace.join(HISTORY);
-    let text = std::fs::read_to_string(&path).map_err(|e| {
+pub fn load_history(path: &Path) -> Result<Vec<Message>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
         format!("no conversation to continue ({}: {e}); run jp query without --continue first", path.display())
     })?;
     serde_json::from_str(&text)
@@ -202,16 +210,16 @@ pub fn load_history(workspace: &Path) -> Result<Vec<Message>, String> {
 
 /// Keep `messages` for `--continue`: written to a temporary file beside it, then renamed, so a
 /// crash leaves the old conversation or the new one, never half of one.
-pub fn save_history(workspace: &Path, messages: &[Message], printer: &Printer) -> Result<PathBuf, String> {
-    let path = workspace.join(HISTORY);
-    let dir = path.parent().unwrap_or(workspace);
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+pub fn save_history(path: &Path, messages: &[Message], printer: &Printer) -> Result<(), String> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    let dir = path.parent().ok_or_else(|| format!("{}: no directory", path.display()))?;
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let text = printer.scrub(&serde_json::to_string_pretty(messages).map_err(|e| e.to_string())?);
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     std::io::Write::write_all(&mut tmp, text.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
     tmp.as_file().sync_all().map_err(|e| format!("{}: {e}", path.display()))?;
-    tmp.persist(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(path)
+    tmp.persist(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(())
 }
 
 /// Run one turn: `app` was loaded with `printer` as its trace (so decisions are shown) and
@@ -225,8 +233,12 @@ pub async fn query(
     cancel: &CancellationToken,
 ) -> Result<String, QueryError> {
     let workspace = app.workspace().to_path_buf();
+    let history = app.state_dir().map(|state| history_path(state, &workspace));
     let mut messages = if args.continue_last {
-        load_history(&workspace).map_err(QueryError::Usage)?
+        let path = history.as_deref().ok_or_else(|| {
+            QueryError::Usage("no conversation to continue: jp keeps it in $XDG_STATE_HOME or $HOME, and neither is set".into())
+        })?;
+        load_history(path).map_err(QueryError::Usage)?
     } else {
         vec![Message::text(Role::System, system_prompt(&workspace))]
     };
@@ -238,8 +250,13 @@ pub async fn query(
     let turn =
         Turn { model: &model, tools: &tools, options: &options, sleep: &TokioSleep, cancel, on_event: &on_event };
     let result = run_turn(&turn, &mut messages).await;
-    if let Err(e) = save_history(&workspace, &messages, printer) {
-        printer.note(&format!("warning: the conversation was not saved: {e}"));
+    match &history {
+        Some(path) => {
+            if let Err(e) = save_history(path, &messages, printer) {
+                printer.note(&format!("warning: the conversation was not saved: {e}"));
+            }
+        }
+        None => printer.note("warning: the conversation was not saved: neither $XDG_STATE_HOME nor $HOME is set"),
     }
     match result {
         Ok(text) => Ok(text),

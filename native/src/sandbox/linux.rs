@@ -440,6 +440,9 @@ mod tests {
                     } else if n == nr(libc::SYS_socket) || n == nr(libc::SYS_socketpair) {
                         // Domain 0 (AF_UNSPEC) is neither Unix nor Internet.
                         EPERM
+                    } else if n == nr(libc::SYS_memfd_create) {
+                        // Flags 0: not sealed non-executable.
+                        EPERM
                     } else if signals
                         && [libc::SYS_rt_sigqueueinfo, libc::SYS_rt_tgsigqueueinfo].contains(&i64::from(n))
                     {
@@ -454,6 +457,21 @@ mod tests {
                 assert!(longest <= 24, "{longest} instructions to decide a syscall number");
             }
         }
+    }
+
+    #[test]
+    fn a_memfd_must_be_sealed_non_executable_and_no_descriptor_is_executed() {
+        let program = seccomp_program(false, false).unwrap();
+        let flags = |f: u32| [0, u64::from(f), 0, 0, 0, 0];
+        let memfd = nr(libc::SYS_memfd_create);
+        assert_eq!(decide(&program, memfd, flags(libc::MFD_CLOEXEC)), EPERM);
+        assert_eq!(decide(&program, memfd, flags(MFD_EXEC | MFD_NOEXEC_SEAL)), EPERM);
+        assert_eq!(decide(&program, memfd, flags(MFD_NOEXEC_SEAL | libc::MFD_CLOEXEC)), ALLOW);
+        let execveat = nr(libc::SYS_execveat);
+        let at = |f: i32| [3, 0, 0, 0, f as u32 as u64, 0];
+        assert_eq!(decide(&program, execveat, at(libc::AT_EMPTY_PATH)), EPERM);
+        assert_eq!(decide(&program, execveat, at(libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW)), EPERM);
+        assert_eq!(decide(&program, execveat, at(0)), ALLOW, "a path relative to a directory descriptor");
     }
 
     #[test]

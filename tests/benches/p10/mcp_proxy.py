@@ -52,6 +52,8 @@ tools = ["read_text_file"]
 [mcp.servers.files.access]
 filesystem = [{{ path = ".", allow = ["read"] }}]
 ''')
+    # jp uses a workspace's configuration only once its user approved it.
+    subprocess.run([jp, "trust", "--yes", "--workspace", ws], check=True, stdout=subprocess.DEVNULL)
 
     starts = {"jp": [], "bare": []}
     for _ in range(5):
