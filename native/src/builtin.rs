@@ -40,8 +40,7 @@ impl BuiltinRuntime {
         if let Some(p) = policies.get(name) {
             return Ok(p.clone());
         }
-        let default =
-            jp_core::runtime::default_policy(name, config, !jp_fs_tools::READ_ONLY_TOOLS.contains(&name));
+        let default = jp_core::runtime::default_policy(name, config, !jp_fs_tools::READ_ONLY_TOOLS.contains(&name));
         let policy = Arc::new(self.services.policy(config, default)?);
         policies.insert(name.to_owned(), policy.clone());
         Ok(policy)

@@ -313,8 +313,9 @@ async fn trust(cli: &Cli, args: &TrustArgs) -> Result<ExitCode, Failure> {
     use jp_native::trust::{self, TrustStore, Verdict};
     let usage = |message: String| Failure { code: 2, message };
     let given = cli.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
-    let workspace = std::fs::canonicalize(&given)
-        .map_err(|e| usage(format!("workspace {}: {e}; pass an existing directory with --workspace", given.display())))?;
+    let workspace = std::fs::canonicalize(&given).map_err(|e| {
+        usage(format!("workspace {}: {e}; pass an existing directory with --workspace", given.display()))
+    })?;
     let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
     let state = trust::state_dir(&env)
         .ok_or_else(|| usage("jp keeps approvals in $XDG_STATE_HOME or $HOME, and neither is set".into()))?;
@@ -338,7 +339,10 @@ async fn trust(cli: &Cli, args: &TrustArgs) -> Result<ExitCode, Failure> {
     let path = terminal::escape(&config.path.display().to_string());
     if matches!(verdict, Verdict::Approved) {
         if cli.json {
-            println!("{}", json!({"ok": true, "workspace": workspace, "sha256": config.sha256, "approved": true, "changed": false}));
+            println!(
+                "{}",
+                json!({"ok": true, "workspace": workspace, "sha256": config.sha256, "approved": true, "changed": false})
+            );
         } else {
             println!("{path} is approved as it is (sha256 {})", config.sha256);
         }
@@ -368,7 +372,10 @@ async fn trust(cli: &Cli, args: &TrustArgs) -> Result<ExitCode, Failure> {
     }
     store.approve(&workspace, &config).map_err(|m| Failure { code: 1, message: m })?;
     if cli.json {
-        println!("{}", json!({"ok": true, "workspace": workspace, "sha256": config.sha256, "approved": true, "changed": true}));
+        println!(
+            "{}",
+            json!({"ok": true, "workspace": workspace, "sha256": config.sha256, "approved": true, "changed": true})
+        );
     } else {
         println!("approved: jp uses {path} (sha256 {}) until it changes", config.sha256);
     }

@@ -77,9 +77,15 @@ pub fn read_workspace_config(workspace: &Path) -> Result<Option<WorkspaceConfig>
         return Err(format!("{} is not a regular file; remove it or pass --config FILE", path.display()));
     }
     let mut bytes = Vec::new();
-    file.take(MAX_CONFIG_BYTES + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     if bytes.len() as u64 > MAX_CONFIG_BYTES {
-        return Err(format!("{} is larger than {} KiB; a configuration file is small", path.display(), MAX_CONFIG_BYTES >> 10));
+        return Err(format!(
+            "{} is larger than {} KiB; a configuration file is small",
+            path.display(),
+            MAX_CONFIG_BYTES >> 10
+        ));
     }
     let sha256 = hex(&Sha256::digest(&bytes));
     let text = String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8 text", path.display()))?;
@@ -196,7 +202,8 @@ impl TrustStore {
             approved_at,
         };
         let bytes = serde_json::to_vec_pretty(&approval).map_err(|e| e.to_string())?;
-        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| format!("cannot write in {}: {e}", dir.display()))?;
+        let mut tmp =
+            tempfile::NamedTempFile::new_in(dir).map_err(|e| format!("cannot write in {}: {e}", dir.display()))?;
         std::io::Write::write_all(&mut tmp, &bytes).map_err(|e| e.to_string())?;
         tmp.as_file().sync_all().map_err(|e| e.to_string())?;
         tmp.persist(self.record(workspace)).map_err(|e| format!("cannot record the approval: {e}"))?;

@@ -421,3 +421,21 @@ fn jp_mcp_relays_calls_of_a_running_server_and_holds_its_answers_to_the_protocol
     drop(s.child.stdin.take());
     assert!(s.child.wait().unwrap().success());
 }
+
+#[test]
+fn a_server_that_rewrites_the_configuration_gains_nothing_on_the_next_run() {
+    let ws = workspace();
+    let config = ws.path().canonicalize().unwrap().join(".jp/config.toml");
+    // The kernel cannot keep .jp/ read-only inside a writable workspace (Landlock only adds
+    // rights), so the server's write lands…
+    let planted = "\n[conversation.tools.planted]\nsource = \"local\"\ncommand = \"/bin/cat /etc/hostname\"\nread_paths = [\"/etc\"]\n";
+    let (code, out, err) = jp(
+        ws.path(),
+        &["tool", "call", "hostile.write", &format!("path={}", config.display()), &format!("text={planted}")],
+    );
+    assert_eq!((code, out.trim_end()), (0, "written"), "{err}");
+    // …and the next run refuses the changed file instead of running what it plants.
+    let (code, out, err) = jp(ws.path(), &["tool", "call", "planted"]);
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(err.contains("it changed since you approved it") && err.contains("tool `planted`"), "{err}");
+}

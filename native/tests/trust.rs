@@ -57,7 +57,8 @@ fn cloned_repository() -> tempfile::TempDir {
 #[test]
 fn a_cloned_configuration_is_refused_with_what_it_grants_until_approved_and_a_one_byte_change_revokes_it() {
     let ws = cloned_repository();
-    for args in [&["tool", "list"][..], &["tool", "call", "helper"], &["tool", "call", "fs_read_file", "path=notes.md"]] {
+    for args in [&["tool", "list"][..], &["tool", "call", "helper"], &["tool", "call", "fs_read_file", "path=notes.md"]]
+    {
         let out = jp(ws.path(), args);
         let (stdout, stderr) = text(&out);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stdout}\n{stderr}");
@@ -233,7 +234,8 @@ fn a_descriptor_jp_inherited_never_reaches_a_tool() {
     std::fs::write(&secret, "OUTSIDE SECRET\n").unwrap();
     let ws = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(ws.path().join(".jp")).unwrap();
-    let probe = "import os\ntry:\n    print('read', os.read(7, 100))\nexcept OSError as e:\n    print('errno', e.errno)\n";
+    let probe =
+        "import os\ntry:\n    print('read', os.read(7, 100))\nexcept OSError as e:\n    print('errno', e.errno)\n";
     std::fs::write(outside.path().join("probe.py"), probe).unwrap();
     let config = format!(
         "[conversation.tools.probe]\nsource = \"local\"\ncommand = \"/usr/bin/python3 {}\"\n[conversation.tools.probe.parameters]\n",

@@ -277,7 +277,8 @@ mod bench {
         );
         std::fs::write(ws.path().join(".jp/config.toml"), tool).unwrap();
         // jp uses a workspace's configuration only once its user approved it.
-        let trusted = std::process::Command::new(&jp).args(["trust", "--yes", "--workspace"]).arg(ws.path()).output().unwrap();
+        let trusted =
+            std::process::Command::new(&jp).args(["trust", "--yes", "--workspace"]).arg(ws.path()).output().unwrap();
         assert!(trusted.status.success(), "jp trust: {}", String::from_utf8_lossy(&trusted.stderr));
 
         // Medians over RUNS runs of each file, alternating so drift hits all alike.

@@ -700,7 +700,9 @@ mod tests {
 
     #[test]
     fn no_policy_lets_a_tool_write_in_jps_own_directory() {
-        let rw = access("filesystem = [{ path = \".\", allow = [\"read\", \"create\", \"update\", \"delete\"] }, { path = \".jp\", allow = [\"read\", \"write\", \"execute\"] }]");
+        let rw = access(
+            "filesystem = [{ path = \".\", allow = [\"read\", \"create\", \"update\", \"delete\"] }, { path = \".jp\", allow = [\"read\", \"write\", \"execute\"] }]",
+        );
         for cap in [Capability::Create, Capability::Update, Capability::Delete, Capability::Execute] {
             for path in [".jp", ".jp/config.toml", ".jp/kb/topic/x.md"] {
                 let d = rw.check_fs(cap, &p(path));

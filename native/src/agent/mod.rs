@@ -29,10 +29,8 @@ use tools::NativeTools;
 /// Where the last conversation of `workspace` is kept, under jp's state directory.
 pub fn history_path(state_dir: &Path, workspace: &Path) -> PathBuf {
     use sha2::Digest as _;
-    let key: String = sha2::Sha256::digest(workspace.as_os_str().as_encoded_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let key: String =
+        sha2::Sha256::digest(workspace.as_os_str().as_encoded_bytes()).iter().map(|b| format!("{b:02x}")).collect();
     state_dir.join("conversations").join(key).join("last.json")
 }
 
@@ -213,7 +211,11 @@ pub fn load_history(path: &Path) -> Result<Vec<Message>, String> {
 pub fn save_history(path: &Path, messages: &[Message], printer: &Printer) -> Result<(), String> {
     use std::os::unix::fs::DirBuilderExt as _;
     let dir = path.parent().ok_or_else(|| format!("{}: no directory", path.display()))?;
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
     let text = printer.scrub(&serde_json::to_string_pretty(messages).map_err(|e| e.to_string())?);
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     std::io::Write::write_all(&mut tmp, text.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -236,7 +238,9 @@ pub async fn query(
     let history = app.state_dir().map(|state| history_path(state, &workspace));
     let mut messages = if args.continue_last {
         let path = history.as_deref().ok_or_else(|| {
-            QueryError::Usage("no conversation to continue: jp keeps it in $XDG_STATE_HOME or $HOME, and neither is set".into())
+            QueryError::Usage(
+                "no conversation to continue: jp keeps it in $XDG_STATE_HOME or $HOME, and neither is set".into(),
+            )
         })?;
         load_history(path).map_err(QueryError::Usage)?
     } else {
