@@ -67,7 +67,7 @@ async fn the_listed_policy_is_the_enforced_one_for_every_tool_kind_and_configura
             );
 
             let file = format!("made-by-{name}.txt");
-            let mut call =
+            let call =
                 ToolCall::new(tool_name, "c", json!({"path": file, "content": "x"}).as_object().cloned().unwrap());
             let outcome = app.call(call).await;
             let wrote = ws.path().join(&file).exists();
