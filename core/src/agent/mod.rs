@@ -6,6 +6,7 @@
 
 pub mod anthropic;
 pub mod openai;
+pub mod prompt;
 pub mod scripted;
 pub mod turn;
 
