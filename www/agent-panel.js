@@ -3,9 +3,10 @@
 // to wasm32 (`agentTurn` in jp.js). Each tool call runs on the page's host (its policy, its
 // IndexedDB files) and shows inline with every host decision it caused; before a call that may
 // change files (the policy allows writes, the tool does not only read) the page asks, and the
-// answer is a click. The API key lives in this tab's session
+// answer is a click. The question shows what a yes grants as `jp query` does (`describeCall`, in
+// core): paths, commands and URLs first and in full, the other fields cut and named. The API key lives in this tab's session
 // storage only and is never shown to a tool.
-import { agentTurn, toolOnlyReads } from './jp.js';
+import { agentTurn, toolOnlyReads, describeCall } from './jp.js';
 
 const KEY = 'jp-agent-key';
 const SETTINGS = 'jp-agent-settings';
@@ -58,7 +59,11 @@ export function agentPanel($, host, { onFilesChanged }) {
   function ask(name, args) {
     return new Promise((resolve) => {
       const li = add(el('li', 'ask'));
-      li.append(el('span', 'question', `Allow ${name} ${compact(args)}? It may change files.`));
+      const summary = describeCall(name, args);
+      li.append(el('span', 'question', `Allow ${summary.name}? It may change files.`));
+      const shown = el('div', 'granted');
+      for (const line of [...summary.lines, ...summary.notes]) shown.append(el('div', null, line));
+      li.append(shown);
       let answered = false;
       const answer = (ok, always) => () => {
         if (answered) return;

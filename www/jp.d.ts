@@ -76,6 +76,24 @@ export type CoreModules = URL | string | Record<string, WebAssembly.Module>;
 export function loadJp(source?: WebAssembly.Module | BufferSource | URL): Promise<unknown>;
 export const DEFAULT_DEADLINE_MS: number;
 
+/** What a permission question shows of a call (as `jp query`'s question): the fields that say
+ * what it touches — paths, commands, URLs — first and in full, the rest cut and named. All text
+ * is safe to show as is. */
+export interface CallSummary {
+  /** The tool's name, quoted unless it is one plain word. */
+  name: string;
+  /** `key: value` per field shown. */
+  lines: string[];
+  /** The fields cut (`shown` characters of `characters`) or left out (`shown` 0). */
+  cut: { key: string; characters: number; shown: number }[];
+  /** One note per cut field: `(content cut: 5000 characters; shown: first 200)`. */
+  notes: string[];
+}
+/** After `loadJp`. */
+export function describeCall(name: string, args: unknown): CallSummary;
+/** Whether tool `name` only reads (the page does not ask before it); after `loadJp`. */
+export function toolOnlyReads(name: string): boolean;
+
 export class Host {
   /** Files in the IndexedDB database `db`, or in memory when `db` is null. `policy`: TOML or
    * JSON with `access` and/or `sandbox` tables; empty = workspace read-write, nothing else. */

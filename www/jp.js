@@ -6,9 +6,11 @@
 // empty environment and no arguments; no wasi:filesystem or wasi:sockets at all (the components
 // import none: their files come through jp:host/filesystem).
 
-import init, { JpHost, toolInputSchema, runAgentTurn, toolOnlyReads } from './pkg/jp_web.js';
+import init, { JpHost, toolInputSchema, runAgentTurn, toolOnlyReads, describeCall } from './pkg/jp_web.js';
 
-export { toolOnlyReads };
+// describeCall(name, args): what a permission question shows of a call, as `jp query` shows it
+// (after loadJp).
+export { toolOnlyReads, describeCall };
 import * as cli from '@bytecodealliance/preview2-shim/cli';
 import * as io from '@bytecodealliance/preview2-shim/io';
 import * as clocks from '@bytecodealliance/preview2-shim/clocks';

@@ -13,6 +13,8 @@
 //! - [`handles`] — the RFD 009 handle registry.
 //! - [`runtime`] — the [`ToolRuntime`](runtime::ToolRuntime) trait of RFD D10 and tool configuration.
 //! - [`schema`] — RFD D06 self-description and RFD 009 action schemas.
+//! - [`agent`] — the agent turn loop, its model providers and what a permission question shows.
+//! - [`display`] — tool and model text made safe to show on a terminal or a page.
 //!
 //! **Architecture invariant:** this crate does no I/O. It has no file system, no clock, no
 //! environment and no sockets (`clippy.toml` bans them) and builds for `wasm32-unknown-unknown`.
@@ -20,6 +22,7 @@
 
 pub mod agent;
 pub mod cancel;
+pub mod display;
 pub mod files;
 pub mod handles;
 pub mod host;

@@ -651,3 +651,42 @@ fn a_changed_endpoint_never_receives_the_key_before_the_user_approves_it() {
     assert!(collector.seen().is_empty(), "the key went to the changed endpoint before approval");
     assert_eq!(model.seen().len(), 2);
 }
+
+#[test]
+fn the_question_on_a_terminal_shows_the_whole_path_first_and_names_the_content_it_cut() {
+    let content = "A".repeat(5000);
+    let model = Endpoint::start(vec![
+        openai("", &[("fs_create_file", json!({"content": content, "path": ".jp/config.toml"}))]),
+        openai("Understood, I will leave it.", &[]),
+    ]);
+    let ws = workspace(&openai_provider(&model.url, false), "");
+    let config = std::fs::read_to_string(ws.path().join(".jp/config.toml")).unwrap();
+    // A real pty: jp sees a terminal and asks; the driver answers `n` once the question is written.
+    let out = Command::new("/usr/bin/python3")
+        .arg(repo().join("tests/query/answer.py"))
+        .arg(JP)
+        .arg("[y = yes, a = always in this turn, n = no]")
+        .arg("n")
+        .args(["query", "configure it"])
+        .current_dir(ws.path())
+        .env("JP_TEST_KEY", KEY)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "the driver: {stdout}\n{stderr}");
+    let report: Value = serde_json::from_str(stdout.lines().last().unwrap_or("{}")).unwrap();
+    let shown = report["output"].as_str().unwrap();
+    assert_eq!(report["asked"], true, "{report}");
+    assert_eq!(report["exit"], 0, "{report}");
+    let question = &shown[shown.find("run fs_create_file?").unwrap_or_else(|| panic!("no question: {shown}"))..];
+    let lines: Vec<&str> = question.lines().map(str::trim).collect();
+    assert_eq!(lines[1], r#"path: ".jp/config.toml""#, "the path first and whole: {question}");
+    assert_eq!(lines[2], format!("content: \"{}…", "A".repeat(200)), "{question}");
+    assert_eq!(lines[3], "(content cut: 5000 characters; shown: first 200)", "{question}");
+    assert!(lines[4].starts_with("[y = yes, a = always in this turn, n = no]"), "{question}");
+    assert!(!shown.contains(&"A".repeat(201)), "the content is cut");
+    // Declined: nothing written, and the model is told.
+    assert_eq!(std::fs::read_to_string(ws.path().join(".jp/config.toml")).unwrap(), config);
+    assert!(tool_messages(&model.seen()[1])[0].contains("declined"), "{:?}", model.seen()[1].body);
+    assert!(shown.contains("Understood, I will leave it."), "{shown}");
+}

@@ -9,6 +9,7 @@ use std::time::Duration;
 use jp_core::BoxFuture;
 use jp_core::agent::anthropic::Anthropic;
 use jp_core::agent::openai::OpenAi;
+use jp_core::agent::prompt::describe_call;
 use jp_core::agent::scripted::Scripted;
 use jp_core::agent::turn::{Sleep, ToolOutput, Turn, TurnEvent, TurnOptions, TurnTools, run_turn};
 use jp_core::agent::{Message, Model, ToolCallRequest, ToolSpec};
@@ -46,6 +47,17 @@ export type TurnEventJs =
   | { type: "tool_result"; id: string; content: string; isError: boolean }
   | { type: "retry"; error: string; afterMs: number }
   | { type: "turn_end"; rounds: number };
+/** What a permission question shows of a call (`describeCall`): safe to show as text. */
+export interface CallSummaryJs {
+  /** The tool's name, quoted unless it is one plain word. */
+  name: string;
+  /** `key: value` per field shown: paths, commands, URLs first and in full, then the rest. */
+  lines: string[];
+  /** The fields cut (`shown` characters of `characters`) or left out (`shown` 0). */
+  cut: { key: string; characters: number; shown: number }[];
+  /** One note per cut field: `(content cut: 5000 characters; shown: first 200)`. */
+  notes: string[];
+}
 "#;
 
 /// The page's provider settings.
@@ -219,6 +231,20 @@ impl Sleep for JsSleep {
 #[wasm_bindgen(js_name = toolOnlyReads)]
 pub fn tool_only_reads(name: &str) -> bool {
     jp_fs_tools::READ_ONLY_TOOLS.contains(&name)
+}
+
+/// What the page's permission question shows of a call of `name` with `args` — the same as
+/// `jp query`'s question ([`describe_call`]): `{name, lines, cut: [{key, characters, shown}],
+/// notes}`. `lines` first hold the fields that say what the call touches (paths, commands, URLs),
+/// in full; the other fields are cut, and `notes` name each one cut or left out.
+#[wasm_bindgen(js_name = describeCall, unchecked_return_type = "CallSummaryJs")]
+pub fn describe_call_js(name: &str, args: JsValue) -> Result<JsValue, JsValue> {
+    let args: Value = from_js("the arguments", &args)?;
+    let summary = describe_call(name, &args);
+    let cut: Vec<Value> =
+        summary.cut.iter().map(|c| json!({ "key": c.key, "characters": c.characters, "shown": c.shown })).collect();
+    let notes: Vec<String> = summary.cut.iter().map(|c| c.note()).collect();
+    Ok(to_js(&json!({ "name": summary.name, "lines": summary.lines, "cut": cut, "notes": notes })))
 }
 
 /// Run one agent turn in the page. `provider`: see `ProviderOptions`. `messages`: the

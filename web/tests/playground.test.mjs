@@ -246,6 +246,33 @@ test('a call the user declines reaches the model as an error and changes nothing
   }
 });
 
+test('the question shows the whole path first and names the long content it cut', async () => {
+  const model = await scriptedModel([
+    { calls: [['fs_create_file', { content: 'A'.repeat(5000), path: '.jp/config.toml' }]] },
+    { content: 'Understood, I will leave it.' },
+  ]);
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  try {
+    await open(page, `agent-prompt-${Date.now()}`);
+    await page.selectOption('#agent-kind', 'openai');
+    await page.fill('#agent-url', model.url);
+    await page.fill('#agent-model', 'scripted');
+    await page.fill('#agent-prompt', 'configure it');
+    await page.click('#agent-send');
+    await page.waitForSelector('#chat li.ask button.deny');
+    assert.match(await page.textContent('#chat li.ask .question'), /Allow fs_create_file\?/);
+    const lines = await page.locator('#chat li.ask .granted > div').allTextContents();
+    assert.deepEqual(lines, ['path: ".jp/config.toml"', `content: "${'A'.repeat(200)}…`, '(content cut: 5000 characters; shown: first 200)']);
+    await page.click('#chat li.ask button.deny');
+    await page.waitForSelector('#chat li.assistant:has-text("Understood")', { timeout: 20_000 });
+    assert.equal((await page.evaluate(() => window.jpHost.listFiles())).includes('.jp/config.toml'), false);
+  } finally {
+    await context.close();
+    await model.close();
+  }
+});
+
 test('the demo needs no endpoint: the recorded turn makes, greps, reads and edits a project in the page', async () => {
   const context = await browser.newContext();
   const page = await context.newPage();

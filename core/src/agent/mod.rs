@@ -6,6 +6,7 @@
 
 pub mod anthropic;
 pub mod openai;
+pub mod prompt;
 pub mod scripted;
 pub mod turn;
 
@@ -123,24 +124,53 @@ pub(crate) type Parse = fn(&[u8]) -> Result<ModelReply, ProviderError>;
 
 /// The text deltas of a server-sent event stream, found as its bytes arrive: `extract` picks
 /// the text out of one event's JSON `data`. Only for showing; the reply is parsed whole.
+///
+/// Linear in the bytes received: each byte is searched for the blank line that ends an event
+/// once (`scanned` remembers how far the search got), read as part of its event once, and moved
+/// at most once, when the events before it are dropped at the end of a [`feed`](Self::feed).
 pub(crate) struct SseText<'a> {
-    pending: std::sync::Mutex<Vec<u8>>,
+    buffer: std::sync::Mutex<SseBuffer>,
     extract: fn(&Value) -> Option<&str>,
     on_text: crate::maybe::OnText<'a>,
 }
 
+/// The bytes of the events not complete yet.
+#[derive(Default)]
+struct SseBuffer {
+    /// From the start of the first incomplete event.
+    pending: Vec<u8>,
+    /// `pending[..scanned]` holds no `\n\n` (the last byte may be the first `\n` of one).
+    scanned: usize,
+}
+
+impl SseBuffer {
+    /// Add `chunk`, and give every event it completes (without its blank line) to `event`.
+    fn feed(&mut self, chunk: &[u8], mut event: impl FnMut(&[u8])) {
+        self.pending.extend_from_slice(chunk);
+        let mut start = 0;
+        // The search resumes one byte back: a `\n` at the end may be followed by the next one.
+        let mut from = self.scanned.saturating_sub(1);
+        while let Some(at) = self.pending[from..].windows(2).position(|w| w == b"\n\n") {
+            let end = from + at;
+            event(&self.pending[start..end]);
+            start = end + 2;
+            from = start;
+        }
+        self.pending.drain(..start);
+        self.scanned = self.pending.len();
+    }
+}
+
 impl<'a> SseText<'a> {
     pub(crate) fn new(extract: fn(&Value) -> Option<&str>, on_text: crate::maybe::OnText<'a>) -> Self {
-        Self { pending: std::sync::Mutex::default(), extract, on_text }
+        Self { buffer: std::sync::Mutex::default(), extract, on_text }
     }
 
-    /// More bytes of the stream: every complete event in them is looked at.
+    /// More bytes of the stream: every event they complete is looked at.
     pub(crate) fn feed(&self, chunk: &[u8]) {
-        let mut pending = self.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        pending.extend_from_slice(chunk);
-        while let Some(end) = pending.windows(2).position(|w| w == b"\n\n") {
-            let event: Vec<u8> = pending.drain(..end + 2).collect();
-            for line in String::from_utf8_lossy(&event).lines() {
+        let mut buffer = self.buffer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        buffer.feed(chunk, |event| {
+            for line in String::from_utf8_lossy(event).lines() {
                 let Some(data) = line.strip_prefix("data:") else { continue };
                 if let Ok(v) = serde_json::from_str::<Value>(data.trim())
                     && let Some(text) = (self.extract)(&v)
@@ -149,7 +179,7 @@ impl<'a> SseText<'a> {
                     (self.on_text)(text);
                 }
             }
-        }
+        });
     }
 }
 
@@ -293,5 +323,46 @@ mod tests {
         assert_eq!(*seen.lock().unwrap(), ["Hel"]);
         sse.feed(rest);
         assert_eq!(*seen.lock().unwrap(), ["Hel", "lo", " there"]);
+    }
+
+    #[test]
+    fn a_stream_fed_one_byte_at_a_time_gives_every_piece_in_order() {
+        let seen = Mutex::new(Vec::new());
+        let on_text = |t: &str| seen.lock().unwrap().push(t.to_owned());
+        let sse = SseText::new(|v| v.pointer("/choices/0/delta/content").and_then(Value::as_str), &on_text);
+        let pieces: Vec<String> = (0..2000).map(|i| format!("{i} é\n🦀 ")).collect();
+        let mut stream = String::new();
+        for (i, p) in pieces.iter().enumerate() {
+            stream.push_str(&format!("data: {}\n\n", serde_json::json!({"choices": [{"delta": {"content": p}}]})));
+            if i % 7 == 0 {
+                stream.push_str(": keep-alive\n\nevent: ping\ndata: {}\n\n");
+            }
+        }
+        stream.push_str("data: [DONE]\n\n");
+        for byte in stream.as_bytes() {
+            sse.feed(std::slice::from_ref(byte));
+        }
+        assert_eq!(*seen.lock().unwrap(), pieces);
+        let buffer = sse.buffer.lock().unwrap();
+        assert!(buffer.pending.is_empty() && buffer.scanned == 0, "every event was dropped once read");
+    }
+
+    #[test]
+    fn the_search_resumes_where_it_stopped_and_read_events_are_dropped() {
+        let mut buffer = SseBuffer::default();
+        let mut events = Vec::new();
+        // A long event arriving a byte at a time: nothing before `scanned` is searched again.
+        let long = format!("data: {}", "x".repeat(100_000));
+        for (i, byte) in long.as_bytes().iter().enumerate() {
+            buffer.feed(std::slice::from_ref(byte), |e| events.push(e.to_vec()));
+            assert_eq!((buffer.pending.len(), buffer.scanned), (i + 1, i + 1));
+        }
+        // Its blank line split over two feeds, then two short events and half of a third in one.
+        buffer.feed(b"\n", |e| events.push(e.to_vec()));
+        assert!(events.is_empty());
+        buffer.feed(b"\ndata: a\n\ndata: b\n\ndata: c", |e| events.push(e.to_vec()));
+        assert_eq!(events, [long.into_bytes(), b"data: a".to_vec(), b"data: b".to_vec()]);
+        assert_eq!(buffer.pending, b"data: c", "only the incomplete event is kept");
+        assert_eq!(buffer.scanned, buffer.pending.len());
     }
 }

@@ -5,6 +5,7 @@
 use std::io::{IsTerminal as _, Write as _};
 use std::sync::Mutex;
 
+use jp_core::agent::prompt::describe_call;
 use jp_core::agent::turn::TurnEvent;
 use jp_core::host::{DispatchEvents, TraceEvent};
 use jp_core::policy::{Scrubber, StreamScrubber};
@@ -132,9 +133,11 @@ impl Printer {
                     self.out(text, true);
                 }
             }
-            // JSON escapes control characters already; `neutralize` disarms the rest.
+            // The fields that say what the call touches first, as the permission question
+            // shows them (already safe to show), then clipped to one line.
             TurnEvent::ToolCall(c) => {
-                self.err_line(&format!("▸ {} {}", escape(&c.name), neutralize(&clip(&c.arguments.to_string()))));
+                let summary = describe_call(&c.name, &c.arguments);
+                self.err_line(&format!("▸ {} {}", summary.name, clip(&summary.lines.join(", "))));
             }
             TurnEvent::ToolResult { output, .. } => {
                 let mark = if output.is_error { '✗' } else { '✓' };

@@ -4,7 +4,9 @@
 //!
 //! Permission (RFD 009): `run = "ask" | "unattended" | "skip"` per tool; by default the user is
 //! asked before a `spawn` and before a one-shot tool whose policy lets it write or run commands,
-//! never before `fetch`, `apply` or `abort`. Without a terminal (or with `--no-interaction`) a
+//! never before `fetch`, `apply` or `abort`. The question shows what a yes grants as
+//! [`describe_call`] decides (paths, commands and URLs in full, the rest cut and named), from
+//! the arguments as the tool will get them. Without a terminal (or with `--no-interaction`) a
 //! call that needs asking is refused, and the model is told how the user can allow it.
 
 use std::collections::BTreeSet;
@@ -13,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use jp_core::BoxFuture;
 use jp_core::agent::ToolCallRequest;
 use jp_core::agent::ToolSpec;
+use jp_core::agent::prompt::describe_call;
 use jp_core::agent::turn::{ToolOutput, TurnTools};
 use jp_core::cancel::CancellationToken;
 use jp_core::policy::Scrubber;
@@ -21,7 +24,7 @@ use jp_core::state::ToolState;
 use serde_json::Value;
 
 use crate::app::{Answerer, App, CallReply, Handles, NoAnswerer};
-use crate::terminal::{TerminalAnswerer, ask_line, escape};
+use crate::terminal::{TerminalAnswerer, ask_line};
 
 /// Whether a call needs the user's yes first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,22 +108,21 @@ impl NativeTools {
         Ok(if hints.writes || hints.commands { Gate::Ask } else { Gate::Run })
     }
 
-    /// Ask on the terminal; `true` when allowed.
-    async fn ask(&self, call: &ToolCallRequest) -> bool {
+    /// Ask on the terminal whether `name` may run with `arguments` (as the tool will get them);
+    /// `true` when allowed.
+    async fn ask(&self, name: &str, arguments: &Value) -> bool {
         let _one = self.asking.lock().await;
-        if self.always.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains(&call.name) {
+        if self.always.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains(name) {
             return true;
         }
-        let mut args = escape(&call.arguments.to_string());
-        if args.chars().count() > 300 {
-            args = format!("{}…", args.chars().take(300).collect::<String>());
-        }
-        let prompt = format!("\nrun {} {args}?\n[y = yes, a = always in this turn, n = no] ", escape(&call.name));
+        // What a yes grants — paths, commands, URLs — in full; the rest maybe cut, and named.
+        let summary = describe_call(name, arguments);
+        let prompt = format!("\nrun {}?\n{}[y = yes, a = always in this turn, n = no] ", summary.name, summary.text());
         let answer = ask_line(prompt).await;
         match answer.as_deref() {
             Some("y" | "yes") => true,
             Some("a" | "always") => {
-                self.always.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(call.name.clone());
+                self.always.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(name.to_owned());
                 true
             }
             _ => false,
@@ -163,25 +165,25 @@ impl TurnTools for NativeTools {
                 Ok(g) => g,
                 Err(e) => return failed(e),
             };
-            match gate {
-                Gate::Skip => {
-                    return failed(format!("tool '{name}' is not available in this conversation (run = \"skip\")"));
-                }
-                Gate::Ask if !self.interactive => {
-                    return failed(format!(
-                        "the user must allow '{name}' before it runs (it can change files, run commands or start a process), and jp query has no terminal to ask on; the user can allow it with run = \"unattended\" in [conversation.tools.{name}] of .jp/config.toml"
-                    ));
-                }
-                Gate::Ask if !self.ask(call).await => {
-                    return failed(format!("the user declined to run '{name}'; ask them, or do without it"));
-                }
-                _ => {}
+            if gate == Gate::Skip {
+                return failed(format!("tool '{name}' is not available in this conversation (run = \"skip\")"));
             }
+            // The arguments as the tool gets them (and the user is shown): the key replaced.
             let text = call.arguments.to_string();
             let arguments = match serde_json::from_str(&self.scrubber.scrub_str(&text)) {
                 Ok(Value::Object(m)) => m,
                 _ => return failed(format!("tool '{name}': the arguments must be a JSON object, got {text}")),
             };
+            if gate == Gate::Ask {
+                if !self.interactive {
+                    return failed(format!(
+                        "the user must allow '{name}' before it runs (it can change files, run commands or start a process), and jp query has no terminal to ask on; the user can allow it with run = \"unattended\" in [conversation.tools.{name}] of .jp/config.toml"
+                    ));
+                }
+                if !self.ask(name, &Value::Object(arguments.clone())).await {
+                    return failed(format!("the user declined to run '{name}'; ask them, or do without it"));
+                }
+            }
             let mut tool_call = ToolCall::new(name, call.id.clone(), arguments);
             tool_call.cancel = cancel.clone();
             let answerer: &dyn Answerer = if self.interactive { &TerminalAnswerer } else { &NoAnswerer };
