@@ -143,9 +143,39 @@ pub struct ToolEntry {
     pub first_party: bool,
     /// Where it was defined: `built in` or the config file.
     pub origin: String,
+    /// Its policy, resolved once when the tool was loaded: what listings, MCP annotations and the
+    /// ask gate show, and what the runtime enforces ([`ToolCall::policy`]).
+    resolved_policy: Arc<AccessPolicy>,
+}
+
+/// What a tool's policy is resolved against: the workspace and the home directory (so the
+/// `~/…` sensitive paths apply when the workspace contains home).
+#[derive(Debug, Clone)]
+struct PolicyContext {
+    workspace: String,
+    home: Option<String>,
 }
 
 impl ToolEntry {
+    /// A tool and its policy, resolved once: its table compiled, or
+    /// [`jp_core::runtime::default_policy`] without one.
+    fn new(
+        name: String,
+        config: ToolConfig,
+        first_party: bool,
+        origin: String,
+        context: &PolicyContext,
+    ) -> Result<Self, AppError> {
+        let default = jp_core::runtime::default_policy(&name, &config, first_party && first_party_writes(&name));
+        let mut policy = config
+            .policy(default)
+            .map_err(|e| AppError::Config(format!("{origin}: [conversation.tools.{name}] {e}")))?;
+        if let Some(home) = &context.home {
+            policy.set_home(&context.workspace, home);
+        }
+        Ok(Self { name, config, first_party, origin, resolved_policy: Arc::new(policy) })
+    }
+
     /// The runtime it runs on, for listings (`vfs`, `stdio`, `wasm`, `mcp`).
     pub fn runtime_label(&self) -> String {
         if self.first_party {
@@ -184,24 +214,17 @@ impl ToolEntry {
         }
     }
 
-    /// The policy the tool runs under when no table overrides it.
-    pub fn default_policy(&self) -> AccessPolicy {
-        jp_core::runtime::default_policy(&self.name, &self.config, self.first_party && first_party_writes(&self.name))
-    }
-
     /// One line for listings: what the tool may touch.
     pub fn policy_summary(&self) -> String {
         if self.first_party && self.name == LEARN {
             return "files: the chosen topic's subjects, read-only at /subjects (no workspace); network: none; processes: none".into();
         }
-        self.policy().map(|p| p.summary()).unwrap_or_else(|e| e.to_string())
+        self.resolved_policy.summary()
     }
 
-    /// The tool's compiled policy.
-    pub fn policy(&self) -> Result<AccessPolicy, AppError> {
-        self.config
-            .policy(self.default_policy())
-            .map_err(|e| AppError::Config(format!("{}: [conversation.tools.{}] {e}", self.origin, self.name)))
+    /// The tool's policy, resolved when it was loaded (the one its runtime enforces).
+    pub fn policy(&self) -> Arc<AccessPolicy> {
+        self.resolved_policy.clone()
     }
 }
 
@@ -232,6 +255,8 @@ pub struct App {
     definitions: std::sync::Mutex<HashMap<String, ToolDefinition>>,
     /// jp's state directory (approvals, conversation history), outside every workspace.
     state_dir: Option<PathBuf>,
+    /// What tools discovered later resolve their policy against.
+    policy_context: PolicyContext,
 }
 
 impl std::fmt::Debug for App {
@@ -252,15 +277,17 @@ impl App {
         if !workspace.is_dir() {
             return Err(AppError::Config(format!("workspace {} is not a directory", workspace.display())));
         }
+        let home = options.env.get("HOME").map(PathBuf::from).and_then(|h| std::fs::canonicalize(h).ok());
+        let context = PolicyContext {
+            workspace: workspace.to_string_lossy().into_owned(),
+            home: home.as_ref().map(|h| h.to_string_lossy().into_owned()),
+        };
         let mut tools: BTreeMap<String, ToolEntry> = BTreeMap::new();
         for name in jp_fs_tools::TOOLS.iter().map(|t| t.name).chain([LEARN, RUN]) {
             let mut config = ToolConfig::local("");
             config.source = ToolSource::Builtin;
             config.command = None;
-            tools.insert(
-                name.into(),
-                ToolEntry { name: name.into(), config, first_party: true, origin: "built in".into() },
-            );
+            tools.insert(name.into(), ToolEntry::new(name.into(), config, true, "built in".into(), &context)?);
         }
         let layers = config_layers(&options, &workspace)?;
         let mut mcp_servers = BTreeMap::new();
@@ -276,7 +303,7 @@ impl App {
             for (server, sc) in &config.mcp.servers {
                 if let Some(McpToolsImport::Some(names)) = &sc.tools {
                     for tool in names {
-                        let entry = mcp_entry(server, tool, sc, None, &shown);
+                        let entry = mcp_entry(server, tool, sc, None, &shown, &context)?;
                         tools.insert(entry.name.clone(), entry);
                     }
                 }
@@ -290,7 +317,7 @@ impl App {
                             "warning: {shown}: conversation.tools.{name}.runtime is ignored: an MCP tool runs on its server; remove the key"
                         );
                     }
-                    let mut entry = mcp_entry(server, tool, sc, Some(config), &shown);
+                    let mut entry = mcp_entry(server, tool, sc, Some(config), &shown, &context)?;
                     entry.name = name.clone();
                     tools.insert(name, entry);
                     continue;
@@ -303,8 +330,7 @@ impl App {
                         jp_fs_tools::TOOLS.iter().map(|t| t.name).chain([LEARN, RUN]).collect::<Vec<_>>().join(", ")
                     )));
                 }
-                let entry = ToolEntry { name: name.clone(), config, first_party, origin: shown.clone() };
-                entry.policy()?;
+                let entry = ToolEntry::new(name.clone(), config, first_party, shown.clone(), &context)?;
                 tools.insert(name, entry);
             }
         }
@@ -312,7 +338,6 @@ impl App {
             FsProjectFiles::open(&workspace)
                 .map_err(|e| AppError::Config(format!("cannot open workspace {}: {e}", workspace.display())))?,
         );
-        let home = options.env.get("HOME").map(PathBuf::from).and_then(|h| std::fs::canonicalize(h).ok());
         let http: Arc<dyn jp_core::host::HttpClient> = Arc::new(
             ReqwestHttpClient::new(options.timeout).map_err(|e| AppError::Config(format!("HTTP client: {e}")))?,
         );
@@ -370,6 +395,7 @@ impl App {
             fetch_wait: options.fetch_wait,
             definitions: std::sync::Mutex::new(HashMap::new()),
             state_dir: options.state_dir,
+            policy_context: context,
         })
     }
 
@@ -416,8 +442,12 @@ impl App {
                 Ok(listed) => {
                     let mut tools = self.tools.write().unwrap_or_else(std::sync::PoisonError::into_inner);
                     for t in listed {
-                        let entry = mcp_entry(server, &t.name, sc, None, "the configuration");
-                        tools.entry(entry.name.clone()).or_insert(entry);
+                        match mcp_entry(server, &t.name, sc, None, "the configuration", &self.policy_context) {
+                            Ok(entry) => {
+                                tools.entry(entry.name.clone()).or_insert(entry);
+                            }
+                            Err(e) => eprintln!("jp: tool '{}' of MCP server '{server}' is not offered: {e}", t.name),
+                        }
                     }
                     done.insert(server.to_string());
                 }
@@ -554,6 +584,8 @@ impl App {
             // A multi-tool binary knows this tool by another name (D06 `tool`).
             call.name = t.clone();
         }
+        // The runtime enforces the policy resolved at load: the one listings and annotations show.
+        call.policy = Some(entry.policy());
         let config = self.run_config(&entry);
         let resolution = resolve_runtime(name, &config);
         for warning in &resolution.warnings {
@@ -711,7 +743,14 @@ fn first_party_writes(name: &str) -> bool {
 
 /// The entry of tool `tool` of MCP server `server`: named `<server>.<tool>` unless a table names
 /// it; its policy is the server's (the server process is what the sandbox holds).
-fn mcp_entry(server: &str, tool: &str, sc: &McpServerConfig, table: Option<ToolConfig>, origin: &str) -> ToolEntry {
+fn mcp_entry(
+    server: &str,
+    tool: &str,
+    sc: &McpServerConfig,
+    table: Option<ToolConfig>,
+    origin: &str,
+    context: &PolicyContext,
+) -> Result<ToolEntry, AppError> {
     let mut config = table.unwrap_or_else(|| {
         let mut c = ToolConfig::local("");
         c.command = None;
@@ -721,5 +760,5 @@ fn mcp_entry(server: &str, tool: &str, sc: &McpServerConfig, table: Option<ToolC
     config.runtime = None;
     config.access = sc.access.clone();
     config.sandbox = sc.sandbox.clone();
-    ToolEntry { name: format!("{server}.{tool}"), config, first_party: false, origin: origin.into() }
+    ToolEntry::new(format!("{server}.{tool}"), config, false, origin.into(), context)
 }

@@ -41,7 +41,7 @@ impl BuiltinRuntime {
             return Ok(p.clone());
         }
         let default = jp_core::runtime::default_policy(name, config, !jp_fs_tools::READ_ONLY_TOOLS.contains(&name));
-        let policy = Arc::new(self.services.policy(config, default)?);
+        let policy = self.services.compile(config, default)?;
         policies.insert(name.to_owned(), policy.clone());
         Ok(policy)
     }
@@ -58,7 +58,7 @@ impl BuiltinRuntime {
         config: &ToolConfig,
         default: AccessPolicy,
     ) -> Result<ExecutionOutcome, RuntimeError> {
-        let policy = Arc::new(self.services.policy(config, default)?);
+        let policy = self.services.policy(&call, config, default)?;
         self.run_compiled(call, config, policy).await
     }
 
@@ -127,7 +127,10 @@ impl jp_core::runtime::ToolRuntime for BuiltinRuntime {
         config: &'a ToolConfig,
     ) -> jp_core::BoxFuture<'a, Result<ExecutionOutcome, RuntimeError>> {
         Box::pin(async move {
-            let policy = self.compiled(&call.name, config)?;
+            let policy = match &call.policy {
+                Some(resolved) => resolved.clone(),
+                None => self.compiled(&call.name, config)?,
+            };
             self.run_compiled(call, config, policy).await
         })
     }

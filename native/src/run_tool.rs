@@ -13,7 +13,7 @@ use jp_core::BoxFuture;
 use jp_core::cancel::CancellationToken;
 use jp_core::handles::{AnyToolHandle, ApplyInput};
 use jp_core::host::{DispatchEvents, NoEvents};
-use jp_core::policy::{AccessPolicy, Scrubber};
+use jp_core::policy::Scrubber;
 use jp_core::protocol::{Id, ProcessRunParams};
 use jp_core::runtime::{RuntimeError, ToolCall, ToolConfig};
 use jp_core::state::{ToolError, ToolState};
@@ -121,8 +121,9 @@ pub async fn spawn(
             .unwrap_or_default()
     };
     let params = ProcessRunParams { program: program.into(), args: strings("args"), envs: strings("envs") };
-    let policy = services.policy(config, AccessPolicy::vfs_default())?;
-    let dispatcher = services.dispatcher(call, std::sync::Arc::new(policy));
+    let default = jp_core::runtime::default_policy(&call.name, config, false);
+    let policy = services.policy(call, config, default)?;
+    let dispatcher = services.dispatcher(call, policy);
     let events: &dyn DispatchEvents = match &services.trace {
         Some(t) => t.as_ref(),
         None => &NoEvents,

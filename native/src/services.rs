@@ -58,14 +58,29 @@ impl HostServices {
         }
     }
 
-    /// The tool's compiled policy (`default` without a `sandbox`/`access` table), with the home
+    /// The policy of `call`: the one the host resolved for the tool ([`ToolCall::policy`]),
+    /// else its table compiled (`default` without a `sandbox`/`access` table) with the home
     /// directory known.
-    pub fn policy(&self, config: &ToolConfig, default: AccessPolicy) -> Result<AccessPolicy, RuntimeError> {
+    pub fn policy(
+        &self,
+        call: &ToolCall,
+        config: &ToolConfig,
+        default: AccessPolicy,
+    ) -> Result<Arc<AccessPolicy>, RuntimeError> {
+        match &call.policy {
+            Some(resolved) => Ok(resolved.clone()),
+            None => self.compile(config, default),
+        }
+    }
+
+    /// A tool's table compiled (`default` without a `sandbox`/`access` table), with the home
+    /// directory known.
+    pub fn compile(&self, config: &ToolConfig, default: AccessPolicy) -> Result<Arc<AccessPolicy>, RuntimeError> {
         let mut policy = config.policy(default).map_err(|e| RuntimeError::Config(e.to_string()))?;
         if let (Some(home), Ok(ws)) = (&self.home, std::fs::canonicalize(&self.workspace)) {
             policy.set_home(&ws.to_string_lossy(), &home.to_string_lossy());
         }
-        Ok(policy)
+        Ok(Arc::new(policy))
     }
 
     /// The dispatcher serving one call of a tool under `policy`; the call's own inquirer, if it

@@ -14,7 +14,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use jp_core::BoxFuture;
-use jp_core::policy::AccessPolicy;
 use jp_core::runtime::{ExecutionOutcome, RuntimeError, ToolCall, ToolConfig, ToolRuntime};
 use jp_core::state::{ToolError, ToolResult, ToolState};
 use rustix::process::Signal;
@@ -78,7 +77,13 @@ impl StdioRuntime {
         let command =
             config.command.as_deref().ok_or_else(|| RuntimeError::Config(format!("tool '{name}' has no `command`")))?;
         let cmd = ProgramLine::parse(command, &self.workspace, self.env.get("PATH").map(String::as_str))?;
-        let policy = config.policy(AccessPolicy::stdio_default()).map_err(|e| RuntimeError::Config(e.to_string()))?;
+        let policy = match &call.policy {
+            Some(resolved) => resolved.clone(),
+            None => {
+                let default = jp_core::runtime::default_policy(&name, config, false);
+                std::sync::Arc::new(config.policy(default).map_err(|e| RuntimeError::Config(e.to_string()))?)
+            }
+        };
         let workspace = std::fs::canonicalize(&self.workspace).map_err(|e| RuntimeError::Spawn {
             tool: name.clone(),
             message: format!("workspace {}: {e}", self.workspace.display()),

@@ -119,6 +119,7 @@ fn call(name: &str, args: &Value) -> ToolCall {
         answers: Default::default(),
         cancel: CancellationToken::new(),
         inquirer: None,
+        policy: None,
     }
 }
 

@@ -255,3 +255,19 @@ fn a_descriptor_jp_inherited_never_reaches_a_tool() {
     assert!(!stdout.contains("OUTSIDE SECRET"), "the tool read through the inherited descriptor: {stdout}");
     assert_eq!(stdout.trim(), format!("errno {}", libc::EBADF), "{stdout}");
 }
+
+#[test]
+fn a_planted_fifo_or_huge_configuration_is_refused_without_hanging() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(ws.path().join(".jp")).unwrap();
+    let config = ws.path().join(".jp/config.toml");
+    assert!(Command::new("mkfifo").arg(&config).status().unwrap().success());
+    let out = jp(ws.path(), &["tool", "list"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).1.contains("is not a regular file"), "{}", text(&out).1);
+    std::fs::remove_file(&config).unwrap();
+    std::fs::write(&config, "#".repeat(2 << 20)).unwrap();
+    let out = jp(ws.path(), &["trust", "--yes"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).1.contains("larger than 1024 KiB"), "{}", text(&out).1);
+}

@@ -40,6 +40,7 @@ async fn a_tool_pipelining_large_writes_behind_a_held_request_is_held_back() {
         answers: Map::new(),
         cancel: CancellationToken::new(),
         inquirer: None,
+        policy: None,
     };
     let rt =
         VfsRuntime::new(Arc::new(FsProjectFiles::open(ws.path()).unwrap()), ws.path()).inquirer(Arc::new(NeverAnswers));

@@ -37,6 +37,7 @@ async fn renaming_an_ancestor_does_not_move_a_denied_subtree_out_from_under_its_
         answers: Map::new(),
         cancel: CancellationToken::new(),
         inquirer: None,
+        policy: None,
     };
     let rt = VfsRuntime::new(Arc::new(FsProjectFiles::open(ws.path()).unwrap()), ws.path());
     let out = rt.run(call, &config, None).await.unwrap();

@@ -32,6 +32,7 @@ fn call() -> ToolCall {
         answers: Map::new(),
         cancel: CancellationToken::new(),
         inquirer: None,
+        policy: None,
     }
 }
 

@@ -50,6 +50,7 @@ fn call(args: Value) -> ToolCall {
         answers: Map::new(),
         cancel: CancellationToken::new(),
         inquirer: None,
+        policy: None,
     }
 }
 

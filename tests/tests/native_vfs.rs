@@ -32,6 +32,7 @@ fn call(name: &str, args: Value) -> ToolCall {
         answers: Map::new(),
         cancel: CancellationToken::new(),
         inquirer: None,
+        policy: None,
     }
 }
 

@@ -135,6 +135,10 @@ pub struct ToolCall {
     /// Who answers this call's inquiries, instead of the runtime's own inquirer (an MCP client
     /// asked through elicitation, per call).
     pub inquirer: Option<Arc<dyn Inquirer>>,
+    /// The policy the host resolved for this tool when it loaded it — the value its listing,
+    /// MCP annotations and the ask gate show. A runtime enforces exactly this one; only without
+    /// it (a runtime used on its own) does it compile the tool's table with [`default_policy`].
+    pub policy: Option<Arc<AccessPolicy>>,
 }
 
 impl ToolCall {
@@ -147,6 +151,7 @@ impl ToolCall {
             answers: Map::new(),
             cancel: CancellationToken::new(),
             inquirer: None,
+            policy: None,
         }
     }
 }

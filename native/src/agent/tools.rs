@@ -104,7 +104,7 @@ impl NativeTools {
             let action = arguments.get("action").and_then(Value::as_str).unwrap_or("spawn");
             return Ok(if action == "spawn" { Gate::Ask } else { Gate::Run });
         }
-        let hints = entry.policy().map_err(|e| e.to_string())?.hints();
+        let hints = entry.policy().hints();
         Ok(if hints.writes || hints.commands { Gate::Ask } else { Gate::Run })
     }
 

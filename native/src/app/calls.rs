@@ -234,6 +234,9 @@ impl App {
         let name = call.name.clone();
         self.check_arguments(&name, &call.arguments).await?;
         let entry = self.tool(&name).map_err(|e| RuntimeError::Config(e.to_string()))?;
+        // The runtime enforces the policy resolved at load: the one listings and annotations show.
+        let mut call = call;
+        call.policy = Some(entry.policy());
         if entry.first_party && entry.name == RUN {
             let (state, handle) =
                 run_tool::spawn(self.vfs.services(), &self.runner, &call, &entry.config, self.fetch_wait).await?;
@@ -242,7 +245,7 @@ impl App {
         if self.live(&name) {
             let config = self.run_config(&entry);
             let (state, handle) =
-                self.vfs.spawn_stateful(call, &config, entry.default_policy(), self.fetch_wait).await?;
+                self.vfs.spawn_stateful(call, &config, (*entry.policy()).clone(), self.fetch_wait).await?;
             return Ok((state, handle.map(|h| Box::new(h) as Box<dyn AnyToolHandle>)));
         }
         let state = state_of(self.call(call.clone()).await?);

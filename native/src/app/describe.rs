@@ -197,6 +197,7 @@ impl App {
             answers: Map::new(),
             cancel: CancellationToken::new(),
             inquirer: None,
+            policy: None,
         };
         let ask = async {
             match kind {

@@ -116,7 +116,7 @@ impl JpMcp {
             (None, Some(d)) => d,
             (None, None) => String::new(),
         };
-        let mut hints = entry.policy().map_err(|e| RuntimeError::Config(e.to_string()))?.hints();
+        let mut hints = entry.policy().hints();
         // Without the OS sandbox, what touches files directly (a stdio tool, the programs a
         // tool runs) is held by nothing: say it may do anything.
         let direct = entry.runtime_label() == "stdio" || hints.commands;

@@ -250,7 +250,7 @@ impl VfsRuntime {
             config.command.as_deref().ok_or_else(|| RuntimeError::Config(format!("tool '{name}' has no `command`")))?;
         let ws = &self.services.workspace;
         let cmd = ProgramLine::parse(command, ws, self.services.env.get("PATH").map(String::as_str))?;
-        let policy = self.services.policy(config, default_policy)?;
+        let policy = self.services.policy(call, config, default_policy)?;
         let sandbox = match self.sandbox {
             SandboxMode::Enforce => {
                 let spec = SandboxSpec::for_tool(&cmd.program, &cmd.script_files, &configured_read_paths(ws, config)?);
@@ -280,7 +280,7 @@ impl VfsRuntime {
             },
             protocol_version: PROTOCOL_VERSION.into(),
         });
-        let dispatcher = Arc::new(self.services.dispatcher(call, Arc::new(policy)));
+        let dispatcher = Arc::new(self.services.dispatcher(call, policy));
         Ok(Session::start(Spawned {
             name,
             call_id: call.id.clone(),

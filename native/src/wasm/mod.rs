@@ -505,7 +505,9 @@ impl WasmRuntime {
             Some(s) => s,
             None => self.source(&call, config)?,
         };
-        let policy = if config.sandbox.is_none() && config.access.is_none() {
+        let policy = if let Some(resolved) = &call.policy {
+            resolved.clone()
+        } else if config.sandbox.is_none() && config.access.is_none() {
             self.stdio_default.clone()
         } else {
             let default = jp_core::runtime::default_policy(&call.name, config, false);
@@ -572,6 +574,7 @@ impl WasmRuntime {
             answers: Default::default(),
             cancel: CancellationToken::new(),
             inquirer: None,
+            policy: None,
         };
         let mut store = self.store(&call, mounts, d);
         let instance =

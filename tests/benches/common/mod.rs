@@ -26,5 +26,6 @@ pub(crate) fn call(name: &str, args: serde_json::Value) -> ToolCall {
         answers: Default::default(),
         cancel: CancellationToken::new(),
         inquirer: None,
+        policy: None,
     }
 }
