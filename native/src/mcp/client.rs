@@ -9,7 +9,9 @@
 //! Each server starts on first use, once per `jp` process, and is shared by all its tools; one
 //! that died is started again on the next call. Its stderr is drained (the tail kept for error
 //! messages). It is an rmcp client over the pipes we spawned; requests the server makes of us
-//! (sampling, roots, elicitation) are declined — our client declares none of them.
+//! (sampling, roots, elicitation) are declined — our client declares none of them. What a server
+//! sends is capped ([`bounds`](super::bounds)): one message, the pages, tools and bytes of
+//! `tools/list`, its requests waiting for an answer; its notifications are dropped.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -24,6 +26,7 @@ use rmcp::service::{RoleClient, RunningService};
 use rustix::process::Signal;
 use tokio::io::AsyncReadExt;
 
+use super::bounds::{BoundedTransport, ListError, MAX_MESSAGE};
 use super::relay::{RelayError, ServerPipes};
 use crate::process::{GroupGuard, find_program, private_env, signal_group};
 use crate::sandbox::{ChildCommand, PROCESS_CONFIG_READ, SandboxMode, SandboxSpec, read_paths};
@@ -78,6 +81,15 @@ impl Server {
     fn tail(&self) -> String {
         let tail = self.stderr.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         String::from_utf8_lossy(&tail).trim().to_owned()
+    }
+
+    /// What became of a server whose connection is gone, as a clause to append: jp closed it (a
+    /// message over the cap), or it exited.
+    fn gone(&self) -> String {
+        match self.pipes.as_ref().and_then(|p| p.broken()) {
+            Some(why) => format!(" ({why}; the next call starts it again)"),
+            None => " (it exited; the next call starts it again)".into(),
+        }
     }
 }
 
@@ -258,7 +270,10 @@ impl McpRuntime {
         });
         // rmcp's client and the relay share the pipes (see relay.rs).
         let (pipes, transport) = ServerPipes::start(stdin, stdout);
-        let started = tokio::time::timeout(START_TIMEOUT, ().serve(tokio::io::split(transport))).await;
+        let (read, write) = tokio::io::split(transport);
+        let transport =
+            rmcp::transport::async_rw::AsyncRwTransport::new_client(read, write).with_max_line_length(MAX_MESSAGE);
+        let started = tokio::time::timeout(START_TIMEOUT, ().serve(BoundedTransport::new(transport))).await;
         let tail_now = || {
             String::from_utf8_lossy(&tail.lock().unwrap_or_else(std::sync::PoisonError::into_inner)).trim().to_owned()
         };
@@ -266,9 +281,10 @@ impl McpRuntime {
             Ok(Ok(s)) => s,
             Ok(Err(e)) => {
                 signal_group(pgid, Signal::KILL);
+                let why = pipes.broken().map(|why| format!(" ({why})")).unwrap_or_default();
                 return Err(RuntimeError::Spawn {
                     tool: who,
-                    message: with_tail(format!("initialize failed: {e}"), &tail_now()),
+                    message: with_tail(format!("initialize failed: {e}{why}"), &tail_now()),
                 });
             }
             Err(_) => {
@@ -282,6 +298,8 @@ impl McpRuntime {
                 });
             }
         };
+        // jp keeps what it needs of a list itself; rmcp's cache would keep up to 512 pages.
+        service.peer().set_response_cache_config(rmcp::ClientCacheConfig::disabled()).await;
         Ok(Server {
             service,
             pipes: Some(pipes),
@@ -309,8 +327,11 @@ impl McpRuntime {
             })?;
             transport.auth_header = Some(token.clone());
         }
-        let connected =
-            tokio::time::timeout(START_TIMEOUT, ().serve(StreamableHttpClientTransport::from_config(transport))).await;
+        // One JSON body, one SSE event: one message (rmcp's defaults, named here).
+        transport.max_json_response_size = MAX_MESSAGE;
+        transport.max_sse_event_size = MAX_MESSAGE;
+        let transport = BoundedTransport::new(StreamableHttpClientTransport::from_config(transport));
+        let connected = tokio::time::timeout(START_TIMEOUT, ().serve(transport)).await;
         let service = match connected {
             Ok(Ok(s)) => s,
             Ok(Err(e)) => {
@@ -323,6 +344,7 @@ impl McpRuntime {
                 });
             }
         };
+        service.peer().set_response_cache_config(rmcp::ClientCacheConfig::disabled()).await;
         Ok(Server { service, pipes: None, stderr: Arc::default(), pgid: None, _guard: None, _scratch: None })
     }
 
@@ -372,9 +394,10 @@ impl McpRuntime {
                     self.forget(name, server).await;
                 }
                 let tail = server.as_ref().map(|s| s.tail()).unwrap_or(tail);
+                let why = pipes.broken().unwrap_or_else(|| "it exited".into());
                 return with_tail(
                     format!(
-                        "MCP server '{name}' failed on tools/call {tool}: the connection closed (it exited; the next call starts it again)"
+                        "MCP server '{name}' failed on tools/call {tool}: the connection closed ({why}; the next call starts it again)"
                     ),
                     &tail,
                 );
@@ -383,17 +406,29 @@ impl McpRuntime {
         with_tail(message, &tail)
     }
 
-    /// The tools server `name` offers.
+    /// The tools server `name` offers, within the caps of [`bounds::list_tools`](super::bounds::list_tools).
     pub async fn list_tools(&self, name: &str) -> Result<Vec<Tool>, RuntimeError> {
         let server = self.server(name).await?;
-        match tokio::time::timeout(START_TIMEOUT, server.service.peer().list_all_tools()).await {
-            Ok(Ok(tools)) => Ok(tools),
-            Ok(Err(e)) => Err(RuntimeError::Protocol {
-                tool: format!("mcp.{name}"),
-                message: with_tail(format!("tools/list failed: {e}"), &server.tail()),
-            }),
-            Err(_) => Err(RuntimeError::Timeout { tool: format!("mcp.{name}"), seconds: START_TIMEOUT.as_secs() }),
-        }
+        let listed = tokio::time::timeout(START_TIMEOUT, super::bounds::list_tools(server.service.peer())).await;
+        let message = match listed {
+            Ok(Ok(tools)) => return Ok(tools),
+            Ok(Err(ListError::Cap(what))) => format!("MCP server '{name}' sent {what} (cap)"),
+            Ok(Err(ListError::Service(e))) => {
+                // As for a call: anything but the server's JSON-RPC error means the connection is gone.
+                let dead = !matches!(e, rmcp::ServiceError::McpError(_)) || server.service.is_closed();
+                if dead {
+                    self.forget(name, &server).await;
+                }
+                format!(
+                    "MCP server '{name}' failed on tools/list: {e}{}",
+                    if dead { server.gone() } else { String::new() }
+                )
+            }
+            Err(_) => {
+                return Err(RuntimeError::Timeout { tool: format!("mcp.{name}"), seconds: START_TIMEOUT.as_secs() });
+            }
+        };
+        Err(RuntimeError::Protocol { tool: format!("mcp.{name}"), message: with_tail(message, &server.tail()) })
     }
 
     /// Call `tool` of server `name`. Its result's content blocks become the tool's; `isError`
@@ -429,7 +464,7 @@ impl McpRuntime {
                     message: with_tail(
                         format!(
                             "MCP server '{name}' failed on tools/call {tool}: {e}{}",
-                            if dead { " (it exited; the next call starts it again)" } else { "" }
+                            if dead { server.gone() } else { String::new() }
                         ),
                         &server.tail(),
                     ),

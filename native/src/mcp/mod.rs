@@ -15,6 +15,7 @@
 //! - [`relay`]: over stdio, a `tools/call` of a running stdio MCP server's tool is relayed as raw
 //!   JSON, past rmcp's typed model on both sides (the same tool resolution and argument check).
 
+pub mod bounds;
 pub mod client;
 pub mod elicit;
 pub mod http;

@@ -33,8 +33,8 @@ use serde_json::value::RawValue;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{Mutex, Semaphore, oneshot};
 
-/// Longest line read from a server or an agent (as rmcp's own limit).
-pub const MAX_LINE: usize = 16 << 20;
+/// Longest line read from a server or an agent (one message: as rmcp's own limit).
+pub const MAX_LINE: usize = super::bounds::MAX_MESSAGE;
 
 /// The id prefix of the relay's own requests to a server.
 const RELAY_ID: &str = "jp-relay-";
@@ -55,7 +55,11 @@ async fn read_line<R: AsyncRead + Unpin>(reader: &mut BufReader<R>, buf: &mut Ve
         buf.extend_from_slice(&available[..used]);
         reader.consume(used);
         if buf.len() > MAX_LINE {
-            return Err(std::io::Error::other(format!("a line longer than {MAX_LINE} bytes")));
+            buf.clear();
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("a message (one line) longer than {} (cap)", super::bounds::size(MAX_LINE)),
+            ));
         }
         if done {
             return Ok(true);
@@ -121,6 +125,8 @@ pub struct ServerPipes {
     pending: std::sync::Mutex<HashMap<u64, oneshot::Sender<Answered>>>,
     next: AtomicU64,
     closed: std::sync::atomic::AtomicBool,
+    /// Why the server's stdout stopped being read, when it was not its end (a line over the cap).
+    broken: std::sync::Mutex<Option<String>>,
 }
 
 impl std::fmt::Debug for ServerPipes {
@@ -141,6 +147,7 @@ impl ServerPipes {
             pending: std::sync::Mutex::default(),
             next: AtomicU64::new(1),
             closed: std::sync::atomic::AtomicBool::new(false),
+            broken: std::sync::Mutex::default(),
         });
         let (ours, rmcp) = tokio::io::duplex(1 << 16);
         let (from_rmcp, mut to_rmcp) = tokio::io::split(ours);
@@ -149,7 +156,16 @@ impl ServerPipes {
         tokio::spawn(async move {
             let mut reader = BufReader::with_capacity(1 << 16, stdout);
             let mut line = Vec::new();
-            while let Ok(true) = read_line(&mut reader, &mut line).await {
+            loop {
+                match read_line(&mut reader, &mut line).await {
+                    Ok(true) => {}
+                    Ok(false) => break,
+                    Err(e) => {
+                        *reader_pipes.broken.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+                            Some(format!("it sent {e}, so jp closed the connection"));
+                        break;
+                    }
+                }
                 if let Some((n, answered)) = relay_answer(&mut line) {
                     let waiter =
                         reader_pipes.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&n);
@@ -157,6 +173,14 @@ impl ServerPipes {
                         let _ = tx.send(answered);
                     }
                     continue;
+                }
+                // rmcp parses what it gets into a tree of values, each many times its bytes.
+                if values_over(&line, super::bounds::MAX_MESSAGE_VALUES) {
+                    *reader_pipes.broken.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(format!(
+                        "it sent a message of more than {} JSON values (cap), so jp closed the connection",
+                        super::bounds::MAX_MESSAGE_VALUES
+                    ));
+                    break;
                 }
                 if to_rmcp.write_all(&line).await.is_err() {
                     break;
@@ -184,6 +208,12 @@ impl ServerPipes {
     /// Whether the server's stdout has closed.
     pub fn is_closed(&self) -> bool {
         self.closed.load(Ordering::SeqCst)
+    }
+
+    /// Why jp stopped reading the server's stdout, when it was not its end (a message over the
+    /// cap): said in the errors of what was waiting.
+    pub fn broken(&self) -> Option<String> {
+        self.broken.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
     async fn write(&self, line: &[u8]) -> std::io::Result<()> {
@@ -245,6 +275,35 @@ impl Drop for Pending {
             let _ = pipes.write(line.as_bytes()).await;
         });
     }
+}
+
+/// Whether the JSON text `line` holds more than `cap` values, counting each string (keys too)
+/// and each `{`, `[` and `,` outside strings: what parsing it into a tree would allocate. Strings
+/// are skipped with `memchr`, so a line of text costs little.
+fn values_over(line: &[u8], cap: usize) -> bool {
+    let mut count = 0usize;
+    let mut i = 0;
+    while i < line.len() {
+        let quote = memchr::memchr(b'"', &line[i..]).map_or(line.len(), |j| i + j);
+        count += line[i..quote].iter().filter(|b| matches!(b, b'{' | b'[' | b',')).count();
+        if count > cap || quote == line.len() {
+            break;
+        }
+        // The string's end: the next quote that no backslash escapes.
+        let mut j = quote + 1;
+        loop {
+            match memchr::memchr2(b'"', b'\\', line.get(j..).unwrap_or_default()) {
+                Some(k) if line[j + k] == b'\\' => j += k + 2,
+                Some(k) => {
+                    i = j + k + 1;
+                    break;
+                }
+                None => return count > cap,
+            }
+        }
+        count += 1;
+    }
+    count > cap
 }
 
 /// Whether `haystack` holds `needle` (SIMD search: a server's lines are kilobytes long).
@@ -454,5 +513,21 @@ fn cancel_relayed(inflight: &std::sync::Mutex<HashMap<String, tokio::task::Abort
         inflight.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(cancel.params.request_id.get());
     if let Some(task) = task {
         task.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::values_over;
+
+    #[test]
+    fn values_are_counted_outside_strings_only() {
+        let line = br#"{"content":[{"type":"text","text":"a, [b], {c} \" ,,, \\"}],"n":[1,2]}"#;
+        // Strings: content type text text <the text> n = 6; outside: { [ { , , ] , [ , = 7.
+        assert!(!values_over(line, 13));
+        assert!(values_over(line, 12));
+        let tiny = br#"[[],[],[],[]]"#;
+        assert!(values_over(tiny, 7) && !values_over(tiny, 8));
+        assert!(!values_over(br#""unterminated \" , , ,"#, 1));
     }
 }
