@@ -11,7 +11,7 @@
 //!
 //! Every line is safe to show as it is: values are written as JSON (quotes and control
 //! characters escaped) and then [neutralized](crate::display::neutralize) (bidi and invisible
-//! characters escaped), keys and the name are [shown](crate::display::shown); no line holds a
+//! characters escaped), keys and the name are [shown]; no line holds a
 //! line break, so nothing in the arguments can forge the question that follows.
 
 use serde_json::{Map, Value};
