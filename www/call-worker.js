@@ -6,10 +6,10 @@
 import { Host, loadJp } from './jp.js';
 
 self.onmessage = async ({ data }) => {
-  const { jpUrl, component, policy, files, tool, args, limits } = data;
+  const { jpUrl, component, policy, ceiling = null, files, tool, args, limits } = data;
   try {
     await loadJp(new URL(jpUrl));
-    const host = await Host.create({ policy, limits });
+    const host = await Host.create({ policy, ceiling, limits });
     for (const [path, bytes] of Object.entries(files)) await host.writeFile(path, bytes);
     host.onEvent((event) => self.postMessage({ event }));
     await host.registerComponent(component.name, new URL(component.moduleUrl), new URL(component.coresUrl), component.tools);

@@ -91,6 +91,9 @@ export interface CallSummary {
 }
 /** After `loadJp`. */
 export function describeCall(name: string, args: unknown): CallSummary;
+/** What `policy` grants beyond `ceiling` (the operator's policy), one line per right; empty when
+ * it only narrows it. Throws when either does not parse. After `loadJp`. */
+export function policyExceeds(policy: string, ceiling: string): string[];
 /** Whether tool `name` only reads (the page does not ask before it); after `loadJp`. */
 export function toolOnlyReads(name: string): boolean;
 
@@ -98,11 +101,14 @@ export class Host {
   /** Files in the IndexedDB database `db`, or in memory when `db` is null. `policy`: TOML or
    * JSON with `access` and/or `sandbox` tables; empty = workspace read-write, nothing else. */
   /** `worker`: the URL of call-worker.bundle.js — each call then runs in a Worker. */
-  static create(options?: { db?: string | null; policy?: string; storage?: ProjectStorage | null; limits?: CallLimitsOptions; worker?: URL | null }): Promise<Host>;
+  /** `ceiling`: the operator's policy, which `policy` may only narrow (see `setPolicy`). */
+  static create(options?: { db?: string | null; policy?: string; ceiling?: string | null; storage?: ProjectStorage | null; limits?: CallLimitsOptions; worker?: URL | null }): Promise<Host>;
   /** What the policy lets a tool do at most (MCP tool hints). */
   policyHints(): { writes: boolean; destructive: boolean; network: boolean; commands: boolean };
   onEvent(listener: (event: HostEvent) => void): () => void;
-  setPolicy(text: string): void;
+  /** With `ceiling`, `text` may only narrow it: each decision is the stricter of the two, empty
+   * `text` is the ceiling, and a `text` granting more throws naming every such right. */
+  setPolicy(text: string, options?: { ceiling?: string | null }): void;
   policySummary(): string;
   setInquirer(callback: ((inquiry: Inquiry) => InquiryAnswer | Promise<InquiryAnswer>) | null): void;
   request(tool: string, method: string, params?: Record<string, unknown>): Promise<RequestResult>;

@@ -6,11 +6,11 @@
 // empty environment and no arguments; no wasi:filesystem or wasi:sockets at all (the components
 // import none: their files come through jp:host/filesystem).
 
-import init, { JpHost, toolInputSchema, runAgentTurn, toolOnlyReads, describeCall } from './pkg/jp_web.js';
+import init, { JpHost, toolInputSchema, runAgentTurn, toolOnlyReads, describeCall, policyExceeds } from './pkg/jp_web.js';
 
 // describeCall(name, args): what a permission question shows of a call, as `jp query` shows it
 // (after loadJp).
-export { toolOnlyReads, describeCall };
+export { toolOnlyReads, describeCall, policyExceeds };
 import * as cli from '@bytecodealliance/preview2-shim/cli';
 import * as io from '@bytecodealliance/preview2-shim/io';
 import * as clocks from '@bytecodealliance/preview2-shim/clocks';
@@ -139,9 +139,10 @@ function hostImports(session) {
  * the listeners of `onEvent`.
  */
 export class Host {
-  static async create({ db = null, policy = '', storage = null, limits = {}, worker = null, instances = null } = {}) {
+  static async create({ db = null, policy = '', ceiling = null, storage = null, limits = {}, worker = null, instances = null } = {}) {
     await loadJp();
-    const host = new Host(await JpHost.create(db, policy, storage), limits);
+    const host = new Host(await JpHost.create(db, ceiling === null ? policy : '', storage), limits);
+    if (ceiling !== null) host.setPolicy(policy, { ceiling });
     host.policyText = policy;
     host.worker = worker;
     host.instances = instances;
@@ -152,6 +153,7 @@ export class Host {
     this.inner = inner;
     this.limits = limits;
     this.policyText = '';
+    this.ceilingText = null;
     this.worker = null;
     this.instances = null;
     this.components = new Map();
@@ -167,7 +169,17 @@ export class Host {
     return () => this.listeners.delete(listener);
   }
 
-  setPolicy(text) { this.inner.setPolicy(text); this.policyText = text; }
+  /**
+   * Replace the policy. With `ceiling` (the operator's policy at the edge), `text` may only
+   * narrow it: every decision is the stricter of the two, empty `text` is the ceiling itself,
+   * and a `text` that grants more throws naming every such right (see `policyExceeds`).
+   */
+  setPolicy(text, { ceiling = null } = {}) {
+    if (ceiling === null) this.inner.setPolicy(text);
+    else this.inner.setPolicyWithin(text, ceiling);
+    this.policyText = text;
+    this.ceilingText = ceiling;
+  }
   /** What the policy lets a tool do at most: `{ writes, destructive, network, commands }`. */
   policyHints() { return this.inner.policyHints(); }
   /** Answer inquiries: `callback({tool, method, target, reason})` → true / 'once' / 'all' / false. */
@@ -262,7 +274,7 @@ export class Host {
       worker.postMessage({
         jpUrl: new URL('./pkg/jp_web_bg.wasm', import.meta.url).href,
         component: { name: component.name, moduleUrl: component.moduleUrl, coresUrl: component.coresUrl, tools },
-        policy: this.policyText, files, tool: name, args, limits: this.limits,
+        policy: this.policyText, ceiling: this.ceilingText, files, tool: name, args, limits: this.limits,
       });
     });
   }

@@ -174,6 +174,17 @@ fn run_policy_group(group: &Value) -> Result<(), Vec<String>> {
         Ok(p) => p,
         Err(e) => return Err(vec![e]),
     };
+    // A group with a `ceiling`: the policy bounded by it (issue 24), or the rights it refused.
+    let (policy, refused) = match group.get("ceiling") {
+        None => (policy, None),
+        Some(spec) => match build_policy(spec, &Value::Null) {
+            Err(e) => return Err(vec![format!("ceiling: {e}")]),
+            Ok(ceiling) => match policy.clone().within(ceiling) {
+                Ok(bounded) => (bounded, None),
+                Err(refused) => (policy, Some(refused)),
+            },
+        },
+    };
     for (i, case) in group["cases"].as_array().into_iter().flatten().enumerate() {
         let op = case["op"].as_str().unwrap_or("");
         let target = case["target"].as_str().unwrap_or("");
@@ -188,6 +199,25 @@ fn run_policy_group(group: &Value) -> Result<(), Vec<String>> {
                 }
                 Err(_) => {}
             }
+            continue;
+        }
+        if op == "within" {
+            // `expect`: "accepted", or "refused" with every right in `refused` named.
+            let want = case["expect"].as_str().unwrap_or("?");
+            match (&refused, want) {
+                (None, "accepted") => {}
+                (Some(r), "refused") => {
+                    let wanted = strings(&case["refused"]);
+                    if r.len() != wanted.len() || wanted.iter().any(|w| !r.iter().any(|got| got == w)) {
+                        errors.push(format!("{label}: refused {r:?}, expected exactly {wanted:?}"));
+                    }
+                }
+                (got, _) => errors.push(format!("{label}: expected {want}, got {got:?}")),
+            }
+            continue;
+        }
+        if refused.is_some() {
+            errors.push(format!("{label}: the policy was refused by its ceiling: {refused:?}"));
             continue;
         }
         if op == "normalize" {

@@ -47,20 +47,50 @@ struct PolicyText {
 }
 
 fn parse_policy(text: &str) -> Result<AccessPolicy, JsError> {
+    policy_from_text(text).map_err(err)
+}
+
+fn policy_from_text(text: &str) -> Result<AccessPolicy, String> {
     let trimmed = text.trim();
     if trimmed.is_empty() {
         return Ok(AccessPolicy::stdio_default());
     }
     let parsed: PolicyText = if trimmed.starts_with('{') {
-        serde_json::from_str(trimmed).map_err(|e| err(format!("the policy is not valid JSON: {e}")))?
+        serde_json::from_str(trimmed).map_err(|e| format!("the policy is not valid JSON: {e}"))?
     } else {
-        toml::from_str(trimmed).map_err(|e| err(format!("the policy is not valid TOML: {e}")))?
+        toml::from_str(trimmed).map_err(|e| format!("the policy is not valid TOML: {e}"))?
     };
     if parsed.access.is_none() && parsed.sandbox.is_none() {
         return Ok(AccessPolicy::stdio_default());
     }
     AccessPolicy::from_config(parsed.sandbox.as_ref(), parsed.access.as_ref())
-        .map_err(|e| err(format!("the policy is invalid: {e}")))
+        .map_err(|e| format!("the policy is invalid: {e}"))
+}
+
+/// `policy` bounded by `ceiling` (issue 24: the operator's policy at the edge): an empty
+/// `policy` is the ceiling itself; one that grants more is refused with every such right named.
+fn bounded_policy(policy: &str, ceiling: &str) -> Result<AccessPolicy, JsError> {
+    let ceiling = policy_from_text(ceiling).map_err(|e| err(format!("the operator's policy: {e}")))?;
+    if policy.trim().is_empty() {
+        return Ok(ceiling);
+    }
+    parse_policy(policy)?.within(ceiling).map_err(|refused| {
+        err(format!("the policy grants more than the operator's policy allows: {}", refused.join("; ")))
+    })
+}
+
+/// What `policy` grants beyond `ceiling`, one line per right (empty: it only narrows it); an
+/// error when either does not parse. The edge answers 403 naming these.
+#[wasm_bindgen(js_name = policyExceeds)]
+pub fn policy_exceeds(policy: &str, ceiling: &str) -> Result<Vec<String>, JsError> {
+    let ceiling = policy_from_text(ceiling).map_err(|e| err(format!("the operator's policy: {e}")))?;
+    if policy.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(match parse_policy(policy)?.within(ceiling) {
+        Ok(_) => Vec::new(),
+        Err(refused) => refused,
+    })
 }
 
 /// Policy decisions reported to a JS callback.
@@ -155,6 +185,16 @@ impl JpHost {
     #[wasm_bindgen(js_name = setPolicy)]
     pub fn set_policy(&self, policy: &str) -> Result<(), JsError> {
         *self.policy.borrow_mut() = Arc::new(parse_policy(policy)?);
+        Ok(())
+    }
+
+    /// Replace the policy with `policy` bounded by `ceiling` (the operator's policy at the
+    /// edge): every decision is the stricter of the two; empty `policy` is the ceiling itself;
+    /// a `policy` that grants more than `ceiling` is refused with every such right named (and
+    /// the policy in force is left as it was).
+    #[wasm_bindgen(js_name = setPolicyWithin)]
+    pub fn set_policy_within(&self, policy: &str, ceiling: &str) -> Result<(), JsError> {
+        *self.policy.borrow_mut() = Arc::new(bounded_policy(policy, ceiling)?);
         Ok(())
     }
 

@@ -8,6 +8,11 @@ impl AccessPolicy {
     /// receive host variable `name`: base variables and `access.env`. A command's own `envs`
     /// are for that command only ([`check_process`](Self::check_process)).
     pub fn check_env(&self, name: &str) -> Decision {
+        let own = self.check_env_own(name);
+        self.bounded(own, |c| c.check_env(name))
+    }
+
+    fn check_env_own(&self, name: &str) -> Decision {
         if is_base_env(name) {
             Decision::Allow(format!("{name} is a base variable every subprocess receives"))
         } else if self.env_allowed.contains(name) {
@@ -21,6 +26,11 @@ impl AccessPolicy {
 
     /// Decide a `process.run` of `program` with `args`, forwarding `envs`.
     pub fn check_process(&self, program: &str, args: &[String], envs: &[String]) -> Decision {
+        let own = self.check_process_own(program, args, envs);
+        self.bounded(own, |c| c.check_process(program, args, envs))
+    }
+
+    fn check_process_own(&self, program: &str, args: &[String], envs: &[String]) -> Decision {
         if program.is_empty() {
             return Decision::Deny("Access denied: the program name is empty".into());
         }

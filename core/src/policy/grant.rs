@@ -40,6 +40,16 @@ pub struct PolicyHints {
 impl AccessPolicy {
     /// What this policy lets a tool do at most (see [`PolicyHints`]).
     pub fn hints(&self) -> PolicyHints {
+        if let Some(ceiling) = &self.ceiling {
+            // Bounded: it may do something only if both policies may.
+            let (own, theirs) = (self.unbounded().hints(), ceiling.hints());
+            return PolicyHints {
+                writes: own.writes && theirs.writes,
+                destructive: own.destructive && theirs.destructive,
+                network: own.network && theirs.network,
+                commands: own.commands && theirs.commands,
+            };
+        }
         // Paths no rule covers are asked about; with a rule for the root, every path is covered.
         let asks_fs = self.fs_fallback == super::Fallback::Ask && !self.fs_rules.iter().any(|r| r.path.is_root());
         let any = |c: Capability| asks_fs || self.fs_rules.iter().any(|r| r.caps.contains(c));
@@ -60,6 +70,10 @@ impl AccessPolicy {
     /// (which a direct-access tool could not be held to per URL), cannot be enforced and is an
     /// error naming the rule. Sensitive-path inquiries cannot be asked for direct file access.
     pub fn workspace_grant(&self) -> Result<WorkspaceGrant, String> {
+        if let Some(ceiling) = &self.ceiling {
+            let (own, theirs) = (self.unbounded().workspace_grant()?, ceiling.workspace_grant()?);
+            return Ok(WorkspaceGrant { read: own.read && theirs.read, write: own.write && theirs.write });
+        }
         if let Some(rule) = self.fs_rules.iter().find(|r| !r.path.is_root()) {
             return Err(format!(
                 "its filesystem rule for '{}' ({}) is finer than the whole workspace",
@@ -87,6 +101,16 @@ impl AccessPolicy {
     /// extended to the process (narrower is safe). Sensitive-path inquiries cannot be asked for
     /// direct access.
     pub fn process_grant(&self) -> Result<ProcessGrant, String> {
+        if let Some(ceiling) = &self.ceiling {
+            let (own, theirs) = (self.unbounded().process_grant()?, ceiling.process_grant()?);
+            return Ok(ProcessGrant {
+                workspace: WorkspaceGrant {
+                    read: own.workspace.read && theirs.workspace.read,
+                    write: own.workspace.write && theirs.workspace.write,
+                },
+                network: own.network && theirs.network,
+            });
+        }
         // The kernel grant is the workspace read-only or read-write as a whole, so each rule
         // must be exactly nothing, read, or read + create + update + delete: a write-only or
         // delete-only rule cannot be held (granting it would also grant read and the rest).

@@ -21,6 +21,7 @@
 //! - **Sensitive paths** (`~/.ssh`, `**/.env`, …) always ask, even when a rule allows them; users
 //!   can only add to the list.
 
+mod ceiling;
 mod commands;
 mod config;
 mod grant;
@@ -260,6 +261,8 @@ pub struct AccessPolicy {
     sensitive: GlobSet,
     /// Paths no tool may create, change or delete, whatever the rules say ([`PROTECTED_DIR`]).
     protected: Vec<WorkspacePath>,
+    /// A policy that bounds this one ([`AccessPolicy::within`]).
+    ceiling: Option<std::sync::Arc<AccessPolicy>>,
 }
 
 /// jp's own directory in a workspace (configuration, knowledge base). Nothing a tool writes may
@@ -315,6 +318,7 @@ impl AccessPolicy {
             sensitive_patterns: patterns,
             sensitive,
             protected: vec![WorkspacePath::parse(PROTECTED_DIR).unwrap_or_else(|_| WorkspacePath::root())],
+            ceiling: None,
         }
     }
 
@@ -517,12 +521,16 @@ impl AccessPolicy {
         let net = if net.is_empty() { String::new() } else { format!("{}, ", net.join(", ")) };
         let procs: Vec<&str> = self.commands.keys().map(String::as_str).collect();
         let procs = if procs.is_empty() { String::new() } else { format!("{}, ", procs.join(", ")) };
-        format!(
+        let own = format!(
             "files: {files}else {}; network: {net}else {}; processes: {procs}else {}",
             fallback(self.fs_fallback),
             fallback(self.net_fallback),
             fallback(self.commands_fallback)
-        )
+        );
+        match &self.ceiling {
+            Some(c) => format!("{own} (within the operator's policy: {})", c.summary()),
+            None => own,
+        }
     }
 
     /// Host variables this policy may hand to a tool: `network.envs` (header substitution) and
@@ -542,11 +550,17 @@ impl AccessPolicy {
 
     /// Whether a path is sensitive.
     pub fn is_sensitive(&self, path: &WorkspacePath) -> bool {
-        !path.is_root() && self.sensitive.is_match(path.nfc().as_str())
+        (!path.is_root() && self.sensitive.is_match(path.nfc().as_str()))
+            || self.ceiling.as_ref().is_some_and(|c| c.is_sensitive(path))
     }
 
     /// Decide a filesystem capability on a normalised path.
     pub fn check_fs(&self, cap: Capability, path: &WorkspacePath) -> Decision {
+        let own = self.check_fs_own(cap, path);
+        self.bounded(own, |c| c.check_fs(cap, path))
+    }
+
+    fn check_fs_own(&self, cap: Capability, path: &WorkspacePath) -> Decision {
         let key = path.nfc();
         let mut best: Option<(usize, &FsRule)> = None;
         for rule in &self.fs_rules {
@@ -600,6 +614,11 @@ impl AccessPolicy {
 
     /// Decide an HTTP request to `url` (any method).
     pub fn check_http(&self, url: &str) -> Decision {
+        let own = self.check_http_own(url);
+        self.bounded(own, |c| c.check_http(url))
+    }
+
+    fn check_http_own(&self, url: &str) -> Decision {
         let parsed = match url::Url::parse(url) {
             Ok(u) => u,
             Err(e) => {
@@ -646,6 +665,11 @@ impl AccessPolicy {
 
     /// Decide whether `${name}` in a header value may be substituted (`network.envs`).
     pub fn check_header_env(&self, name: &str) -> Decision {
+        let own = self.check_header_env_own(name);
+        self.bounded(own, |c| c.check_header_env(name))
+    }
+
+    fn check_header_env_own(&self, name: &str) -> Decision {
         if self.net_envs.contains(name) {
             Decision::Allow(format!("${{{name}}} allowed by network.envs"))
         } else {
