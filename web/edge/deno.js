@@ -1,7 +1,7 @@
 // The edge function on Deno: `deno run --unstable-kv … web/edge/deno.js --port N` (or `npm run
 // edge -- --engine deno`). Projects live in Deno KV (a local SQLite file, JP_EDGE_KV; on Deno
-// Deploy the managed KV). JP_EDGE_TOKEN enables /mcp.
-import { createHandler, DEADLINE_MS } from './handler.js';
+// Deploy the managed KV). JP_EDGE_TOKEN / JP_EDGE_TOKENS: the bearer tokens every route needs.
+import { createHandler, DEADLINE_MS, LOOPBACK_HOSTS } from './handler.js';
 import { projectChanged } from './common.js';
 import { compiledModules } from './modules.mjs';
 
@@ -73,6 +73,6 @@ if (import.meta.main) {
   const env = (k) => Deno.env.get(k) ?? '';
   const { jp, components } = await compiledModules((url) => Deno.readFile(url), { faults: env('JP_EDGE_FAULTS') === '1' });
   const kv = await Deno.openKv(env('JP_EDGE_KV') || undefined);
-  const handler = createHandler({ jp, components, storage: kvStorage(kv), bench: env('JP_EDGE_BENCH') === '1', token: env('JP_EDGE_TOKEN'), policy: env('JP_EDGE_POLICY'), limits: { memoryMiB: Number(env('JP_EDGE_MEMORY_MIB') || 0), deadlineMs: Number(env('JP_EDGE_DEADLINE_MS') || DEADLINE_MS) } });
+  const handler = createHandler({ jp, components, storage: kvStorage(kv), bench: env('JP_EDGE_BENCH') === '1', token: env('JP_EDGE_TOKEN'), tokens: env('JP_EDGE_TOKENS'), policy: env('JP_EDGE_POLICY'), allowedOrigins: env('JP_EDGE_ALLOWED_ORIGINS'), hosts: env('JP_EDGE_HOSTS') || LOOPBACK_HOSTS, limits: { memoryMiB: Number(env('JP_EDGE_MEMORY_MIB') || 0), deadlineMs: Number(env('JP_EDGE_DEADLINE_MS') || DEADLINE_MS) } });
   Deno.serve({ hostname: '127.0.0.1', port, onListen: ({ port: p }) => console.log(`jp edge function (deno) on http://127.0.0.1:${p}/`) }, (req) => handler.fetch(req));
 }

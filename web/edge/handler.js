@@ -7,8 +7,17 @@
 //              written first) and its changes persist — all of them, or none when it fails.
 //              Without, the files live for the request and all of them come back.
 //   /mcp       MCP Streamable HTTP (JSON responses, no sessions); `?project=ID` picks the
-//              project; `Authorization: Bearer <JP_EDGE_TOKEN>`.
-import { Host, loadJp } from '../../www/jp.js';
+//              project.
+//
+// Every route needs `Authorization: Bearer <token>` (issue 24): the operator's token
+// (JP_EDGE_TOKEN) opens every project and project-less calls; a project token (JP_EDGE_TOKENS,
+// JSON {"<token>": ["project-id", …]}) opens only its projects. No token configured: 503. The
+// operator's policy (JP_EDGE_POLICY) bounds every call: a request's `policy` may only narrow it
+// (decided by the core, `policyExceeds`; wider → 403 naming what was refused). A browser cannot
+// drive it by accident: bodies must be `application/json`, an `Origin` other than the function's
+// own is refused unless JP_EDGE_ALLOWED_ORIGINS lists it (then CORS, preflight included), and
+// where the entry says so (local engines) `Host` must be one of JP_EDGE_HOSTS.
+import { Host, loadJp, policyExceeds } from '../../www/jp.js';
 import { answer, errors } from './mcp.js';
 
 /** A tool call's deadline at the edge unless JP_EDGE_DEADLINE_MS says otherwise (ms). */
@@ -28,6 +37,13 @@ export const PROJECT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 const json = (status, value, headers = {}) =>
   new Response(JSON.stringify(value), { status, headers: { 'content-type': 'application/json', ...headers } });
+
+/** The host names a local engine answers by default (DNS rebinding: a page whose name resolves
+ * to 127.0.0.1 sends its own name as `Host`). */
+export const LOOPBACK_HOSTS = ['127.0.0.1', 'localhost', '[::1]'];
+
+/** A comma-separated list (an environment variable) as an array; empty entries dropped. */
+export const list = (text) => (Array.isArray(text) ? text : String(text ?? '').split(',')).map((s) => s.trim()).filter((s) => s);
 
 /** Equal strings, compared in time that does not depend on where they differ. */
 function sameSecret(a, b) {
@@ -83,7 +99,8 @@ const isProjectChanged = (e) => e?.name === 'ProjectChanged';
  * - `limits`: `{ deadlineMs, memoryMiB }`: each call's deadline, and the memory cap the engine
  *   was started with (see edge.mjs).
  */
-export function createHandler({ jp, components, storage = () => null, token = '', policy = '', limits = {}, bench = false }) {
+export function createHandler({ jp, components, storage = () => null, token = '', tokens = '', policy = '', allowedOrigins = '', hosts = null, limits = {}, bench = false }) {
+  const access = accessControl({ token, tokens, allowedOrigins, hosts });
   let described = null; // the tools each component described, once
   const queues = new Map(); // project id → the tail of its calls: one at a time per project
   // project id → its host, kept for its next calls (never shared across projects): its
@@ -93,7 +110,7 @@ export function createHandler({ jp, components, storage = () => null, token = ''
 
   async function newHost(policyText, projectStorage, instances) {
     await loadJp(jp);
-    const h = await Host.create({ db: null, policy: policyText, storage: projectStorage, limits, instances });
+    const h = await Host.create({ db: null, policy: policyText, ceiling: policy, storage: projectStorage, limits, instances });
     const first = described === null;
     if (first) described = {};
     for (const [name, c] of Object.entries(components)) {
@@ -117,7 +134,7 @@ export function createHandler({ jp, components, storage = () => null, token = ''
     kept.set(project, entry);
     if (kept.size > MAX_KEPT) kept.delete(kept.keys().next().value);
     const h = await entry;
-    if (h.policyText !== policyText) h.setPolicy(policyText);
+    if (h.policyText !== policyText || h.ceilingText !== policy) h.setPolicy(policyText, { ceiling: policy });
     return h;
   }
 
@@ -141,7 +158,7 @@ export function createHandler({ jp, components, storage = () => null, token = ''
     return s;
   }
 
-  async function callRoute(request) {
+  async function callRoute(request, principal) {
     const body = await bodyText(request);
     if (body.tooLarge) return tooLarge();
     let parsed;
@@ -157,6 +174,19 @@ export function createHandler({ jp, components, storage = () => null, token = ''
       return json(400, { error: '"files" must be an object of path → text' });
     }
     if (typeof policyText !== 'string') return json(400, { error: '"policy" must be TOML or JSON text with [access] and/or [sandbox] tables' });
+    const denied = principal.refuses(project ?? null);
+    if (denied) return denied;
+    // The operator's policy is a ceiling: a request's policy may only narrow it.
+    await loadJp(jp);
+    let refused;
+    try {
+      refused = policyExceeds(policyText, policy);
+    } catch (e) {
+      return json(400, { error: String(e?.message ?? e) });
+    }
+    if (refused.length > 0) {
+      return json(403, { error: `the request's policy grants more than the operator's policy (JP_EDGE_POLICY) allows: ${refused.join('; ')}; send a narrower policy, or none to use the operator's`, refused });
+    }
     return serialised(typeof project === 'string' ? project : null, async () => {
       let h;
       try {
@@ -189,14 +219,7 @@ export function createHandler({ jp, components, storage = () => null, token = ''
     });
   }
 
-  async function mcpRoute(request, url) {
-    if (!token) {
-      return json(503, { error: '/mcp needs a bearer token: set JP_EDGE_TOKEN (a secret binding on workerd/Cloudflare, an environment variable on Deno and Node)' });
-    }
-    const auth = request.headers.get('authorization') ?? '';
-    if (!auth.startsWith('Bearer ') || !sameSecret(auth.slice(7).trim(), token)) {
-      return json(401, { error: 'send Authorization: Bearer <JP_EDGE_TOKEN>' }, { 'www-authenticate': 'Bearer' });
-    }
+  async function mcpRoute(request, url, principal) {
     if (request.method !== 'POST') {
       return json(405, { error: `${request.method} /mcp: this server answers POST only (JSON responses, no SSE stream, no sessions)` }, { allow: 'POST' });
     }
@@ -209,10 +232,13 @@ export function createHandler({ jp, components, storage = () => null, token = ''
       return json(400, errors.failure(null, errors.PARSE_ERROR, `the body is not JSON: ${e.message}`));
     }
     const project = url.searchParams.get('project');
+    const denied = principal.refuses(project);
+    if (denied) return denied;
     return serialised(project, async () => {
       let h;
       try {
-        h = await host(policy, project);
+        // No policy of the client's own here: the operator's, as it is.
+        h = await host('', project);
       } catch (e) {
         return json(400, errors.failure(message?.id, errors.INVALID_REQUEST, String(e?.message ?? e)));
       }
@@ -233,26 +259,138 @@ export function createHandler({ jp, components, storage = () => null, token = ''
     });
   }
 
+  async function route(request, url, principal) {
+    if (url.pathname === '/mcp') return mcpRoute(request, url, principal);
+    if (bench && url.pathname === '/__bare' && request.method === 'POST') {
+      const { project, path } = JSON.parse((await bodyText(request)).text);
+      const denied = principal.refuses(project ?? null);
+      if (denied) return denied;
+      const value = await (await storage(project)).get(path);
+      return value instanceof Uint8Array ? json(200, { val: new TextDecoder().decode(value) }) : json(404, { error: 'no such file' });
+    }
+    if (url.pathname === '/' && request.method === 'POST') return callRoute(request, principal);
+    if (url.pathname === '/' && request.method === 'GET') {
+      return json(200, { service: 'jp-host edge function', call: 'POST / {tool, args, files?, policy?, project?}', mcp: 'POST /mcp?project=ID', auth: 'Authorization: Bearer <token>' });
+    }
+    return json(404, { error: `no route ${request.method} ${url.pathname}; POST / calls a tool, /mcp speaks MCP` });
+  }
+
   return {
+    /** The checks every request passes before anything is read (see `accessControl`):
+     * `{ response }` to send as it is, or `{ principal, cors }`. */
+    gate: (request) => access.gate(request),
     async fetch(request) {
-      const url = new URL(request.url);
+      let url;
       try {
-        if (url.pathname === '/mcp') return await mcpRoute(request, url);
-        if (bench && url.pathname === '/__bare' && request.method === 'POST') {
-          const { project, path } = JSON.parse((await bodyText(request)).text);
-          const value = await (await storage(project)).get(path);
-          return value instanceof Uint8Array ? json(200, { val: new TextDecoder().decode(value) }) : json(404, { error: 'no such file' });
-        }
-        if (url.pathname === '/' && request.method === 'POST') return await callRoute(request);
-        if (url.pathname === '/' && request.method === 'GET') {
-          return json(200, { service: 'jp-host edge function', call: 'POST / {tool, args, files?, policy?, project?}', mcp: 'POST /mcp (Authorization: Bearer <JP_EDGE_TOKEN>)' });
-        }
-        return json(404, { error: `no route ${request.method} ${url.pathname}; POST / calls a tool, /mcp speaks MCP` });
+        url = new URL(request.url);
       } catch (e) {
-        return json(500, { error: `the edge function failed: ${e?.message ?? e}` });
+        return json(400, { error: `malformed request URL: ${e?.message ?? e}` });
+      }
+      const gated = access.gate(request, url);
+      if (gated.response) return gated.response;
+      try {
+        return withHeaders(await route(request, url, gated.principal), gated.cors);
+      } catch (e) {
+        return withHeaders(json(500, { error: `the edge function failed: ${e?.message ?? e}` }), gated.cors);
       }
     },
   };
+}
+
+/** `response` with `headers` added (CORS). */
+function withHeaders(response, headers) {
+  if (!headers) return response;
+  const out = new Response(response.body, response);
+  for (const [k, v] of Object.entries(headers)) out.headers.set(k, v);
+  return out;
+}
+
+/**
+ * Who may call, from where: the bearer tokens, the allowed origins and host names. `gate`
+ * answers `{ response }` (a refusal, or a CORS preflight's answer) or `{ principal, cors }`:
+ * `principal.refuses(projectId | null)` is a 403 response for a project the token does not
+ * open, else null; `cors` the headers an allowed foreign origin gets.
+ */
+export function accessControl({ token = '', tokens = '', allowedOrigins = '', hosts = null }) {
+  let projectTokens = [];
+  let configError = null;
+  if (String(tokens ?? '').trim()) {
+    try {
+      const parsed = typeof tokens === 'string' ? JSON.parse(tokens) : tokens;
+      if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('expected an object');
+      projectTokens = Object.entries(parsed).map(([t, ids]) => {
+        if (!Array.isArray(ids) || ids.some((id) => typeof id !== 'string' || !PROJECT_ID.test(id))) {
+          throw new Error(`the projects of a token must be a list of project ids`);
+        }
+        if (t.length < 16) throw new Error('a project token must be at least 16 characters');
+        return [t, new Set(ids)];
+      });
+    } catch (e) {
+      configError = `JP_EDGE_TOKENS is not valid: ${e.message}; write JSON {"<token of 16+ characters>": ["project-id", …]}`;
+    }
+  }
+  const origins = new Set(list(allowedOrigins));
+  const hostNames = hosts === null ? null : new Set(list(hosts).map((h) => h.toLowerCase()));
+  const operator = { refuses: () => null };
+  const projectPrincipal = (ids) => ({
+    refuses: (project) => (typeof project === 'string' && ids.has(project)
+      ? null
+      : json(403, { error: project == null
+        ? 'this token opens only its projects: name one with "project" (or ?project= for /mcp)'
+        : `this token does not open project '${project}'` })),
+  });
+
+  function gate(request, url = null) {
+    try {
+      url ??= new URL(request.url);
+    } catch (e) {
+      return { response: json(400, { error: `malformed request URL or Host: ${e?.message ?? e}` }) };
+    }
+    // Host: a page on another name that resolves here (DNS rebinding) is refused.
+    if (hostNames) {
+      const host = (request.headers.get('host') ?? url.host).toLowerCase();
+      const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.replace(/:\d+$/, '');
+      if (!hostNames.has(name)) {
+        return { response: json(400, { error: `Host '${host}' is not served here; list it in JP_EDGE_HOSTS` }) };
+      }
+    }
+    // Origin: another site's page may not drive the function unless the operator lists it.
+    const origin = request.headers.get('origin');
+    let cors = null;
+    if (origin !== null && origin !== url.origin) {
+      if (!origins.has(origin)) {
+        return { response: json(403, { error: `requests from the web origin ${origin} are refused; the operator can list it in JP_EDGE_ALLOWED_ORIGINS` }) };
+      }
+      cors = { 'access-control-allow-origin': origin, vary: 'Origin', 'access-control-expose-headers': 'content-type, www-authenticate' };
+    }
+    if (request.method === 'OPTIONS') {
+      return { response: new Response(null, { status: 204, headers: { ...(cors ?? {}), 'access-control-allow-methods': 'GET, POST', 'access-control-allow-headers': 'authorization, content-type, mcp-protocol-version, mcp-session-id, accept', 'access-control-max-age': '600', allow: 'GET, POST, OPTIONS' } }) };
+    }
+    const refuse = (status, error, headers = {}) => ({ response: withHeaders(json(status, { error }, headers), cors) });
+    if (configError) return refuse(503, configError);
+    if (!token && projectTokens.length === 0) {
+      return refuse(503, 'this edge function has no token: set JP_EDGE_TOKEN (the operator\'s; a secret binding on workerd/Cloudflare, an environment variable on Deno and Node) and optionally JP_EDGE_TOKENS (per project)');
+    }
+    const auth = request.headers.get('authorization') ?? '';
+    const given = auth.startsWith('Bearer ') ? auth.slice(7).trim() : '';
+    // Every configured token is compared, in constant time each, whatever matched before.
+    let principal = null;
+    if (given && token && sameSecret(given, token)) principal = operator;
+    for (const [t, ids] of projectTokens) {
+      if (given && sameSecret(given, t) && principal === null) principal = projectPrincipal(ids);
+    }
+    if (principal === null) {
+      return refuse(401, 'send Authorization: Bearer <token> (the operator\'s JP_EDGE_TOKEN, or a project token from JP_EDGE_TOKENS)', { 'www-authenticate': 'Bearer' });
+    }
+    if (request.method === 'POST') {
+      const type = (request.headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase();
+      if (type !== 'application/json') {
+        return refuse(415, `send the body as Content-Type: application/json (got ${type ? `'${type}'` : 'none'})`);
+      }
+    }
+    return { principal, cors };
+  }
+  return { gate };
 }
 
 class BadRequest extends Error {}

@@ -16,6 +16,10 @@ const components = (env) => ({
   ...(env.JP_EDGE_FAULTS === '1' ? { faults: { module: faultsModule, cores: faultsCores, tools: FAULT_TOOLS } } : {}),
 });
 
+/** The access settings of a handler (see handler.js): tokens, allowed origins, and host names
+ * (checked only when JP_EDGE_HOSTS is set: on Cloudflare the platform routes by name). */
+const access = (env) => ({ token: env.JP_EDGE_TOKEN ?? '', tokens: env.JP_EDGE_TOKENS ?? '', policy: env.JP_EDGE_POLICY ?? '', allowedOrigins: env.JP_EDGE_ALLOWED_ORIGINS ?? '', hosts: env.JP_EDGE_HOSTS ? env.JP_EDGE_HOSTS : null });
+
 const limits = (env) => ({ memoryMiB: Number(env.JP_EDGE_MEMORY_MIB ?? 0), deadlineMs: Number(env.JP_EDGE_DEADLINE_MS || DEADLINE_MS) });
 
 /** A Durable Object's SQLite database as a ProjectStorage; `batch` is one transaction. The
@@ -52,7 +56,7 @@ export class Project extends DurableObject {
   constructor(ctx, env) {
     super(ctx, env);
     const storage = sqlStorage(ctx.storage);
-    this.handler = createHandler({ jp, components: components(env), storage: () => storage, bench: env.JP_EDGE_BENCH === '1', token: env.JP_EDGE_TOKEN ?? '', policy: env.JP_EDGE_POLICY ?? '', limits: limits(env) });
+    this.handler = createHandler({ jp, components: components(env), storage: () => storage, bench: env.JP_EDGE_BENCH === '1', ...access(env), limits: limits(env) });
   }
 
   fetch(request) {
@@ -64,7 +68,10 @@ let local; // calls without a project: files for the request only
 
 export default {
   async fetch(request, env) {
-    local ??= createHandler({ jp, components: components(env), token: env.JP_EDGE_TOKEN ?? '', policy: env.JP_EDGE_POLICY ?? '', limits: limits(env) });
+    local ??= createHandler({ jp, components: components(env), ...access(env), limits: limits(env) });
+    // Refused before anything is read (the project's object checks again).
+    const gated = local.gate(request);
+    if (gated.response) return gated.response;
     const url = new URL(request.url);
     let project = url.pathname === '/mcp' ? url.searchParams.get('project') : null;
     let forward = request;

@@ -11,6 +11,9 @@ import { join } from 'node:path';
 import { startEdge } from './edge.mjs';
 
 const N = Number(process.argv[2] ?? 400);
+// Every route needs a bearer token; both sides send the same headers.
+const TOKEN = 'edge-bench-token-4b7a1e';
+const AUTH = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
 const BLOCK = 50;
 const GOAL = 2;
 const files = {};
@@ -21,19 +24,19 @@ const rows = [];
 const engines = (process.env.EDGE_ENGINES ?? 'workerd,deno,node').split(',').map((e) => e.trim()).filter(Boolean);
 for (const engine of engines) {
   const data = mkdtempSync(join(tmpdir(), `jp-edge-bench-${engine}-`));
-  const edge = await startEdge({ engine, data, bench: true });
+  const edge = await startEdge({ engine, data, bench: true, token: TOKEN });
   try {
-    const seeded = await (await fetch(edge.url, { method: 'POST', body: JSON.stringify({ tool: 'fs_read_file', args: { path: 'src/file0.txt' }, project: 'bench', files }) })).json();
+    const seeded = await (await fetch(edge.url, { method: 'POST', headers: AUTH, body: JSON.stringify({ tool: 'fs_read_file', args: { path: 'src/file0.txt' }, project: 'bench', files }) })).json();
     if (seeded.outcome?.tag !== 'success') throw new Error(`seeding failed: ${JSON.stringify(seeded).slice(0, 300)}`);
     let k = 0;
     const viaJp = async () => {
       const path = `src/file${k++ % 100}.txt`;
-      const r = await (await fetch(edge.url, { method: 'POST', body: JSON.stringify({ tool: 'fs_read_file', args: { path }, project: 'bench' }) })).json();
+      const r = await (await fetch(edge.url, { method: 'POST', headers: AUTH, body: JSON.stringify({ tool: 'fs_read_file', args: { path }, project: 'bench' }) })).json();
       if (r.outcome?.val !== files[path]) throw new Error(`jp answered ${JSON.stringify(r).slice(0, 200)}`);
     };
     const bare = async () => {
       const path = `src/file${k++ % 100}.txt`;
-      const r = await (await fetch(`${edge.url}__bare`, { method: 'POST', body: JSON.stringify({ project: 'bench', path }) })).json();
+      const r = await (await fetch(`${edge.url}__bare`, { method: 'POST', headers: AUTH, body: JSON.stringify({ project: 'bench', path }) })).json();
       if (r.val !== files[path]) throw new Error(`bare answered ${JSON.stringify(r).slice(0, 200)}`);
     };
     const samples = { jp: [], bare: [] };

@@ -3,8 +3,10 @@
 // workerd: the function is bundled (esbuild) with its wasm as modules, a config is generated
 // (Durable Objects with on-disk SQLite storage under DIR), and `workerd serve` runs it.
 // deno: `deno run` with Deno KV in DIR/kv.sqlite. node: in-memory projects.
-// JP_EDGE_TOKEN (environment) enables /mcp; JP_EDGE_POLICY sets the policy of /mcp calls;
-// JP_EDGE_DEADLINE_MS each call's deadline (default 10 s).
+// JP_EDGE_TOKEN (the operator's bearer token) and JP_EDGE_TOKENS (per-project tokens, JSON) are
+// what every route needs; JP_EDGE_POLICY is the operator's policy, a ceiling for every call;
+// JP_EDGE_ALLOWED_ORIGINS the web origins allowed (CORS); JP_EDGE_HOSTS the host names served
+// (local engines: loopback names by default); JP_EDGE_DEADLINE_MS each call's deadline (10 s).
 // Every engine caps a component's memory (V8's --wasm-max-mem-pages, process-wide).
 // `startEdge()` does the same for tests and benchmarks and resolves once the function answers.
 import { spawn } from 'node:child_process';
@@ -64,6 +66,9 @@ const jp :Workerd.Worker = (
   bindings = [
     (name = "PROJECT", durableObjectNamespace = "Project"),
     (name = "JP_EDGE_TOKEN", fromEnvironment = "JP_EDGE_TOKEN"),
+    (name = "JP_EDGE_TOKENS", fromEnvironment = "JP_EDGE_TOKENS"),
+    (name = "JP_EDGE_ALLOWED_ORIGINS", fromEnvironment = "JP_EDGE_ALLOWED_ORIGINS"),
+    (name = "JP_EDGE_HOSTS", fromEnvironment = "JP_EDGE_HOSTS"),
     (name = "JP_EDGE_POLICY", fromEnvironment = "JP_EDGE_POLICY"),
     (name = "JP_EDGE_FAULTS", fromEnvironment = "JP_EDGE_FAULTS"),
     (name = "JP_EDGE_MEMORY_MIB", fromEnvironment = "JP_EDGE_MEMORY_MIB"),
@@ -96,7 +101,7 @@ async function command(engine, port, dataDir) {
       writeFileSync(importMap, JSON.stringify({ imports: Object.fromEntries(['cli', 'io', 'clocks', 'random'].map(shim)) }));
       return [bin('deno'), ['run', '--no-prompt', '--unstable-kv', `--import-map=${importMap}`, `--v8-flags=${flag}`, `--allow-net=127.0.0.1`,
         `--allow-read=${root},${data}`, `--allow-write=${data}`,
-        '--allow-env=JP_EDGE_TOKEN,JP_EDGE_POLICY,JP_EDGE_FAULTS,JP_EDGE_KV,JP_EDGE_MEMORY_MIB,JP_EDGE_DEADLINE_MS,JP_EDGE_BENCH,JCO_DEBUG',
+        '--allow-env=JP_EDGE_TOKEN,JP_EDGE_TOKENS,JP_EDGE_ALLOWED_ORIGINS,JP_EDGE_HOSTS,JP_EDGE_POLICY,JP_EDGE_FAULTS,JP_EDGE_KV,JP_EDGE_MEMORY_MIB,JP_EDGE_DEADLINE_MS,JP_EDGE_BENCH,JCO_DEBUG',
         join(root, 'web/edge/deno.js'), '--port', String(port)], { JP_EDGE_KV: join(data, 'kv.sqlite'), DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' }];
     }
     case 'node':
@@ -110,13 +115,13 @@ async function command(engine, port, dataDir) {
  * Start the edge function on `engine` at 127.0.0.1:`port` (0: a free one) and wait until it
  * answers. Resolves to `{ url, stop() }`; `stop` kills it.
  */
-export async function startEdge({ engine, port = 0, data = join(root, '.jp-edge'), token = '', faults = false, policy = '', deadlineMs = 0, bench = false, quiet = true }) {
+export async function startEdge({ engine, port = 0, data = join(root, '.jp-edge'), token = '', tokens = '', allowedOrigins = '', hosts = '127.0.0.1,localhost,[::1]', faults = false, policy = '', deadlineMs = 0, bench = false, quiet = true }) {
   for (const f of ['www/pkg/jp_web_bg.wasm', 'www/components/fs/cores.json']) {
     if (!existsSync(join(root, f))) throw new Error(`${f} is missing: run \`npm run build\` first`);
   }
   if (port === 0) port = await freePort();
   const [cmd, args, extraEnv = {}] = await command(engine, port, data);
-  const env = { ...process.env, ...extraEnv, JP_EDGE_TOKEN: token, JP_EDGE_POLICY: policy, JP_EDGE_FAULTS: faults ? '1' : '', JP_EDGE_MEMORY_MIB: String(MEMORY_CAP_MIB), JP_EDGE_BENCH: bench ? '1' : '', JP_EDGE_DEADLINE_MS: deadlineMs ? String(deadlineMs) : (process.env.JP_EDGE_DEADLINE_MS ?? '') };
+  const env = { ...process.env, ...extraEnv, JP_EDGE_TOKEN: token, JP_EDGE_TOKENS: tokens, JP_EDGE_ALLOWED_ORIGINS: allowedOrigins, JP_EDGE_HOSTS: hosts, JP_EDGE_POLICY: policy, JP_EDGE_FAULTS: faults ? '1' : '', JP_EDGE_MEMORY_MIB: String(MEMORY_CAP_MIB), JP_EDGE_BENCH: bench ? '1' : '', JP_EDGE_DEADLINE_MS: deadlineMs ? String(deadlineMs) : (process.env.JP_EDGE_DEADLINE_MS ?? '') };
   const child = spawn(cmd, args, { cwd: root, env, stdio: ['ignore', quiet ? 'ignore' : 'inherit', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d) => { stderr += d; if (!quiet) process.stderr.write(d); });
@@ -129,7 +134,9 @@ export async function startEdge({ engine, port = 0, data = join(root, '.jp-edge'
   for (let i = 0; i < 300; i++) {
     if (child.exitCode !== null) throw new Error(`${engine} exited (${child.exitCode}): ${stderr.slice(-2000)}`);
     try {
-      if ((await fetch(url)).ok) return { url, stop, child, stderr: () => stderr };
+      // Any answer means it is up (every route needs a token: 401 or 503 without one).
+      await fetch(url);
+      return { url, stop, child, stderr: () => stderr };
     } catch { /* not yet */ }
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -152,10 +159,11 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const engine = arg('engine', 'node');
   const edge = await startEdge({
     engine, port: Number(arg('port', 8787)), data: arg('data', join(root, '.jp-edge')),
-    token: process.env.JP_EDGE_TOKEN ?? '', policy: process.env.JP_EDGE_POLICY ?? '',
+    token: process.env.JP_EDGE_TOKEN ?? '', tokens: process.env.JP_EDGE_TOKENS ?? '', policy: process.env.JP_EDGE_POLICY ?? '',
+    allowedOrigins: process.env.JP_EDGE_ALLOWED_ORIGINS ?? '', hosts: process.env.JP_EDGE_HOSTS || undefined,
     faults: process.argv.includes('--faults'), quiet: false,
   });
-  console.log(`jp edge function (${engine}) on ${edge.url}${process.env.JP_EDGE_TOKEN ? ` — MCP at ${edge.url}mcp` : ' — set JP_EDGE_TOKEN to serve MCP at /mcp'}`);
+  console.log(`jp edge function (${engine}) on ${edge.url} — MCP at ${edge.url}mcp${process.env.JP_EDGE_TOKEN || process.env.JP_EDGE_TOKENS ? '' : ' (set JP_EDGE_TOKEN: every route needs a bearer token)'}`);
   const end = () => edge.stop().then(() => process.exit(0));
   process.on('SIGINT', end);
   process.on('SIGTERM', end);

@@ -6,12 +6,15 @@ import assert from 'node:assert/strict';
 import { nodeHandler } from '../edge/node.mjs';
 import { memoryStorage } from '../edge/common.js';
 
+const TOKEN = 'edge-unit-test-token-9c2e';
+const AUTH = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+
 let handler;
-before(async () => { handler = await nodeHandler({ token: '' }); });
+before(async () => { handler = await nodeHandler({ token: TOKEN }); });
 const handle = (request) => handler.fetch(request);
 
 const call = async (body) => {
-  const res = await handle(new Request('http://127.0.0.1/', { method: 'POST', body: JSON.stringify(body) }));
+  const res = await handle(new Request('http://127.0.0.1/', { method: 'POST', headers: AUTH, body: JSON.stringify(body) }));
   return { status: res.status, body: await res.json() };
 };
 
@@ -49,7 +52,7 @@ test('sensitive files ask, and asking is a denial here', async () => {
 });
 
 test('bad requests get a clear 4xx', async () => {
-  const res = await handle(new Request('http://127.0.0.1/', { method: 'POST', body: 'not json' }));
+  const res = await handle(new Request('http://127.0.0.1/', { method: 'POST', headers: AUTH, body: 'not json' }));
   assert.equal(res.status, 400);
   assert.match((await res.json()).error, /must be JSON/);
   assert.equal((await call({ args: {} })).status, 400);
@@ -78,9 +81,9 @@ test('the kept copy of a project follows the storage version', async () => {
       },
     };
   };
-  const h = await nodeHandler({ token: '', storage });
+  const h = await nodeHandler({ token: TOKEN, storage });
   const call = async (body) => {
-    const res = await h.fetch(new Request('http://127.0.0.1/', { method: 'POST', body: JSON.stringify({ project: 'kept', ...body }) }));
+    const res = await h.fetch(new Request('http://127.0.0.1/', { method: 'POST', headers: AUTH, body: JSON.stringify({ project: 'kept', ...body }) }));
     return { status: res.status, body: await res.json() };
   };
   const read = async (path) => (await call({ tool: 'fs_read_file', args: { path } })).body.outcome;

@@ -2,7 +2,8 @@
 // by the test and killed after: the same suite against each (run: npm test).
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -10,6 +11,26 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { startEdge, MEMORY_CAP_MIB } from '../scripts/edge.mjs';
 
 const TOKEN = 'edge-test-token-5d1f';
+/** A project token that opens project `mine` only. */
+const PROJECT_TOKEN = 'project-token-for-mine-0a9f3c';
+const TOKENS = JSON.stringify({ [PROJECT_TOKEN]: ['mine'] });
+const ALLOWED_ORIGIN = 'https://app.example';
+
+/** Peak resident memory of a process (MiB), from /proc. */
+const peakMiB = (pid) => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
+
+/** One raw HTTP/1.1 exchange (for what fetch will not send: a malformed Host); the status line. */
+function raw(url, text) {
+  const { hostname, port } = new URL(url);
+  return new Promise((ok, fail) => {
+    const socket = connect(Number(port), hostname, () => socket.write(text));
+    let got = '';
+    socket.on('data', (d) => { got += d; });
+    socket.on('end', () => ok(got.split('\r\n')[0]));
+    socket.on('error', fail);
+    socket.setTimeout(10_000, () => { socket.destroy(); ok(got.split('\r\n')[0]); });
+  });
+}
 const DEADLINE_MS = 1500;
 const persistent = { workerd: true, deno: true, node: false };
 
@@ -17,7 +38,7 @@ for (const engine of ['workerd', 'deno', 'node']) {
   describe(`edge function on ${engine}`, () => {
     let edge;
     let data;
-    const start = async () => { edge = await startEdge({ engine, data, token: TOKEN, faults: true, deadlineMs: DEADLINE_MS }); };
+    const start = async () => { edge = await startEdge({ engine, data, token: TOKEN, tokens: TOKENS, allowedOrigins: ALLOWED_ORIGIN, faults: true, deadlineMs: DEADLINE_MS }); };
     before(async () => {
       data = mkdtempSync(join(tmpdir(), `jp-edge-${engine}-`));
       await start();
@@ -28,7 +49,7 @@ for (const engine of ['workerd', 'deno', 'node']) {
     });
 
     const post = async (body, raw) => {
-      const res = await fetch(edge.url, { method: 'POST', body: raw ?? JSON.stringify(body) });
+      const res = await fetch(edge.url, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: raw ?? JSON.stringify(body) });
       return { status: res.status, body: await res.json() };
     };
 
@@ -130,6 +151,94 @@ for (const engine of ['workerd', 'deno', 'node']) {
         const r = await post({ tool: 'fs_read_file', args: { path }, project: 'p4' });
         assert.equal(r.body.outcome.tag, 'error', `nothing stored for p4, but ${path}: ${JSON.stringify(r.body)}`);
       }
+    });
+
+    const as = (token, extra = {}) => ({ authorization: `Bearer ${token}`, 'content-type': 'application/json', ...extra });
+    const read = async (project, path) => (await post({ tool: 'fs_read_file', args: { path }, project })).body.outcome;
+
+    test('every route needs a token; a project token opens only its projects', async () => {
+      const call = JSON.stringify({ tool: 'fs_create_file', args: { path: 'x.txt', content: 'x' }, project: 'p9' });
+      for (const [path, method, body] of [['', 'POST', call], ['', 'GET', undefined], ['mcp?project=p9', 'POST', '{"jsonrpc":"2.0","id":1,"method":"tools/list"}']]) {
+        for (const headers of [{ 'content-type': 'application/json' }, as('wrong-token'), as(`${TOKEN}x`)]) {
+          const res = await fetch(new URL(path, edge.url), { method, headers, body });
+          assert.equal(res.status, 401, `${method} /${path} with ${headers.authorization}`);
+          assert.match(res.headers.get('www-authenticate') ?? '', /Bearer/);
+        }
+      }
+      assert.equal((await read('p9', 'x.txt')).tag, 'error', 'nothing was stored');
+      const mine = await fetch(edge.url, { method: 'POST', headers: as(PROJECT_TOKEN), body: JSON.stringify({ tool: 'fs_create_file', args: { path: 'm.txt', content: 'm' }, project: 'mine' }) });
+      assert.equal(mine.status, 200);
+      for (const project of ['p1', undefined]) {
+        const other = await fetch(edge.url, { method: 'POST', headers: as(PROJECT_TOKEN), body: JSON.stringify({ tool: 'fs_read_file', args: { path: 'notes/a.md' }, project }) });
+        assert.equal(other.status, 403, `project ${project}`);
+      }
+      const mcpOther = await fetch(new URL('mcp?project=p1', edge.url), { method: 'POST', headers: as(PROJECT_TOKEN), body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}' });
+      assert.equal(mcpOther.status, 403);
+      assert.equal((await read('mine', 'm.txt')).val, 'm');
+    });
+
+    test("a client's policy may only narrow the operator's: wider is refused, nothing stored", async () => {
+      const wider = '[access]\nfilesystem = [{ path = ".", allow = ["read", "write", "execute"] }]\nnetwork = { allow = ["https://example.com/"] }\n';
+      const { status, body } = await post({ tool: 'fs_create_file', args: { path: 'w.txt', content: 'w' }, project: 'p9', policy: wider, files: { 'seeded.txt': 's' } });
+      assert.equal(status, 403, JSON.stringify(body));
+      assert.deepEqual(body.refused, ["filesystem: execute on '.'", 'network: https://example.com/']);
+      for (const path of ['w.txt', 'seeded.txt']) assert.equal((await read('p9', path)).tag, 'error', `${path} stored`);
+      const narrower = '[access]\nfilesystem = [{ path = ".", allow = ["read"] }]\n';
+      const denied = await post({ tool: 'fs_create_file', args: { path: 'w.txt', content: 'w' }, project: 'p9', policy: narrower });
+      assert.equal(denied.status, 200);
+      assert.equal(denied.body.outcome.tag, 'error', 'the narrower policy holds');
+    });
+
+    test('a browser cannot drive it by accident: JSON only, foreign origins refused, allowed ones get CORS', async () => {
+      const call = JSON.stringify({ tool: 'fs_create_file', args: { path: 'b.txt', content: 'b' }, project: 'p9' });
+      const plain = await fetch(edge.url, { method: 'POST', headers: as(TOKEN, { 'content-type': 'text/plain' }), body: call });
+      assert.equal(plain.status, 415);
+      const foreign = await fetch(edge.url, { method: 'POST', headers: as(TOKEN, { origin: 'https://evil.example' }), body: call });
+      assert.equal(foreign.status, 403);
+      assert.match((await foreign.json()).error, /evil\.example.*JP_EDGE_ALLOWED_ORIGINS/);
+      assert.equal((await read('p9', 'b.txt')).tag, 'error', 'nothing was stored');
+      const preflight = await fetch(edge.url, { method: 'OPTIONS', headers: { origin: ALLOWED_ORIGIN, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' } });
+      assert.equal(preflight.status, 204);
+      assert.equal(preflight.headers.get('access-control-allow-origin'), ALLOWED_ORIGIN);
+      assert.match(preflight.headers.get('access-control-allow-headers'), /authorization/);
+      const allowed = await fetch(edge.url, { method: 'POST', headers: as(TOKEN, { origin: ALLOWED_ORIGIN }), body: call });
+      assert.equal(allowed.status, 200);
+      assert.equal(allowed.headers.get('access-control-allow-origin'), ALLOWED_ORIGIN);
+      const badPreflight = await fetch(edge.url, { method: 'OPTIONS', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } });
+      assert.equal(badPreflight.status, 403);
+    });
+
+    test('a malformed or foreign Host gets 400 and the next request is served', async () => {
+      const body = '{}';
+      for (const host of ['a b', 'evil.example']) {
+        const status = await raw(edge.url, `POST / HTTP/1.1\r\nHost: ${host}\r\nauthorization: Bearer ${TOKEN}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
+        assert.match(status, /^HTTP\/1\.1 400/, `Host: ${host} → ${status}`);
+      }
+      assert.equal((await post({ tool: 'ok', args: {} })).body.outcome.val, 'ok');
+    });
+
+    test('a 200 MB chunked body ends in 413 without the server holding it', async () => {
+      const chunk = new Uint8Array(1 << 20).fill(120);
+      let sent = 0;
+      const body = new ReadableStream({
+        pull(controller) {
+          if (sent >= 200) return controller.close();
+          sent++;
+          controller.enqueue(chunk);
+        },
+      });
+      let status;
+      try {
+        const res = await fetch(edge.url, { method: 'POST', headers: as(TOKEN), body, duplex: 'half' });
+        status = res.status;
+        await res.arrayBuffer();
+      } catch (e) {
+        status = `connection closed (${e.cause?.code ?? e.message})`;
+      }
+      const peak = peakMiB(edge.child.pid);
+      assert.equal(status, 413, `the client got ${status} after sending ${sent} MiB`);
+      assert.ok(peak < 600, `the ${engine} process reached ${peak.toFixed(0)} MiB`);
+      assert.equal((await post({ tool: 'ok', args: {} })).body.outcome.val, 'ok', 'it keeps serving');
     });
 
     test('MCP over /mcp with the npm SDK client; 401 without the token', async () => {
