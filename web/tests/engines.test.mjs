@@ -1,19 +1,51 @@
-// The edge function on real edge engines — workerd, Deno and Node — each spawned on 127.0.0.1
-// by the test and killed after: the same suite against each (run: npm test).
+// The edge function on real edge engines — workerd, `wrangler dev` (the repo's wrangler.jsonc, as
+// a user deploying to Cloudflare runs it), Deno and Node — each spawned on 127.0.0.1 by the test
+// and killed after: the same suite against each (run: npm test). EDGE_ENGINES=wrangler,node
+// picks engines.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { startEdge, MEMORY_CAP_MIB } from '../scripts/edge.mjs';
+import { startEdge, MEMORY_CAP_MIB, WRANGLER } from '../scripts/edge.mjs';
 
 const TOKEN = 'edge-test-token-5d1f';
 const DEADLINE_MS = 1500;
-const persistent = { workerd: true, deno: true, node: false };
+const persistent = { workerd: true, wrangler: true, deno: true, node: false };
+const ENGINES = (process.env.EDGE_ENGINES ?? 'workerd,wrangler,deno,node').split(',').map((e) => e.trim()).filter(Boolean);
 
-for (const engine of ['workerd', 'deno', 'node']) {
+const root = join(import.meta.dirname, '..', '..');
+const run = promisify(execFile);
+
+describe('deployable as users deploy', () => {
+  test('wrangler deploy --dry-run bundles the worker offline (wrangler.jsonc)', { skip: !ENGINES.includes('wrangler') }, async () => {
+    const out = mkdtempSync(join(tmpdir(), 'jp-edge-dry-run-'));
+    try {
+      const { stdout } = await run(WRANGLER[0], [WRANGLER[1], 'deploy', '--dry-run', '--outdir', out], { cwd: root, env: { ...process.env, WRANGLER_SEND_METRICS: 'false', NO_COLOR: '1' } });
+      assert.match(stdout, /--dry-run: exiting now/, stdout);
+      assert.match(stdout, /env\.PROJECT \(Project\)\s+Durable Object/, stdout);
+      const files = readdirSync(out);
+      for (const name of ['workerd.js', 'jp_web_bg.wasm', 'fs.core.wasm']) {
+        assert.ok(files.some((f) => f === name || f.endsWith(`-${name}`)), `${name} uploaded as a module: ${files}`);
+      }
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  });
+
+  test('deno task check resolves the Deno entry with web/edge/deno.json', { skip: !ENGINES.includes('deno') }, async () => {
+    const deno = join(root, 'node_modules/.bin/deno');
+    await run(deno, ['task', '--config', join(root, 'web/edge/deno.json'), 'check'], { cwd: root, env: { ...process.env, DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' } });
+    // Without the import map the shim's bare specifiers do not resolve: the check is not empty.
+    await assert.rejects(run(deno, ['check', '--no-config', join(root, 'web/edge/deno.js')], { cwd: root, env: { ...process.env, DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' } }), /preview2-shim/);
+  });
+});
+
+for (const engine of ENGINES) {
   describe(`edge function on ${engine}`, () => {
     let edge;
     let data;
