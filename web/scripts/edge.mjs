@@ -152,10 +152,18 @@ export async function startEdge({ engine, port = 0, data = join(root, '.jp-edge'
   child.stderr.on('data', (d) => { stderr += d; if (!quiet) process.stderr.write(d); });
   child.once('exit', cleanup);
   const url = `http://127.0.0.1:${port}/`;
+  const signal = (sig) => { try { process.kill(group ? -child.pid : child.pid, sig); } catch { /* gone */ } };
+  // A group is asked to end first (wrangler then removes its temporary files), killed after 5 s.
   const stop = () => new Promise((done) => {
     if (child.exitCode !== null || child.signalCode !== null) { cleanup(); return done(); }
-    child.once('exit', () => { cleanup(); done(); });
-    try { process.kill(group ? -child.pid : child.pid, 'SIGKILL'); } catch { child.kill('SIGKILL'); }
+    const timer = group ? setTimeout(() => signal('SIGKILL'), 5000) : null;
+    child.once('exit', () => {
+      clearTimeout(timer);
+      if (group) signal('SIGKILL'); // what is left of the group
+      cleanup();
+      done();
+    });
+    signal(group ? 'SIGTERM' : 'SIGKILL');
   });
   // Up once the function answers at all: without a token some routes answer 401 or 503 (the
   // function's own JSON). A 5xx that is not JSON comes from the engine (wrangler's proxy while
