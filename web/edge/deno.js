@@ -1,6 +1,7 @@
-// The edge function on Deno: `deno run --unstable-kv … web/edge/deno.js --port N` (or `npm run
-// edge -- --engine deno`). Projects live in Deno KV (a local SQLite file, JP_EDGE_KV; on Deno
-// Deploy the managed KV). JP_EDGE_TOKEN / JP_EDGE_TOKENS: the bearer tokens every route needs.
+// The edge function on Deno: `deno task --config web/edge/deno.json edge --port N` (the task has
+// the import map and the permissions; or `npm run edge -- --engine deno`). Projects live in Deno
+// KV (Deno's default local one, or the SQLite file JP_EDGE_KV; on Deno Deploy the managed KV).
+// JP_EDGE_TOKEN / JP_EDGE_TOKENS: the bearer tokens every route needs.
 import { createHandler, DEADLINE_MS, LOOPBACK_HOSTS } from './handler.js';
 import { projectChanged } from './common.js';
 import { compiledModules } from './modules.mjs';

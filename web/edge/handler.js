@@ -19,6 +19,7 @@
 // where the entry says so (local engines) `Host` must be one of JP_EDGE_HOSTS.
 import { Host, loadJp, policyExceeds } from '../../www/jp.js';
 import { answer, errors } from './mcp.js';
+import { bareHandler } from './bare.js';
 
 /** A tool call's deadline at the edge unless JP_EDGE_DEADLINE_MS says otherwise (ms). */
 export const DEADLINE_MS = 10_000;
@@ -93,8 +94,8 @@ const isProjectChanged = (e) => e?.name === 'ProjectChanged';
  *   engine keeps none;
  * - `token`: the bearer token `/mcp` requires (no token: `/mcp` answers 503);
  * - `policy`: the policy of `/mcp` calls (TOML; empty: the workspace read-write, nothing else);
- * - `bench`: also serve `POST /__bare` with `{project, path}`, answering `{val}`: the file
- *   straight from storage with no jp at all, for the same request shape as a call — the
+ * - `bench`: also serve `POST /__bare` (bare.js): a file of the project with no jp at all, read
+ *   from storage on every call or from a kept copy, for the same request shape as a call — the
  *   benchmark's baseline on the same engine (JP_EDGE_BENCH=1);
  * - `limits`: `{ deadlineMs, memoryMiB }`: each call's deadline, and the memory cap the engine
  *   was started with (see edge.mjs).
@@ -107,6 +108,7 @@ export function createHandler({ jp, components, storage = () => null, token = ''
   // component instances, its policy and its copy of the files (reused while the storage's
   // version holds). The least recently used beyond MAX_KEPT are dropped.
   const kept = new Map();
+  const bare = bench ? bareHandler(storage) : null;
 
   async function newHost(policyText, projectStorage, instances) {
     await loadJp(jp);
@@ -261,12 +263,9 @@ export function createHandler({ jp, components, storage = () => null, token = ''
 
   async function route(request, url, principal) {
     if (url.pathname === '/mcp') return mcpRoute(request, url, principal);
-    if (bench && url.pathname === '/__bare' && request.method === 'POST') {
-      const { project, path } = JSON.parse((await bodyText(request)).text);
-      const denied = principal.refuses(project ?? null);
-      if (denied) return denied;
-      const value = await (await storage(project)).get(path);
-      return value instanceof Uint8Array ? json(200, { val: new TextDecoder().decode(value) }) : json(404, { error: 'no such file' });
+    if (bare && url.pathname === '/__bare' && request.method === 'POST') {
+      // The benchmark's baseline: the operator's token only (it reaches any project).
+      return principal.refuses(null) ?? bare(request);
     }
     if (url.pathname === '/' && request.method === 'POST') return callRoute(request, principal);
     if (url.pathname === '/' && request.method === 'GET') {

@@ -1,8 +1,10 @@
 // Start the edge function locally on a real edge engine:
-//   npm run edge -- --engine workerd|deno|node [--port N] [--data DIR] [--faults]
+//   npm run edge -- --engine workerd|wrangler|deno|node [--port N] [--data DIR] [--faults]
 // workerd: the function is bundled (esbuild) with its wasm as modules, a config is generated
 // (Durable Objects with on-disk SQLite storage under DIR), and `workerd serve` runs it.
-// deno: `deno run` with Deno KV in DIR/kv.sqlite. node: in-memory projects.
+// wrangler: `wrangler dev` (local mode) with the repo's wrangler.jsonc, as a user deploying to
+// Cloudflare runs it; Durable Object storage persisted under DIR/wrangler-state.
+// deno: `deno task edge` (web/edge/deno.json) with Deno KV under DIR. node: in-memory projects.
 // JP_EDGE_TOKEN (the operator's bearer token) and JP_EDGE_TOKENS (per-project tokens, JSON) are
 // what every route needs; JP_EDGE_POLICY is the operator's policy, a ceiling for every call;
 // JP_EDGE_ALLOWED_ORIGINS the web origins allowed (CORS); JP_EDGE_HOSTS the host names served
@@ -10,7 +12,8 @@
 // Every engine caps a component's memory (V8's --wasm-max-mem-pages, process-wide).
 // `startEdge()` does the same for tests and benchmarks and resolves once the function answers.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -84,30 +87,53 @@ const jp :Workerd.Worker = (
   return path;
 }
 
-/** The command that runs `engine` on `port`. */
-async function command(engine, port, dataDir) {
+/** wrangler 4 needs Node >= 22.12: the pinned `node` devDependency runs it (the machine's Node
+ * may be older). */
+export const WRANGLER = [join(root, 'node_modules/node/bin/node'), join(root, 'node_modules/wrangler/bin/wrangler.js')];
+
+/** One value of a dotenv file as wrangler reads it (dotenv, then dotenv-expand): quoted with a
+ * quote the value does not contain (so it may span lines), every `$` escaped so that nothing is
+ * expanded. */
+function dotenvValue(value) {
+  const quote = ["'", '`', '"'].find((q) => !value.includes(q));
+  if (!quote) throw new Error('a value for wrangler dev may not contain all of \', ` and "');
+  return `${quote}${value.replaceAll('$', '\\$')}${quote}`;
+}
+
+/** The command that runs `engine` on `port`; `vars` are the function's settings (secrets
+ * included), handed over as the engine expects them. */
+async function command(engine, port, dataDir, vars) {
   const flag = `--wasm-max-mem-pages=${WASM_PAGES}`;
   switch (engine) {
     case 'workerd': {
       const config = await workerdConfig(join(dataDir, 'workerd'), join(dataDir, 'workerd', 'store'));
       return [bin('workerd'), ['serve', config, '--socket-addr', `http=127.0.0.1:${port}`]];
     }
+    case 'wrangler': {
+      // The settings go in a dotenv file in a private temporary directory (removed at stop),
+      // never in the repo and never on the command line: wrangler dev reads it as .dev.vars.
+      const secrets = mkdtempSync(join(tmpdir(), 'jp-edge-wrangler-vars-'));
+      const envFile = join(secrets, 'dev.vars');
+      writeFileSync(envFile, Object.entries(vars).map(([k, v]) => `${k}=${dotenvValue(v)}\n`).join(''), { mode: 0o600 });
+      const state = resolve(dataDir, 'wrangler-state');
+      mkdirSync(state, { recursive: true });
+      return [WRANGLER[0], [WRANGLER[1], 'dev', '--config', join(root, 'wrangler.jsonc'), '--local', '--ip', '127.0.0.1', '--port', String(port),
+        '--inspector-port', String(await freePort()), '--persist-to', state, '--env-file', envFile, '--show-interactive-dev-session=false', '--log-level', 'warn'],
+      { WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false', WRANGLER_LOG_PATH: join(secrets, 'logs'), MINIFLARE_WORKERD_V8_FLAGS: flag },
+      () => rmSync(secrets, { recursive: true, force: true })];
+    }
     case 'deno': {
+      // As a user runs it: `deno task edge` of web/edge/deno.json (its import map points the
+      // preview2 shim at its browser build, as on workerd: the Node build reads the whole
+      // environment). Projects in Deno's default KV, kept in DENO_DIR under the data directory.
       mkdirSync(dataDir, { recursive: true });
-      const data = resolve(dataDir);
-      // The shim's browser build, as on workerd: its Node build reads the whole environment.
-      const shim = (m) => [`@bytecodealliance/preview2-shim/${m}`, `${root}/node_modules/@bytecodealliance/preview2-shim/dist/browser/${m}.js`];
-      const importMap = join(data, 'deno-imports.json');
-      writeFileSync(importMap, JSON.stringify({ imports: Object.fromEntries(['cli', 'io', 'clocks', 'random'].map(shim)) }));
-      return [bin('deno'), ['run', '--no-prompt', '--unstable-kv', `--import-map=${importMap}`, `--v8-flags=${flag}`, `--allow-net=127.0.0.1`,
-        `--allow-read=${root},${data}`, `--allow-write=${data}`,
-        '--allow-env=JP_EDGE_TOKEN,JP_EDGE_TOKENS,JP_EDGE_ALLOWED_ORIGINS,JP_EDGE_HOSTS,JP_EDGE_POLICY,JP_EDGE_FAULTS,JP_EDGE_KV,JP_EDGE_MEMORY_MIB,JP_EDGE_DEADLINE_MS,JP_EDGE_BENCH,JCO_DEBUG',
-        join(root, 'web/edge/deno.js'), '--port', String(port)], { JP_EDGE_KV: join(data, 'kv.sqlite'), DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' }];
+      return [bin('deno'), ['task', '--quiet', '--config', join(root, 'web/edge/deno.json'), 'edge', '--port', String(port)],
+        { DENO_DIR: join(resolve(dataDir), 'deno-dir'), DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' }];
     }
     case 'node':
       return [process.execPath, [flag, join(root, 'web/edge/node.mjs'), '--port', String(port)]];
     default:
-      throw new Error(`unknown engine '${engine}': use workerd, deno or node`);
+      throw new Error(`unknown engine '${engine}': use workerd, wrangler, deno or node`);
   }
 }
 
@@ -120,28 +146,45 @@ export async function startEdge({ engine, port = 0, data = join(root, '.jp-edge'
     if (!existsSync(join(root, f))) throw new Error(`${f} is missing: run \`npm run build\` first`);
   }
   if (port === 0) port = await freePort();
-  const [cmd, args, extraEnv = {}] = await command(engine, port, data);
-  const env = { ...process.env, ...extraEnv, JP_EDGE_TOKEN: token, JP_EDGE_TOKENS: tokens, JP_EDGE_ALLOWED_ORIGINS: allowedOrigins, JP_EDGE_HOSTS: hosts, JP_EDGE_POLICY: policy, JP_EDGE_FAULTS: faults ? '1' : '', JP_EDGE_MEMORY_MIB: String(MEMORY_CAP_MIB), JP_EDGE_BENCH: bench ? '1' : '', JP_EDGE_DEADLINE_MS: deadlineMs ? String(deadlineMs) : (process.env.JP_EDGE_DEADLINE_MS ?? '') };
-  const child = spawn(cmd, args, { cwd: root, env, stdio: ['ignore', quiet ? 'ignore' : 'inherit', 'pipe'] });
+  const vars = { JP_EDGE_TOKEN: token, JP_EDGE_TOKENS: tokens, JP_EDGE_ALLOWED_ORIGINS: allowedOrigins, JP_EDGE_HOSTS: hosts, JP_EDGE_POLICY: policy, JP_EDGE_FAULTS: faults ? '1' : '', JP_EDGE_MEMORY_MIB: String(MEMORY_CAP_MIB), JP_EDGE_BENCH: bench ? '1' : '', JP_EDGE_DEADLINE_MS: deadlineMs ? String(deadlineMs) : (process.env.JP_EDGE_DEADLINE_MS ?? '') };
+  const [cmd, args, extraEnv = {}, cleanup = () => {}] = await command(engine, port, data, vars);
+  const env = { ...process.env, ...extraEnv, ...vars };
+  // wrangler runs workerd, and `deno task` deno, as a child: each gets a process group of its
+  // own, killed whole.
+  const group = engine === 'wrangler' || engine === 'deno';
+  const child = spawn(cmd, args, { cwd: root, env, detached: group, stdio: ['ignore', quiet ? 'ignore' : 'inherit', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d) => { stderr += d; if (!quiet) process.stderr.write(d); });
+  child.once('exit', cleanup);
   const url = `http://127.0.0.1:${port}/`;
+  const signal = (sig) => { try { process.kill(group ? -child.pid : child.pid, sig); } catch { /* gone */ } };
+  // A group is asked to end first (wrangler then removes its temporary files), killed after 5 s.
   const stop = () => new Promise((done) => {
-    if (child.exitCode !== null) return done();
-    child.once('exit', done);
-    child.kill('SIGKILL');
+    if (child.exitCode !== null || child.signalCode !== null) { cleanup(); return done(); }
+    const timer = group ? setTimeout(() => signal('SIGKILL'), 5000) : null;
+    child.once('exit', () => {
+      clearTimeout(timer);
+      if (group) signal('SIGKILL'); // what is left of the group
+      cleanup();
+      done();
+    });
+    signal(group ? 'SIGTERM' : 'SIGKILL');
   });
-  for (let i = 0; i < 300; i++) {
-    if (child.exitCode !== null) throw new Error(`${engine} exited (${child.exitCode}): ${stderr.slice(-2000)}`);
+  // Up once the function answers at all: without a token some routes answer 401 or 503 (the
+  // function's own JSON). A 5xx that is not JSON comes from the engine (wrangler's proxy while
+  // it starts the worker), not from the function.
+  const tries = engine === 'wrangler' ? 1200 : 300;
+  for (let i = 0; i < tries; i++) {
+    if (child.exitCode !== null) { cleanup(); throw new Error(`${engine} exited (${child.exitCode}): ${stderr.slice(-2000)}`); }
     try {
-      // Any answer means it is up (every route needs a token: 401 or 503 without one).
-      await fetch(url);
-      return { url, stop, child, stderr: () => stderr };
+      const res = await fetch(url);
+      await res.arrayBuffer();
+      if (res.status < 500 || (res.headers.get('content-type') ?? '').startsWith('application/json')) return { url, stop, child, stderr: () => stderr };
     } catch { /* not yet */ }
     await new Promise((r) => setTimeout(r, 100));
   }
   await stop();
-  throw new Error(`${engine} did not answer on ${url} within 30 s: ${stderr.slice(-2000)}`);
+  throw new Error(`${engine} did not answer on ${url} within ${tries / 10} s: ${stderr.slice(-2000)}`);
 }
 
 async function freePort() {

@@ -1,0 +1,39 @@
+// The edge benchmark's baseline (web/scripts/edge-bench.mjs), served only with JP_EDGE_BENCH=1:
+// `POST /__bare` answers from a project's storage with no jp at all, for the same request shape
+// as a call. Body `{project, path, kept?, seed?}`:
+// - `kept: false` (default): the file is read from the storage on every call;
+// - `kept: true`: the file comes from a copy of the project kept in memory, as jp serves a
+//   project: the copy is filled by listing the storage on the project's first read, and kept
+//   while the storage's `version()` holds (read on every call, as jp does);
+// - `seed: {path: text}`: writes these files (one batch) and answers `{seeded}` — for projects
+//   that jp has not opened yet (the benchmark's cold calls).
+// The answer is `{val}` (the file's text), or 404.
+const json = (status, value) => new Response(JSON.stringify(value), { status, headers: { 'content-type': 'application/json' } });
+
+/** The `/__bare` handler over `storage(projectId)` (a ProjectStorage, see www/jp.d.ts). */
+export function bareHandler(storage) {
+  const copies = new Map(); // project id → { version, files: Map(path → value) }
+  return async (request) => {
+    const { project, path, kept = false, seed = null } = JSON.parse(await request.text());
+    const s = await storage(project);
+    if (!s) return json(400, { error: 'this engine keeps no projects' });
+    if (seed) {
+      const encoder = new TextEncoder();
+      await s.batch(Object.entries(seed).map(([p, text]) => ({ path: p, value: encoder.encode(text) })));
+      return json(200, { seeded: Object.keys(seed).length });
+    }
+    let value;
+    if (kept) {
+      const version = s.version ? await s.version() : undefined;
+      let copy = copies.get(project);
+      if (!copy || version === undefined || copy.version !== version) {
+        copy = { version, files: new Map(await s.list()) };
+        copies.set(project, copy);
+      }
+      value = copy.files.get(path);
+    } else {
+      value = await s.get(path);
+    }
+    return value instanceof Uint8Array ? json(200, { val: new TextDecoder().decode(value) }) : json(404, { error: 'no such file' });
+  };
+}
