@@ -61,23 +61,42 @@ function sameSecret(a, b) {
  */
 export async function bodyText(request) {
   if (!request.body) return { text: '' };
-  let tooBig = Number(request.headers.get('content-length') ?? 0) > MAX_BODY;
+  const declared = request.headers.get('content-length');
+  let tooBig = Number(declared ?? 0) > MAX_BODY;
   const reader = request.body.getReader();
   const chunks = [];
   let size = 0;
   for (;;) {
+    if (tooBig) {
+      // A client still sending must receive the 413, not a reset connection: a body of a known
+      // length up to DRAIN_MAX is read to its end and dropped before the answer; any other is
+      // answered at once while the rest is read and dropped (up to DRAIN_MAX, then cancelled).
+      const drained = drain(reader, size);
+      if (declared !== null && Number(declared) <= DRAIN_MAX) await drained;
+      return { tooLarge: true };
+    }
     const { done, value } = await reader.read();
     if (done) break;
     size += value.length;
     tooBig ||= size > MAX_BODY;
     if (!tooBig) chunks.push(value);
-    else if (size > DRAIN_MAX) { await reader.cancel(); break; }
   }
-  if (tooBig) return { tooLarge: true };
   const bytes = new Uint8Array(size);
   let at = 0;
   for (const c of chunks) { bytes.set(c, at); at += c.length; }
   return { text: new TextDecoder().decode(bytes) };
+}
+
+/** Read and drop the rest of a body, up to DRAIN_MAX bytes in all, then cancel it. */
+function drain(reader, size) {
+  return (async () => {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      size += value.length;
+      if (size > DRAIN_MAX) return reader.cancel();
+    }
+  })().catch(() => {});
 }
 
 export const tooLarge = () => json(413, { error: `the request body is larger than ${MAX_BODY} bytes; send fewer or smaller files` });

@@ -46,8 +46,6 @@ async function serve(handler, req, res) {
   const response = await handler.fetch(request);
   res.writeHead(response.status, Object.fromEntries(response.headers));
   res.end(Buffer.from(await response.arrayBuffer()));
-  // A body the handler stopped reading (413) is not read on: the connection closes.
-  if (!req.complete) req.destroy();
 }
 
 /** Serve `handler` on 127.0.0.1:`port` with node:http. */
