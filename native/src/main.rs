@@ -181,7 +181,13 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    runtime.block_on(run(cli))
+    let code = runtime.block_on(run(cli));
+    // A read of a blocking stdin (a socket or a terminal: tokio reads those on a blocking
+    // thread) never returns while the client keeps it open, and dropping the runtime would wait
+    // for it: after a signal, `jp mcp` must end now. Everything of ours has ended by here (the
+    // session's handles aborted, its processes killed); what is left is dropped, not awaited.
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    code
 }
 
 /// A failure and its exit code.

@@ -1,0 +1,207 @@
+//! `jp mcp` ends on SIGINT or SIGTERM however its stdio are connected (issue 25): Claude Code
+//! starts servers with sockets for stdin/stdout and sends SIGKILL half a second after SIGINT, so
+//! a `jp mcp` that waits for stdin to close never ends cleanly. Each case starts a `run` handle
+//! (a `sleep` under the sandbox) and checks that the signal ends `jp` itself, with its handle's
+//! process gone.
+
+#![cfg(target_os = "linux")]
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+mod support;
+use support::approve_config;
+
+const JP: &str = env!("CARGO_BIN_EXE_jp");
+
+fn workspace() -> tempfile::TempDir {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(ws.path().join(".jp")).unwrap();
+    std::fs::write(
+        ws.path().join(".jp/config.toml"),
+        "[conversation.tools.run]\nsource = \"builtin\"\n[conversation.tools.run.access]\nfilesystem = [{ path = \".\", allow = [\"read\"] }]\ncommands = { sleep = { args = [[\"**\"]] } }\n",
+    )
+    .unwrap();
+    approve_config(ws.path());
+    ws
+}
+
+/// How `jp mcp`'s stdin and stdout are connected.
+#[derive(Debug, Clone, Copy)]
+enum Connected {
+    Pipes,
+    Socket,
+}
+
+/// `jp mcp` in `ws` with its stdio connected as `how`; the client's reader and writer.
+fn start(ws: &Path, how: Connected) -> (Child, Box<dyn BufRead>, Box<dyn Write>) {
+    let mut command = Command::new(JP);
+    command.arg("mcp").current_dir(ws).stderr(Stdio::null());
+    match how {
+        Connected::Pipes => {
+            let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+            let reader = Box::new(BufReader::new(child.stdout.take().unwrap()));
+            let writer = Box::new(child.stdin.take().unwrap());
+            (child, reader, writer)
+        }
+        Connected::Socket => {
+            let (ours, theirs) = UnixStream::pair().unwrap();
+            let theirs_out = theirs.try_clone().unwrap();
+            let child = command
+                .stdin(Stdio::from(OwnedFd::from(theirs)))
+                .stdout(Stdio::from(OwnedFd::from(theirs_out)))
+                .spawn()
+                .unwrap();
+            let reader = Box::new(BufReader::new(ours.try_clone().unwrap()));
+            (child, reader, Box::new(ours))
+        }
+    }
+}
+
+fn request(reader: &mut dyn BufRead, writer: &mut dyn Write, id: u64, method: &str, params: Value) -> Value {
+    let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
+    writeln!(writer, "{line}").unwrap();
+    writer.flush().unwrap();
+    loop {
+        let mut answer = String::new();
+        assert!(reader.read_line(&mut answer).unwrap() > 0, "jp mcp closed its stdout");
+        let v: Value = serde_json::from_str(&answer).unwrap();
+        if v["id"] == id {
+            return v;
+        }
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    // A zombie (reaped late by its parent) counts as gone.
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        let state = s.rsplit_once(") ").map(|(_, rest)| rest.chars().next().unwrap_or('?')).unwrap_or('?');
+        state != 'Z'
+    })
+}
+
+/// The pids of `sleep 1000` processes whose parent is `parent`.
+fn sleeps_of(parent: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        let Some((comm, rest)) = stat.split_once(" (").and_then(|(_, r)| r.rsplit_once(") ")) else { continue };
+        let ppid: u32 = rest.split(' ').nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+        if comm == "sleep" && ppid == parent {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+fn ends_on(signal: i32, how: Connected) {
+    let ws = workspace();
+    let (mut child, mut reader, mut writer) = start(ws.path(), how);
+    let init = request(
+        &mut *reader,
+        &mut *writer,
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "signals", "version": "0"}}),
+    );
+    assert!(init["result"]["serverInfo"].is_object(), "{init}");
+    writeln!(writer, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap();
+    let spawned = request(
+        &mut *reader,
+        &mut *writer,
+        2,
+        "tools/call",
+        json!({"name": "run", "arguments": {"action": "spawn", "program": "sleep", "args": ["1000"]}}),
+    );
+    assert!(spawned["result"]["isError"] != true, "{spawned}");
+    let sleeps = sleeps_of(child.id());
+    assert_eq!(sleeps.len(), 1, "the handle's program runs: {spawned}");
+
+    // SAFETY: sends a signal to our own child.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::kill(child.id() as i32, signal);
+    }
+    // A bound far above what is expected, only so that a jp that never ends fails the test
+    // instead of hanging it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let Some(status) = status else {
+        let _ = child.kill();
+        panic!("jp mcp (stdio {how:?}) did not end on signal {signal}; the client's stdin is still open");
+    };
+    assert!(status.code().is_some(), "ended by its own exit, not killed: {status:?}");
+    for pid in sleeps {
+        assert!(!alive(pid), "the handle's process {pid} outlived jp mcp");
+    }
+    drop(writer);
+}
+
+#[test]
+fn sigterm_ends_jp_mcp_on_sockets() {
+    ends_on(libc::SIGTERM, Connected::Socket);
+}
+
+#[test]
+fn sigint_ends_jp_mcp_on_sockets() {
+    ends_on(libc::SIGINT, Connected::Socket);
+}
+
+#[test]
+fn sigterm_ends_jp_mcp_on_pipes() {
+    ends_on(libc::SIGTERM, Connected::Pipes);
+}
+
+#[test]
+fn sigterm_ends_jp_mcp_over_http_with_a_connection_open() {
+    let ws = workspace();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut child = Command::new(JP)
+        .args(["mcp", "--http", &format!("127.0.0.1:{port}"), "--token-env", "JP_SIGNALS_TOKEN"])
+        .current_dir(ws.path())
+        .env("JP_SIGNALS_TOKEN", "signals-test-token-0123456789")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("serving MCP over HTTP") {
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "jp mcp --http ended before serving");
+    }
+    // A client that connected and sent half a request, then waits.
+    let mut idle = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    idle.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n").unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    // SAFETY: sends a signal to our own child.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("jp mcp --http did not end on SIGTERM with a connection open");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(idle);
+}
