@@ -304,6 +304,13 @@ impl App {
                 if let Some(McpToolsImport::Some(names)) = &sc.tools {
                     for tool in names {
                         let entry = mcp_entry(server, tool, sc, None, &shown, &context)?;
+                        if let Some(other) = tools.get(&entry.name) {
+                            return Err(AppError::Config(format!(
+                                "{shown}: [mcp.servers.{server}] offers '{}', which is already {}; give the server a `prefix` (e.g. prefix = \"{server}.\")",
+                                entry.name,
+                                describe_entry(other)
+                            )));
+                        }
                         tools.insert(entry.name.clone(), entry);
                     }
                 }
@@ -321,6 +328,12 @@ impl App {
                     entry.name = name.clone();
                     tools.insert(name, entry);
                     continue;
+                }
+                if let Some(other) = tools.get(&name).filter(|t| matches!(t.config.source, ToolSource::Mcp { .. })) {
+                    return Err(AppError::Config(format!(
+                        "{shown}: [conversation.tools.{name}] has the name of {}; rename the table or give the server a `prefix`",
+                        describe_entry(other)
+                    )));
                 }
                 let first_party =
                     config.source == ToolSource::Builtin && tools.get(&name).is_some_and(|t| t.first_party);
@@ -443,9 +456,16 @@ impl App {
                     let mut tools = self.tools.write().unwrap_or_else(std::sync::PoisonError::into_inner);
                     for t in listed {
                         match mcp_entry(server, &t.name, sc, None, "the configuration", &self.policy_context) {
-                            Ok(entry) => {
-                                tools.entry(entry.name.clone()).or_insert(entry);
-                            }
+                            Ok(entry) => match tools.get(&entry.name) {
+                                Some(other) => eprintln!(
+                                    "jp: tool '{}' of MCP server '{server}' is not offered: the name is already {}; give the server a `prefix`",
+                                    entry.name,
+                                    describe_entry(other)
+                                ),
+                                None => {
+                                    tools.insert(entry.name.clone(), entry);
+                                }
+                            },
                             Err(e) => eprintln!("jp: tool '{}' of MCP server '{server}' is not offered: {e}", t.name),
                         }
                     }
@@ -741,7 +761,16 @@ fn first_party_writes(name: &str) -> bool {
     jp_fs_tools::TOOLS.iter().any(|t| t.name == name) && !jp_fs_tools::READ_ONLY_TOOLS.contains(&name)
 }
 
-/// The entry of tool `tool` of MCP server `server`: named `<server>.<tool>` unless a table names
+/// What a tool is, for a clash message: `jp's builtin tool`, `tool 'x' of MCP server 's'`, ….
+fn describe_entry(entry: &ToolEntry) -> String {
+    match &entry.config.source {
+        _ if entry.first_party => format!("jp's builtin tool '{}'", entry.name),
+        ToolSource::Mcp { server, tool } => format!("tool '{tool}' of MCP server '{server}'"),
+        _ => format!("the tool '{}' of {}", entry.name, entry.origin),
+    }
+}
+
+/// The entry of tool `tool` of MCP server `server`: named `<prefix><tool>` (`<server>.<tool>` by default) unless a table names
 /// it; its policy is the server's (the server process is what the sandbox holds).
 fn mcp_entry(
     server: &str,
@@ -760,5 +789,5 @@ fn mcp_entry(
     config.runtime = None;
     config.access = sc.access.clone();
     config.sandbox = sc.sandbox.clone();
-    ToolEntry::new(format!("{server}.{tool}"), config, false, origin.into(), context)
+    ToolEntry::new(sc.offered_name(server, tool), config, false, origin.into(), context)
 }

@@ -620,3 +620,43 @@ fn a_server_flooding_notifications_or_requests_cannot_grow_the_host() {
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("timed out after 20 s"), "{stderr}");
 }
+
+#[test]
+fn a_prefix_names_a_servers_tools_and_a_clash_is_a_configuration_error() {
+    let ws = raw_workspace();
+    let write = |tool: &str, rest: &str| {
+        let config = format!(
+            "[mcp.servers.raw]\ncommand = \"/usr/bin/python3\"\nargs = [{script:?}]\ntools = [\"{tool}\"]\n{rest}",
+            script = repo().join("tests/mcp_servers/raw_server.py"),
+        );
+        std::fs::write(ws.path().join(".jp/config.toml"), config).unwrap();
+        approve_config(ws.path());
+    };
+    let names = |ws: &Path| {
+        let (code, out, err) = jp(ws, &["--json", "tool", "list"]);
+        assert_eq!(code, 0, "{err}");
+        let rows: Vec<Value> = serde_json::from_str(&out).unwrap();
+        rows.iter().map(|r| r["name"].as_str().unwrap().to_owned()).collect::<Vec<_>>()
+    };
+    write("echo", "prefix = \"up.\"\n");
+    assert!(names(ws.path()).contains(&"up.echo".to_owned()));
+    let (code, out, err) = jp(ws.path(), &["tool", "call", "up.echo", "text=hi"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("hi (id "), "{out}");
+    write("echo", "prefix = \"\"\n");
+    assert!(names(ws.path()).contains(&"echo".to_owned()));
+    // Under its own name, a server's tool that would shadow jp's own, or another tool, is
+    // refused, both named.
+    write("fs_read_file", "prefix = \"\"\n");
+    let (code, _, err) = jp(ws.path(), &["tool", "list"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("[mcp.servers.raw] offers 'fs_read_file', which is already jp's builtin tool 'fs_read_file'")
+            && err.contains("prefix"),
+        "{err}"
+    );
+    write("echo", "prefix = \"\"\n[conversation.tools.echo]\nsource = \"local\"\ncommand = \"/bin/echo\"\n");
+    let (code, _, err) = jp(ws.path(), &["tool", "list"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("[conversation.tools.echo] has the name of tool 'echo' of MCP server 'raw'"), "{err}");
+}

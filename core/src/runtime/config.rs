@@ -309,12 +309,24 @@ pub struct McpServerConfig {
     /// The same in the RFD 016 / D11 shape.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxConfig>,
-    /// Import tools as `<server>.<tool>` without a table each.
+    /// Import tools as `<prefix><tool>` without a table each.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<McpToolsImport>,
+    /// What the names of its imported tools start with (default `"<server>."`; `""` offers them
+    /// under their own names — a clash with another tool is a configuration error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
 }
 
 impl McpServerConfig {
+    /// The name tool `tool` of server `server` is offered under: `<prefix><tool>`.
+    pub fn offered_name(&self, server: &str, tool: &str) -> String {
+        match &self.prefix {
+            Some(prefix) => format!("{prefix}{tool}"),
+            None => format!("{server}.{tool}"),
+        }
+    }
+
     /// The server process's policy: its `access`/`sandbox` table, or the workspace read-only with
     /// no network.
     pub fn policy(&self) -> Result<AccessPolicy, crate::policy::PolicyConfigError> {
