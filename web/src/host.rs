@@ -51,9 +51,15 @@ fn parse_policy(text: &str) -> Result<AccessPolicy, JsError> {
 }
 
 fn policy_from_text(text: &str) -> Result<AccessPolicy, String> {
+    Ok(policy_tables(text)?.unwrap_or_else(AccessPolicy::stdio_default))
+}
+
+/// The policy `text` configures, or `None` when it has no `access` or `sandbox` table (empty
+/// text included): the default, or at the edge the operator's policy as it is.
+fn policy_tables(text: &str) -> Result<Option<AccessPolicy>, String> {
     let trimmed = text.trim();
     if trimmed.is_empty() {
-        return Ok(AccessPolicy::stdio_default());
+        return Ok(None);
     }
     let parsed: PolicyText = if trimmed.starts_with('{') {
         serde_json::from_str(trimmed).map_err(|e| format!("the policy is not valid JSON: {e}"))?
@@ -61,22 +67,24 @@ fn policy_from_text(text: &str) -> Result<AccessPolicy, String> {
         toml::from_str(trimmed).map_err(|e| format!("the policy is not valid TOML: {e}"))?
     };
     if parsed.access.is_none() && parsed.sandbox.is_none() {
-        return Ok(AccessPolicy::stdio_default());
+        return Ok(None);
     }
     AccessPolicy::from_config(parsed.sandbox.as_ref(), parsed.access.as_ref())
+        .map(Some)
         .map_err(|e| format!("the policy is invalid: {e}"))
 }
 
-/// `policy` bounded by `ceiling` (issue 24: the operator's policy at the edge): an empty
-/// `policy` is the ceiling itself; one that grants more is refused with every such right named.
+/// `policy` bounded by `ceiling` (issue 24: the operator's policy at the edge): a `policy` with
+/// no table of its own is the ceiling itself; one that grants more is refused with every such
+/// right named.
 fn bounded_policy(policy: &str, ceiling: &str) -> Result<AccessPolicy, JsError> {
     let ceiling = policy_from_text(ceiling).map_err(|e| err(format!("the operator's policy: {e}")))?;
-    if policy.trim().is_empty() {
-        return Ok(ceiling);
+    match policy_tables(policy).map_err(err)? {
+        None => Ok(ceiling),
+        Some(own) => own.within(ceiling).map_err(|refused| {
+            err(format!("the policy grants more than the operator's policy allows: {}", refused.join("; ")))
+        }),
     }
-    parse_policy(policy)?.within(ceiling).map_err(|refused| {
-        err(format!("the policy grants more than the operator's policy allows: {}", refused.join("; ")))
-    })
 }
 
 /// What `policy` grants beyond `ceiling`, one line per right (empty: it only narrows it); an
@@ -84,12 +92,9 @@ fn bounded_policy(policy: &str, ceiling: &str) -> Result<AccessPolicy, JsError> 
 #[wasm_bindgen(js_name = policyExceeds)]
 pub fn policy_exceeds(policy: &str, ceiling: &str) -> Result<Vec<String>, JsError> {
     let ceiling = policy_from_text(ceiling).map_err(|e| err(format!("the operator's policy: {e}")))?;
-    if policy.trim().is_empty() {
-        return Ok(Vec::new());
-    }
-    Ok(match parse_policy(policy)?.within(ceiling) {
-        Ok(_) => Vec::new(),
-        Err(refused) => refused,
+    Ok(match policy_tables(policy).map_err(err)? {
+        None => Vec::new(),
+        Some(own) => own.within(ceiling).err().unwrap_or_default(),
     })
 }
 
