@@ -15,6 +15,7 @@ use rmcp::service::{ElicitationMode, OriginatingRequestId, PeerRequestOptions, R
 use rmcp::{Peer, RoleServer};
 use serde_json::Value;
 
+use super::mrtr::Questions;
 use crate::app::Answerer;
 use crate::terminal::{escape, shown};
 
@@ -25,25 +26,37 @@ const ALLOW_ONCE: &str = "allow once";
 const ALLOW_CALL: &str = "allow for the rest of this call";
 const DENY: &str = "deny";
 
-/// The client of one call, when it can be asked.
+/// The client of one call, when it can be asked: by an `elicitation/create` request, or — on
+/// protocol 2026-07-28, which has no server-to-client requests — by an `input_required` result
+/// of the call ([`mrtr`](super::mrtr)).
 #[derive(Clone)]
 struct Client {
     peer: Option<Peer<RoleServer>>,
+    /// The call's questions on their way to an `input_required` result.
+    questions: Option<Questions>,
     /// The `tools/call` the question belongs to.
     origin: RequestId,
 }
 
 impl Client {
-    fn new(ctx: &RequestContext<RoleServer>) -> Self {
+    fn new(ctx: &RequestContext<RoleServer>, questions: Option<Questions>) -> Self {
         let declared = ctx.peer.supported_elicitation_modes().contains(&ElicitationMode::Form);
         // Protocol 2026-07-28 has no server-to-client requests.
         let allowed = ctx.protocol_version().is_some_and(|v| v.has_initialize());
-        Self { peer: (declared && allowed).then(|| ctx.peer.clone()), origin: ctx.id.clone() }
+        let peer = (declared && allowed && questions.is_none()).then(|| ctx.peer.clone());
+        Self { peer, questions, origin: ctx.id.clone() }
+    }
+
+    fn can_ask(&self) -> bool {
+        self.peer.is_some() || self.questions.is_some()
     }
 
     async fn ask(&self, message: String, schema: ElicitationSchema) -> Option<ElicitResult> {
-        let peer = self.peer.as_ref()?;
         let params = ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema: schema };
+        if let Some(questions) = &self.questions {
+            return super::mrtr::ask(questions, params).await;
+        }
+        let peer = self.peer.as_ref()?;
         let mut request = ElicitRequest::new(params);
         // Tied to its call explicitly: tools ask from tasks of their own, where rmcp's
         // task-local association does not reach, and over Streamable HTTP the question must
@@ -75,16 +88,16 @@ pub struct ElicitInquirer {
 }
 
 impl ElicitInquirer {
-    /// For the call `ctx` belongs to.
-    pub fn new(ctx: &RequestContext<RoleServer>) -> Self {
-        Self { client: Client::new(ctx) }
+    /// For the call `ctx` belongs to; its questions go through `questions` when given (MRTR).
+    pub(crate) fn new(ctx: &RequestContext<RoleServer>, questions: Option<Questions>) -> Self {
+        Self { client: Client::new(ctx, questions) }
     }
 }
 
 impl Inquirer for ElicitInquirer {
     fn ask<'a>(&'a self, inquiry: &'a Inquiry) -> BoxFuture<'a, InquiryAnswer> {
         Box::pin(async move {
-            if self.client.peer.is_none() {
+            if !self.client.can_ask() {
                 return InquiryAnswer::Deny(
                     "nobody could be asked: the MCP client does not support elicitation; allow it in the tool's configuration".into(),
                 );
@@ -124,9 +137,9 @@ pub struct Elicitor {
 }
 
 impl Elicitor {
-    /// For the call `ctx` belongs to.
-    pub fn new(ctx: &RequestContext<RoleServer>) -> Self {
-        Self { client: Client::new(ctx) }
+    /// For the call `ctx` belongs to; its questions go through `questions` when given (MRTR).
+    pub(crate) fn new(ctx: &RequestContext<RoleServer>, questions: Option<Questions>) -> Self {
+        Self { client: Client::new(ctx, questions) }
     }
 }
 

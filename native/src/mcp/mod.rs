@@ -19,6 +19,7 @@ pub mod bounds;
 pub mod client;
 pub mod elicit;
 pub mod http;
+mod mrtr;
 pub mod relay;
 
 use std::sync::Arc;
@@ -138,8 +139,13 @@ impl JpMcp {
     }
 
     /// Serve `call` until it ends, reporting progress to `ctx` when asked to.
-    async fn run(&self, call: ToolCall, ctx: &RequestContext<RoleServer>) -> Result<CallReply, RuntimeError> {
-        let answerer = elicit::Elicitor::new(ctx);
+    async fn run(
+        &self,
+        call: ToolCall,
+        ctx: &RequestContext<RoleServer>,
+        questions: Option<mrtr::Questions>,
+    ) -> Result<CallReply, RuntimeError> {
+        let answerer = elicit::Elicitor::new(ctx, questions);
         let work = self.app.agent_call(call, &self.handles, &answerer);
         let Some(token) = ctx.meta.get_progress_token() else { return work.await };
         tokio::pin!(work);
@@ -167,6 +173,14 @@ fn content(result: &jp_core::state::ToolResult) -> Vec<ContentBlock> {
         .filter_map(|b| serde_json::to_value(b).ok().and_then(|v| serde_json::from_value(v).ok()))
         .collect();
     if blocks.len() == result.content.len() { blocks } else { vec![ContentBlock::text(result.to_text())] }
+}
+
+/// The answer to one step of a call that may ask by result: its end, or its question.
+fn step_response(name: &str, step: mrtr::Step) -> Result<CallToolResponse, ErrorData> {
+    match step {
+        mrtr::Step::Done(reply) => response(name, reply),
+        mrtr::Step::Asks(input_required) => Ok(input_required.into()),
+    }
 }
 
 fn tool_error(message: impl Into<String>) -> CallToolResponse {
@@ -239,18 +253,45 @@ impl ServerHandler for JpMcp {
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
         self.app.discover().await;
+        // MCP 2026-07-28: the retry of a call that asked (its answer in `inputResponses`).
+        if let Some(state) = &request.request_state {
+            return match mrtr::resume(&name, state, request.input_responses.as_ref()).await {
+                Ok(step) => step_response(&name, step),
+                Err(message) => Ok(tool_error(message)),
+            };
+        }
         // Cancelled while waiting for a slot: the tool never starts.
-        let _slot = tokio::select! {
+        let slot = tokio::select! {
             biased;
             () = context.ct.cancelled() => return Ok(tool_error(format!("tool '{name}' was cancelled"))),
-            slot = self.slots.acquire() => slot.map_err(|e| ErrorData::internal_error(e.to_string(), None))?,
+            slot = self.slots.clone().acquire_owned() => slot.map_err(|e| ErrorData::internal_error(e.to_string(), None))?,
         };
         let cancel = CancellationToken::new();
         let mut call =
             ToolCall::new(name.clone(), format!("mcp-{}", context.id), request.arguments.unwrap_or_default());
         call.cancel = cancel.clone();
-        call.inquirer = Some(Arc::new(elicit::ElicitInquirer::new(&context)));
-        let work = self.run(call, &context);
+        if mrtr::asks_by_result(&context) {
+            // No server-to-client requests on this protocol: the call runs in a task of its own
+            // and a question suspends it (see `mrtr`).
+            let (questions, asked) = mrtr::channel();
+            call.inquirer = Some(Arc::new(elicit::ElicitInquirer::new(&context, Some(questions.clone()))));
+            let (this, ctx) = (self.clone(), context.clone());
+            let work = tokio::spawn(async move {
+                let _slot = slot;
+                this.run(call, &ctx, Some(questions)).await
+            });
+            let step = tokio::select! {
+                step = mrtr::drive(&name, mrtr::Running { work, questions: asked }) => step,
+                () = context.ct.cancelled() => {
+                    cancel.cancel();
+                    return Ok(tool_error(format!("tool '{name}' was cancelled")));
+                }
+            };
+            return step_response(&name, step);
+        }
+        let _slot = slot;
+        call.inquirer = Some(Arc::new(elicit::ElicitInquirer::new(&context, None)));
+        let work = self.run(call, &context, None);
         tokio::pin!(work);
         let reply = tokio::select! {
             r = &mut work => r,

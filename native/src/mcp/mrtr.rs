@@ -1,0 +1,143 @@
+//! Asking a client of MCP 2026-07-28, which has no server-to-client requests: a question becomes
+//! an `input_required` result of the `tools/call` (SEP-2322, multi round-trip requests), and the
+//! client calls again with the answers and the `requestState` it was given.
+//!
+//! jp's tool is running when it asks (a policy inquiry comes in the middle of a request), so the
+//! call is suspended, not restarted: it keeps running in a task of its own, its question waits
+//! here under a random `requestState`, and the retry delivers the answer and follows the same
+//! call to its end — or to its next question. The state is an unguessable handle, bound to the
+//! tool's name; nothing in it is trusted. A question nobody answers within the ask timeout is
+//! denied, and a call nobody resumes is aborted (its processes killed).
+
+use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use rmcp::model::{ElicitRequest, ElicitRequestParams, ElicitResult, InputRequest, InputRequests, InputRequiredResult};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use jp_core::runtime::RuntimeError;
+
+use super::elicit::ASK_TIMEOUT;
+use crate::app::CallReply;
+
+/// The key of the one question in an `input_required` result.
+const KEY: &str = "decision";
+
+/// A question of a running call, and where its answer goes.
+pub(crate) struct Asked {
+    pub(crate) request: ElicitRequestParams,
+    pub(crate) answer: oneshot::Sender<Option<ElicitResult>>,
+}
+
+/// How a call's questions leave it (the sending side is the call's inquirer and answerer).
+pub(crate) type Questions = mpsc::Sender<Asked>;
+
+/// A call running in its own task, with its questions.
+pub(crate) struct Running {
+    pub(crate) work: JoinHandle<Result<CallReply, RuntimeError>>,
+    pub(crate) questions: mpsc::Receiver<Asked>,
+}
+
+/// A call waiting for the client to answer its question.
+struct Suspended {
+    tool: String,
+    running: Running,
+    answer: oneshot::Sender<Option<ElicitResult>>,
+}
+
+/// Every suspended call of this process (shared by every session: over Streamable HTTP each
+/// request of protocol 2026-07-28 gets a server of its own).
+fn suspended() -> &'static Mutex<HashMap<String, Suspended>> {
+    static SUSPENDED: OnceLock<Mutex<HashMap<String, Suspended>>> = OnceLock::new();
+    SUSPENDED.get_or_init(Mutex::default)
+}
+
+/// What to answer `tools/call` with: the call's end, or its question.
+pub(crate) enum Step {
+    /// The call ended.
+    Done(Result<CallReply, RuntimeError>),
+    /// It asks: send this `input_required` result.
+    Asks(InputRequiredResult),
+}
+
+/// Follow `running` until it ends or asks; a question suspends it under a fresh state.
+pub(crate) async fn drive(tool: &str, mut running: Running) -> Step {
+    tokio::select! {
+        done = &mut running.work => Step::Done(done.unwrap_or_else(|e| Err(RuntimeError::Other(format!("the call failed: {e}"))))),
+        asked = running.questions.recv() => match asked {
+            None => Step::Done((&mut running.work).await.unwrap_or_else(|e| Err(RuntimeError::Other(format!("the call failed: {e}"))))),
+            Some(Asked { request, answer }) => {
+                let state = new_state();
+                let mut requests = InputRequests::new();
+                requests.insert(KEY.into(), InputRequest::Elicitation(ElicitRequest::new(request)));
+                suspended()
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .insert(state.clone(), Suspended { tool: tool.to_owned(), running, answer });
+                // Nobody resumes it: the question is denied (its sender dropped) and the call
+                // aborted, its processes killed.
+                let expired = state.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(ASK_TIMEOUT).await;
+                    let gone = suspended().lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&expired);
+                    if let Some(s) = gone {
+                        s.running.work.abort();
+                    }
+                });
+                Step::Asks(InputRequiredResult::new(Some(requests), Some(state)))
+            }
+        },
+    }
+}
+
+/// The retry of a suspended call: deliver the client's answer (`responses[KEY]`, an
+/// `ElicitResult`; missing or malformed is no answer, which denies) and follow the call on.
+pub(crate) async fn resume(
+    tool: &str,
+    state: &str,
+    responses: Option<&BTreeMap<String, serde_json::Value>>,
+) -> Result<Step, String> {
+    let found = suspended().lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(state);
+    let Some(s) = found else {
+        return Err("this requestState names no call waiting for an answer (it was answered, or it expired); call the tool again".into());
+    };
+    if s.tool != tool {
+        let tool_was = s.tool.clone();
+        // Not this call's: put it back untouched.
+        suspended().lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(state.to_owned(), s);
+        return Err(format!("this requestState belongs to a call of '{tool_was}', not '{tool}'"));
+    }
+    let answer =
+        responses.and_then(|r| r.get(KEY)).and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok());
+    let _ = s.answer.send(answer);
+    Ok(drive(tool, s.running).await)
+}
+
+/// A fresh, unguessable state: 128 random bits from the OS, hex.
+fn new_state() -> String {
+    let mut bytes = [0u8; 16];
+    rustix::rand::getrandom(&mut bytes, rustix::rand::GetRandomFlags::empty()).ok();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The sending side for a call's inquirer and answerer, and the receiving side [`drive`] reads.
+pub(crate) fn channel() -> (Questions, mpsc::Receiver<Asked>) {
+    mpsc::channel(1)
+}
+
+/// Ask through `questions` and wait for the client's answer (`None`: nobody answered).
+pub(crate) async fn ask(questions: &Questions, request: ElicitRequestParams) -> Option<ElicitResult> {
+    let (answer, answered) = oneshot::channel();
+    questions.send(Asked { request, answer }).await.ok()?;
+    tokio::time::timeout(ASK_TIMEOUT, answered).await.ok()?.ok()?
+}
+
+/// Whether a call of this client asks through `input_required` results.
+pub(crate) fn asks_by_result(ctx: &rmcp::service::RequestContext<rmcp::RoleServer>) -> bool {
+    let new_protocol = ctx.protocol_version().is_some_and(|v| !v.has_initialize());
+    let form =
+        ctx.client_capabilities().and_then(|c| c.elicitation).is_some_and(|e| e.form.is_some() || e.url.is_none());
+    new_protocol && form
+}
