@@ -354,8 +354,27 @@ async fn trust(cli: &Cli, args: &TrustArgs) -> Result<ExitCode, Failure> {
         }
         return Ok(ExitCode::SUCCESS);
     }
+    // What it grants is decided on the configuration jp would enforce: over the user's own.
+    let user_file = trust::user_config_file(&env).filter(|f| f.is_file());
+    let user_text = user_file
+        .as_ref()
+        .map(|f| std::fs::read_to_string(f).map_err(|e| usage(format!("{}: {e}", f.display()))))
+        .transpose()?;
+    let user_name = user_file.as_ref().map(|f| f.display().to_string()).unwrap_or_default();
+    let user = user_text.as_deref().map(|t| (t, user_name.as_str()));
+    let summary = trust::summary(&config, user).map_err(|e| {
+        usage(format!(
+            "{path} cannot be used as it is ({}), so there is nothing to approve; fix it first",
+            terminal::escape(&e)
+        ))
+    })?;
+    if cli.json && !args.yes {
+        return Err(usage(format!(
+            "not approved: --json shows no summary to review; run `jp trust --workspace {shown_ws}` on a terminal, or pass --yes"
+        )));
+    }
     if !cli.json {
-        println!("{path} (sha256 {}) grants, beyond jp's defaults:\n{}", config.sha256, trust::summary(&config));
+        println!("{path} (sha256 {}) grants, beyond jp's defaults:\n{summary}", config.sha256);
         match &verdict {
             Verdict::Changed(previous) => {
                 println!("changes since your approval:\n{}", trust::diff(&previous.text, &config.text));

@@ -41,6 +41,20 @@ pub fn user_config_file(env: &BTreeMap<String, String>) -> Option<PathBuf> {
     user_dir(env, "XDG_CONFIG_HOME", ".config").map(|d| d.join("config.toml"))
 }
 
+/// jp's cache directory (`$XDG_CACHE_HOME/jp-host`, else `~/.cache/jp-host`; a relative
+/// `$XDG_CACHE_HOME` is ignored, as the XDG rules say): schemas and compiled components, which
+/// `jp` loads as its own, so never a path a tool could write (see [`App::load`]).
+///
+/// [`App::load`]: crate::app::App::load
+pub fn cache_dir(env: &BTreeMap<String, String>) -> Option<PathBuf> {
+    user_dir(env, "XDG_CACHE_HOME", ".cache")
+}
+
+/// [`cache_dir`] of this process's environment.
+pub fn process_cache_dir() -> Option<PathBuf> {
+    cache_dir(&std::env::vars().collect())
+}
+
 /// jp's state directory: approvals, conversation history (`$XDG_STATE_HOME/jp-host`).
 pub fn state_dir(env: &BTreeMap<String, String>) -> Option<PathBuf> {
     user_dir(env, "XDG_STATE_HOME", ".local/state")
@@ -236,12 +250,34 @@ impl TrustStore {
     }
 }
 
-/// What `config` grants beyond jp's defaults, as indented lines (or why it cannot be read).
-pub fn summary(config: &WorkspaceConfig) -> String {
-    match Config::from_toml(&config.text, &config.path.display().to_string()) {
-        Ok(parsed) => review::render(&review::grants(&parsed)),
-        Err(e) => format!("  (it cannot be used as it is: {})\n", review::quote(&e.to_string())),
-    }
+/// What `config` grants beyond jp's defaults, as indented lines — decided on the configuration
+/// jp would enforce: layered over the user's own (`user`: its text and file), so a table that
+/// refers to one of the user's (an MCP server, say) is shown as it would run. Only the tables
+/// the workspace's file defines are listed (the user's own are not in question). An error when
+/// it cannot be used as it is: then there is nothing that could be approved.
+pub fn summary(config: &WorkspaceConfig, user: Option<(&str, &str)>) -> Result<String, String> {
+    let file = config.path.display().to_string();
+    let layers: Vec<(&str, &str)> = user.into_iter().chain([(config.text.as_str(), file.as_str())]).collect();
+    let mut merged = Config::from_layers(&layers).map_err(|e| e.to_string())?;
+    let own: toml::Table = config.text.parse().map_err(|e: toml::de::Error| e.to_string())?;
+    let names = |path: &[&str]| -> Vec<String> {
+        let mut t = Some(&own);
+        for key in path {
+            t = t.and_then(|t| t.get(*key)).and_then(toml::Value::as_table);
+        }
+        t.map(|t| t.keys().cloned().collect()).unwrap_or_default()
+    };
+    let (tools, servers, providers) =
+        (names(&["conversation", "tools"]), names(&["mcp", "servers"]), names(&["providers"]));
+    merged.conversation.tools.retain(|k, _| tools.contains(k));
+    merged.mcp.servers.retain(|k, _| servers.contains(k));
+    merged.providers.retain(|k, _| providers.contains(k));
+    Ok(review::render(&review::grants(&merged)))
+}
+
+/// [`summary`], or the reason it cannot be shown, as lines.
+fn summary_lines(config: &WorkspaceConfig, user: Option<(&str, &str)>) -> String {
+    summary(config, user).unwrap_or_else(|e| format!("  (it cannot be used as it is: {})\n", review::quote(&e)))
 }
 
 /// The lines that changed from `old` to `new` (unified, 2 lines of context), control
@@ -267,7 +303,7 @@ pub fn diff(old: &str, new: &str) -> String {
 }
 
 /// The message of a refused workspace configuration: what it grants, and how to approve it.
-pub fn refusal(workspace: &Path, config: &WorkspaceConfig, verdict: &Verdict) -> String {
+pub fn refusal(workspace: &Path, config: &WorkspaceConfig, verdict: &Verdict, user: Option<(&str, &str)>) -> String {
     let (why, changes) = match verdict {
         Verdict::Changed(previous) => {
             ("it changed since you approved it", format!("What changed:\n{}", diff(&previous.text, &config.text)))
@@ -283,7 +319,7 @@ pub fn refusal(workspace: &Path, config: &WorkspaceConfig, verdict: &Verdict) ->
          Review it, then approve it with: jp trust --workspace {ws}\n\
          (or put your own settings in {user} or pass --config FILE)",
         path = crate::terminal::escape(&config.path.display().to_string()),
-        summary = summary(config),
+        summary = summary_lines(config, user),
         user = "~/.config/jp-host/config.toml",
     )
 }

@@ -10,14 +10,20 @@
 // The answer is `{val}` (the file's text), or 404.
 const json = (status, value) => new Response(JSON.stringify(value), { status, headers: { 'content-type': 'application/json' } });
 
-/** The `/__bare` handler over `storage(projectId)` (a ProjectStorage, see www/jp.d.ts). */
-export function bareHandler(storage) {
+/** The `/__bare` handler over `storage(projectId)` (a ProjectStorage, see www/jp.d.ts);
+ * `bodyText` reads a request's body with the handler's cap. */
+export function bareHandler(storage, bodyText) {
   const copies = new Map(); // project id → { version, files: Map(path → value) }
   return async (request) => {
-    const { project, path, kept = false, seed = null } = JSON.parse(await request.text());
+    const body = await bodyText(request);
+    if (body.tooLarge) return json(413, { error: 'the request body is too large' });
+    const { project, path, kept = false, seed = null } = JSON.parse(body.text);
     const s = await storage(project);
     if (!s) return json(400, { error: 'this engine keeps no projects' });
     if (seed) {
+      // Plain relative paths only, never jp's own directory (the benchmark needs neither).
+      const bad = Object.keys(seed).find((p) => !/^[A-Za-z0-9_][A-Za-z0-9._/-]*$/.test(p) || p.split('/').some((c) => c === '..' || c === '' || c.toLowerCase() === '.jp'));
+      if (bad !== undefined) return json(400, { error: `seed path ${JSON.stringify(bad)} is not a plain relative path` });
       const encoder = new TextEncoder();
       await s.batch(Object.entries(seed).map(([p, text]) => ({ path: p, value: encoder.encode(text) })));
       return json(200, { seeded: Object.keys(seed).length });

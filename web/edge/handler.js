@@ -127,7 +127,7 @@ export function createHandler({ jp, components, storage = () => null, token = ''
   // component instances, its policy and its copy of the files (reused while the storage's
   // version holds). The least recently used beyond MAX_KEPT are dropped.
   const kept = new Map();
-  const bare = bench ? bareHandler(storage) : null;
+  const bare = bench ? bareHandler(storage, bodyText) : null;
 
   async function newHost(policyText, projectStorage, instances) {
     await loadJp(jp);
@@ -225,6 +225,8 @@ export function createHandler({ jp, components, storage = () => null, token = ''
         result = await h.callTool(tool, args, { files });
       } catch (e) {
         if (isProjectChanged(e)) return json(409, { error: e.message });
+        // The request's own files are writes too, decided by the same (bounded) policy.
+        if (e?.name === 'FilesRefused') return json(403, { error: e.message });
         throw e;
       } finally {
         unsubscribe();

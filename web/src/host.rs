@@ -18,7 +18,7 @@ use std::task::{Context, Poll, Waker};
 
 use jp_core::files::{InMemoryProjectFiles, ProjectFiles};
 use jp_core::host::{DenyInquirer, DispatchEvents, Dispatcher, TraceEvent, Unavailable};
-use jp_core::policy::{AccessConfig, AccessPolicy, SandboxConfig, WorkspacePath};
+use jp_core::policy::{AccessConfig, AccessPolicy, Capability, Decision, SandboxConfig, WorkspacePath};
 use jp_core::protocol::{
     EntryKind, FsGrepParams, FsReadParams, FsRenameParams, FsWriteParams, Header, HostRequest, HostResponse,
     HttpGetParams, HttpPostParams, Id, PathParams, ProcessRunParams,
@@ -346,18 +346,45 @@ impl JpHost {
 
     /// Start one call of `tool`: its requests are served from a snapshot of the project until
     /// `finish` writes the changes back. `files` (path → text or bytes), when given, are written
-    /// into the snapshot first and committed with the call's own changes — or not at all.
+    /// into the snapshot first and committed with the call's own changes — or not at all. Each
+    /// is a write decided by the policy (create or update, `.jp/` protected, the ceiling; a
+    /// sensitive path is not asked about: the caller writes what it has); one refusal
+    /// refuses the call before anything is written, with an error named `FilesRefused`.
     #[wasm_bindgen(js_name = beginCall)]
-    pub async fn begin_call(&self, tool: String, files: Option<Object>) -> Result<CallSession, JsError> {
-        let snapshot = self.store.snapshot().await?;
+    pub async fn begin_call(&self, tool: String, files: Option<Object>) -> Result<CallSession, JsValue> {
+        let snapshot = self.store.snapshot().await.map_err(JsValue::from)?;
         if let Some(files) = files {
+            let policy = self.policy.borrow().clone();
+            let mut seeds = Vec::new();
+            let mut refused = Vec::new();
             for entry in Object::entries(&files).iter() {
                 let entry = Array::from(&entry);
                 let path = entry.get(0).as_string().unwrap_or_default();
-                let p = WorkspacePath::parse(&path).map_err(|e| err(format!("file '{path}': {e}")))?;
-                let bytes = content_bytes(&entry.get(1))
-                    .map_err(|_| err(format!("file '{path}': content must be a string or a Uint8Array")))?;
-                snapshot.files.write(&p, &bytes).await.map_err(|e| err(format!("file '{path}': {e}")))?;
+                let p = WorkspacePath::parse(&path).map_err(|e| JsValue::from(err(format!("file '{path}': {e}"))))?;
+                let bytes = content_bytes(&entry.get(1)).map_err(|_| {
+                    JsValue::from(err(format!("file '{path}': content must be a string or a Uint8Array")))
+                })?;
+                let exists = snapshot.files.exists(&p).await.unwrap_or(false);
+                let cap = if exists { Capability::Update } else { Capability::Create };
+                match policy.check_fs_by_caller(cap, &p) {
+                    Decision::Allow(_) => seeds.push((p, bytes)),
+                    other => refused.push(format!("{path}: {}", other.reason())),
+                }
+            }
+            if !refused.is_empty() {
+                let e = js_sys::Error::new(&format!(
+                    "the request's files may not be written under the policy: {}",
+                    refused.join("; ")
+                ));
+                e.set_name("FilesRefused");
+                return Err(e.into());
+            }
+            for (p, bytes) in seeds {
+                snapshot
+                    .files
+                    .write(&p, &bytes)
+                    .await
+                    .map_err(|e| JsValue::from(err(format!("file '{}': {e}", p.as_str()))))?;
             }
         }
         // The caller's files, committed with the tool's changes (or not at all).

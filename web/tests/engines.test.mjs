@@ -240,6 +240,20 @@ for (const engine of ENGINES) {
       assert.equal(denied.body.outcome.tag, 'error', 'the narrower policy holds');
     });
 
+    test("the request's files are writes too: refused where the policy refuses, nothing stored", async () => {
+      const readOnly = '[access]\nfilesystem = [{ path = ".", allow = ["read"] }]\n';
+      for (const files of [{ 'planted.txt': 'PLANTED' }, { '.jp/config.toml': 'evil = 1' }]) {
+        for (const policy of [readOnly, '']) {
+          if (policy === '' && !Object.keys(files)[0].startsWith('.jp')) continue;
+          const { status, body } = await post({ tool: 'fs_list_files', args: {}, project: 'p10', policy, files });
+          assert.equal(status, 403, `${JSON.stringify(files)} under ${JSON.stringify(policy)}: ${JSON.stringify(body)}`);
+          assert.match(body.error, /may not be written/);
+        }
+        const path = Object.keys(files)[0];
+        assert.equal((await read('p10', path)).tag, 'error', `${path} was stored`);
+      }
+    });
+
     test('a browser cannot drive it by accident: JSON only, foreign origins refused, allowed ones get CORS', async () => {
       const call = JSON.stringify({ tool: 'fs_create_file', args: { path: 'b.txt', content: 'b' }, project: 'p9' });
       const plain = await fetch(edge.url, { method: 'POST', headers: as(TOKEN, { 'content-type': 'text/plain' }), body: call });

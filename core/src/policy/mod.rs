@@ -359,8 +359,16 @@ impl AccessPolicy {
 
     /// Whether `path` lies in a protected directory (see [`PROTECTED_DIR`]).
     pub fn is_protected(&self, path: &WorkspacePath) -> bool {
+        // Compared without ASCII case: on a case-insensitive mount (vfat, CIFS, ext4 casefold)
+        // `.JP/config.toml` is the same file.
         let key = path.nfc();
-        self.protected.iter().any(|p| key.starts_with(p))
+        let names: Vec<&str> = key.components().collect();
+        self.protected.iter().any(|p| {
+            let want: Vec<&str> = p.components().collect();
+            !want.is_empty()
+                && names.len() >= want.len()
+                && want.iter().zip(&names).all(|(w, got)| got.eq_ignore_ascii_case(w))
+        })
     }
 
     /// Compile a tool's configuration. With neither table this is [`vfs_default`](Self::vfs_default).
@@ -556,11 +564,19 @@ impl AccessPolicy {
 
     /// Decide a filesystem capability on a normalised path.
     pub fn check_fs(&self, cap: Capability, path: &WorkspacePath) -> Decision {
-        let own = self.check_fs_own(cap, path);
+        let own = self.check_fs_own(cap, path, true);
         self.bounded(own, |c| c.check_fs(cap, path))
     }
 
-    fn check_fs_own(&self, cap: Capability, path: &WorkspacePath) -> Decision {
+    /// Decide a write the caller makes itself, not a tool (an edge request's own `files`):
+    /// the rules, the protected directory and the ceiling as for a tool, but a sensitive path is
+    /// not asked about — the caller writes what it already has.
+    pub fn check_fs_by_caller(&self, cap: Capability, path: &WorkspacePath) -> Decision {
+        let own = self.check_fs_own(cap, path, false);
+        self.bounded(own, |c| c.check_fs_by_caller(cap, path))
+    }
+
+    fn check_fs_own(&self, cap: Capability, path: &WorkspacePath, sensitive_asks: bool) -> Decision {
         let key = path.nfc();
         let mut best: Option<(usize, &FsRule)> = None;
         for rule in &self.fs_rules {
@@ -597,7 +613,7 @@ impl AccessPolicy {
             },
         };
         match decision {
-            Decision::Allow(_) if self.is_sensitive(path) => {
+            Decision::Allow(_) if sensitive_asks && self.is_sensitive(path) => {
                 Decision::Ask(format!("{op} '{shown}' touches a sensitive path; confirm to allow"))
             }
             other => other,
@@ -737,8 +753,21 @@ mod tests {
         assert!(rw.check_fs(Capability::Read, &p(".jp/config.toml")).is_allow());
         assert!(rw.check_fs(Capability::Update, &p(".jpx/config.toml")).is_allow());
         assert!(rw.check_fs(Capability::Update, &p("src/.jp/config.toml")).is_allow(), "only the workspace's own");
+        assert_eq!(rw.check_fs(Capability::Update, &p(".JP/config.toml")).kind(), "deny", "case-insensitive mounts");
         // The user's own hand (the page's file tree) may.
         assert!(AccessPolicy::allow_all().check_fs(Capability::Update, &p(".jp/config.toml")).is_allow());
+    }
+
+    #[test]
+    fn a_callers_own_write_is_not_asked_about_but_still_decided() {
+        let rw = AccessPolicy::stdio_default();
+        assert_eq!(rw.check_fs(Capability::Create, &p(".env")).kind(), "ask");
+        assert!(rw.check_fs_by_caller(Capability::Create, &p(".env")).is_allow());
+        assert_eq!(rw.check_fs_by_caller(Capability::Create, &p(".jp/config.toml")).kind(), "deny");
+        let ro = AccessPolicy::vfs_default();
+        assert_eq!(ro.check_fs_by_caller(Capability::Create, &p("a.txt")).kind(), "deny");
+        let bounded = AccessPolicy::stdio_default().within(AccessPolicy::vfs_default());
+        assert!(bounded.is_err(), "read-write is wider than read-only");
     }
 
     #[test]

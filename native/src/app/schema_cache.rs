@@ -12,10 +12,7 @@ use sha2::{Digest, Sha256};
 /// The cache directory, when it exists (or can be made) and is private to this user.
 pub(super) fn dir() -> Option<PathBuf> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    let dir = base.join("jp-host").join("schemas");
+    let dir = crate::trust::process_cache_dir()?.join("schemas");
     std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir).ok()?;
     let meta = std::fs::metadata(&dir).ok()?;
     // One that someone else could write to is not used: its answers would be theirs.

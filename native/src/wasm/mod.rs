@@ -194,10 +194,7 @@ pub fn engine_config() -> wasmtime::Config {
 /// The on-disk cache of compiled components: `$XDG_CACHE_HOME/jp-host/wasm` or
 /// `~/.cache/jp-host/wasm`.
 pub fn cache_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(base.join("jp-host").join("wasm"))
+    crate::trust::process_cache_dir().map(|d| d.join("wasm"))
 }
 
 impl WasmEngine {
