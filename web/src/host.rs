@@ -346,8 +346,8 @@ impl JpHost {
 
     /// Start one call of `tool`: its requests are served from a snapshot of the project until
     /// `finish` writes the changes back. `files` (path → text or bytes), when given, are written
-    /// into the snapshot first and committed with the call's own changes — or not at all. Each
-    /// is a write decided by the policy (create or update, `.jp/` protected, the ceiling; a
+    /// into the snapshot first and committed with the call's own changes — or not at all. Into
+    /// a kept project (a storage or IndexedDB), each is a write decided by the policy (create or update, `.jp/` protected, the ceiling; a
     /// sensitive path is not asked about: the caller writes what it has); one refusal
     /// refuses the call before anything is written, with an error named `FilesRefused`.
     #[wasm_bindgen(js_name = beginCall)]
@@ -355,6 +355,7 @@ impl JpHost {
         let snapshot = self.store.snapshot().await.map_err(JsValue::from)?;
         if let Some(files) = files {
             let policy = self.policy.borrow().clone();
+            let persistent = !matches!(self.store, Store::Memory(_));
             let mut seeds = Vec::new();
             let mut refused = Vec::new();
             for entry in Object::entries(&files).iter() {
@@ -364,12 +365,17 @@ impl JpHost {
                 let bytes = content_bytes(&entry.get(1)).map_err(|_| {
                     JsValue::from(err(format!("file '{path}': content must be a string or a Uint8Array")))
                 })?;
-                let exists = snapshot.files.exists(&p).await.unwrap_or(false);
-                let cap = if exists { Capability::Update } else { Capability::Create };
-                match policy.check_fs_by_caller(cap, &p) {
-                    Decision::Allow(_) => seeds.push((p, bytes)),
-                    other => refused.push(format!("{path}: {}", other.reason())),
+                // Files that live only for this call (a host in memory) are the call's input, not
+                // a write to anything kept.
+                if persistent {
+                    let exists = snapshot.files.exists(&p).await.unwrap_or(false);
+                    let cap = if exists { Capability::Update } else { Capability::Create };
+                    if let decision @ (Decision::Deny(_) | Decision::Ask(_)) = policy.check_fs_by_caller(cap, &p) {
+                        refused.push(format!("{path}: {}", decision.reason()));
+                        continue;
+                    }
                 }
+                seeds.push((p, bytes));
             }
             if !refused.is_empty() {
                 let e = js_sys::Error::new(&format!(

@@ -142,7 +142,10 @@ for (const engine of ENGINES) {
 
     test('a read-only policy denies the write; nothing of the call is stored', async () => {
       const policy = '[access]\nfilesystem = [{ path = ".", allow = ["read"] }]\n';
-      const { body } = await post({ tool: 'fs_create_file', args: { path: 'denied.txt', content: 'x' }, project: 'p1', policy, files: { 'also-not.txt': 'y' } });
+      // The request's own files are writes into the project too: refused before the call runs.
+      const seeded = await post({ tool: 'fs_create_file', args: { path: 'denied.txt', content: 'x' }, project: 'p1', policy, files: { 'also-not.txt': 'y' } });
+      assert.equal(seeded.status, 403, JSON.stringify(seeded.body));
+      const { body } = await post({ tool: 'fs_create_file', args: { path: 'denied.txt', content: 'x' }, project: 'p1', policy });
       assert.equal(body.outcome.tag, 'error');
       assert.match(body.outcome.val.message, /denied|not allowed/i);
       assert.ok(body.events.some((e) => e.method === 'fs.write' && !e.allowed));
