@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 
 mod support;
-use support::approve_config;
+use support::{approve_config, try_approve_config};
 
 const JP: &str = env!("CARGO_BIN_EXE_jp");
 
@@ -290,7 +290,8 @@ fn a_streamable_http_server_is_reached_at_its_url_when_its_network_rules_allow_i
         config.replace(&format!("\"{origin}/\""), "\"https://example.com/\""),
     )
     .unwrap();
-    approve_config(ws.path());
+    // jp trust refuses a configuration it cannot use; jp itself then names the error.
+    assert!(!try_approve_config(ws.path()));
     let out = Command::new(JP).args(["tool", "list"]).current_dir(ws.path()).env("UP_TOKEN", token).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(
