@@ -141,7 +141,19 @@ async function command(engine, port, dataDir, vars) {
  * Start the edge function on `engine` at 127.0.0.1:`port` (0: a free one) and wait until it
  * answers. Resolves to `{ url, stop() }`; `stop` kills it.
  */
-export async function startEdge({ engine, port = 0, data = join(root, '.jp-edge'), token = '', tokens = '', allowedOrigins = '', hosts = '127.0.0.1,localhost,[::1]', faults = false, policy = '', deadlineMs = 0, bench = false, quiet = true }) {
+export async function startEdge(options) {
+  // A free port found here can be taken by another process before the engine binds it (tests
+  // run in parallel; wrangler also binds ports of its own): then start again on fresh ports.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startEdgeOnce(options);
+    } catch (e) {
+      if (attempt >= 3 || !/address already in use|EADDRINUSE/i.test(String(e?.message))) throw e;
+    }
+  }
+}
+
+async function startEdgeOnce({ engine, port = 0, data = join(root, '.jp-edge'), token = '', tokens = '', allowedOrigins = '', hosts = '127.0.0.1,localhost,[::1]', faults = false, policy = '', deadlineMs = 0, bench = false, quiet = true }) {
   for (const f of ['www/pkg/jp_web_bg.wasm', 'www/components/fs/cores.json']) {
     if (!existsSync(join(root, f))) throw new Error(`${f} is missing: run \`npm run build\` first`);
   }
