@@ -542,8 +542,9 @@ impl App {
             return SchemaResponse::parse_for(RUN, &text.to_string()).map_err(|e| RuntimeError::Config(e.to_string()));
         }
         if entry.first_party && entry.name == LEARN {
-            let text = self.runtimes.learn.describe().await?;
-            return SchemaResponse::parse_for(LEARN, &text).map_err(|e| RuntimeError::Config(e.to_string()));
+            // The component's own answer, kept beside it as a file: listing compiles nothing.
+            return SchemaResponse::parse_for(LEARN, crate::wasm::LEARN_SCHEMA)
+                .map_err(|e| RuntimeError::Config(e.to_string()));
         }
         if entry.first_party {
             // The first-party fs tools are this very binary in tool mode: its answer to the

@@ -576,7 +576,8 @@ async fn call(app: &Arc<App>, args: &CallArgs, interactive: bool, json: bool) ->
             if json {
                 println!("{}", json!({"ok": true, "result": r, "text": r.to_text()}));
             } else {
-                let mut text = r.to_text();
+                // Text as text; an image, audio, resource or link as one line (`--json` has them).
+                let mut text = r.to_shown();
                 if std::io::stdout().is_terminal() {
                     text = terminal::neutralize(&text);
                 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use jp_core::BoxFuture;
 use jp_core::runtime::{ExecutionOutcome, RuntimeError, ToolCall, ToolConfig, ToolRuntime};
-use jp_core::state::{ToolError, ToolResult, ToolState};
+use jp_core::state::{Printed, ToolError, ToolResult, ToolState};
 use rustix::process::Signal;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -209,11 +209,14 @@ impl StdioRuntime {
             return Ok(ExecutionOutcome::Completed { id: call.id, result: Ok(ToolResult::text(stdout)) });
         }
         Ok(match ToolResult::parse_stdout(&stdout) {
-            ToolState::Stopped { result } => {
+            Printed::Result(result) => ExecutionOutcome::Completed { id: call.id, result },
+            Printed::State(ToolState::Stopped { result }) => {
                 ExecutionOutcome::Completed { id: call.id, result: result.map(ToolResult::text) }
             }
-            ToolState::Waiting { question, .. } => ExecutionOutcome::NeedsInput { id: call.id, question },
-            ToolState::Running { content } => {
+            Printed::State(ToolState::Waiting { question, .. }) => {
+                ExecutionOutcome::NeedsInput { id: call.id, question }
+            }
+            Printed::State(ToolState::Running { content }) => {
                 ExecutionOutcome::Completed { id: call.id, result: Ok(ToolResult::text(content.unwrap_or_default())) }
             }
         })

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use jp_core::cancel::CancellationToken;
 use jp_core::runtime::{Config, ExecutionOutcome, RuntimeError, ToolCall, ToolConfig};
 use jp_native::files::FsProjectFiles;
-use jp_native::wasm::{ComponentSource, GUESTS_DIR, LEARN_WASM, WasmEngine, WasmLimits, WasmRuntime};
+use jp_native::wasm::{ComponentSource, GUESTS_DIR, LEARN_SCHEMA, LEARN_WASM, WasmEngine, WasmLimits, WasmRuntime};
 use serde_json::{Value, json};
 
 fn guest(name: &str) -> PathBuf {
@@ -274,7 +274,11 @@ async fn components_describe_themselves() {
     assert!(names.contains(&"fs_read_file") && names.contains(&"fs_grep_files"), "{names:?}");
     let learn_schema =
         rt.describe("learn", ComponentSource::Builtin { name: "learn", bytes: LEARN_WASM, subjects: None }).await;
-    assert!(learn_schema.unwrap().unwrap().contains("\"name\":\"learn\""));
+    // `jp` lists `learn` from the same file without compiling it (`LEARN_SCHEMA`): the
+    // component's own answer must be exactly that.
+    let learn_schema: Value = serde_json::from_str(&learn_schema.unwrap().unwrap()).unwrap();
+    assert_eq!(learn_schema, serde_json::from_str::<Value>(LEARN_SCHEMA).unwrap());
+    assert_eq!(learn_schema["tools"][0]["name"], "learn");
     // The seed's test tool exports only `run`.
     let none = rt.describe("t", ComponentSource::File(ws.path().join(".jp/tools/jp_tool_test.wasm"))).await.unwrap();
     assert_eq!(none, None);

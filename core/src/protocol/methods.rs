@@ -426,7 +426,8 @@ pub struct PendingParams {
 pub enum ProtocolNotification {
     /// host → tool: the call to perform.
     Init(InitParams),
-    /// tool → host: final result (a string `content` is one text block).
+    /// tool → host: final result (a string `content` is one text block; `structuredContent` and
+    /// `isError` as in MCP).
     Result(ToolResult),
     /// tool → host: the tool failed.
     Error(ToolError),
@@ -446,9 +447,9 @@ impl ProtocolNotification {
         Ok(match method {
             "init" => Self::Init(params(method, raw)?),
             "result" => {
-                let content = match raw {
-                    Value::Object(mut m) => m.remove("content").unwrap_or(Value::Null),
-                    Value::Null => Value::Null,
+                let object = match raw {
+                    Value::Object(m) => m,
+                    Value::Null => serde_json::Map::new(),
                     _ => {
                         return Err(RpcError::new(
                             ErrorCode::InvalidParams,
@@ -456,7 +457,7 @@ impl ProtocolNotification {
                         ));
                     }
                 };
-                Self::Result(ToolResult::from_content(content).map_err(|e| {
+                Self::Result(ToolResult::from_object(object).map_err(|e| {
                     RpcError::new(
                         ErrorCode::InvalidParams,
                         format!(

@@ -134,7 +134,9 @@ fn failed(content: String) -> ToolOutput {
     ToolOutput { content, is_error: true }
 }
 
-/// A call's reply as the model sees it.
+/// A call's reply as the model sees it: text. An image, audio or blob block reaches the model as
+/// its one-line summary (`[image/png, 1.2 KiB]`), a link as `[link URI]`: passing images and audio
+/// to providers that take them is not done yet.
 fn output(name: &str, reply: CallReply) -> ToolOutput {
     match reply {
         CallReply::Outcome(ExecutionOutcome::Completed { result: Ok(r), .. }) => {

@@ -28,7 +28,7 @@ use crate::process::TokioProcessRunner;
 use crate::sandbox::SandboxMode;
 use crate::stdio::StdioRuntime;
 use crate::vfs::VfsRuntime;
-use crate::wasm::{ComponentSource, LEARN_WASM, WasmEngine, WasmLimits, WasmRuntime};
+use crate::wasm::{WasmEngine, WasmLimits, WasmRuntime};
 
 /// What the wasm runtime is built from, on first use (the engine costs a few milliseconds).
 pub(super) struct WasmSetup {
@@ -111,14 +111,6 @@ impl ToolRuntime for Learn {
     }
 }
 
-impl Learn {
-    /// `learn`'s own D06 answer (the component's `describe` export).
-    pub(super) async fn describe(&self) -> Result<String, RuntimeError> {
-        let source = ComponentSource::Builtin { name: LEARN, bytes: LEARN_WASM, subjects: None };
-        Ok(self.wasm.get()?.describe(LEARN, source).await?.unwrap_or_default())
-    }
-}
-
 /// `run` outside a handle: refused with the way to call it (`App::run_to_end` runs it to its
 /// end through `spawn`).
 struct RunOneShot;
@@ -195,7 +187,6 @@ pub(super) struct Runtimes {
     wasm: Arc<LazyWasm>,
     builtins: Arc<dyn ToolRuntime>,
     mcp: Arc<McpRuntime>,
-    pub(super) learn: Arc<Learn>,
 }
 
 impl Runtimes {
@@ -207,13 +198,12 @@ impl Runtimes {
         mcp: Arc<McpRuntime>,
         learn: Learn,
     ) -> Self {
-        let learn = Arc::new(learn);
         let fs: Arc<dyn ToolRuntime> = Arc::new(builtin);
         let mut executors: BTreeMap<&'static str, Arc<dyn ToolRuntime>> = BTreeMap::new();
         for t in jp_fs_tools::TOOLS {
             executors.insert(t.name, fs.clone());
         }
-        executors.insert(LEARN, learn.clone());
+        executors.insert(LEARN, Arc::new(learn));
         executors.insert(RUN, Arc::new(RunOneShot));
         Self {
             stdio: Arc::new(stdio),
@@ -221,7 +211,6 @@ impl Runtimes {
             wasm,
             builtins: Arc::new(Builtins { executors }),
             mcp,
-            learn,
         }
     }
 

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use jp_core::runtime::{ExecutionOutcome, McpServerConfig, RuntimeError};
-use jp_core::state::{ToolError, ToolResult};
+use jp_core::state::ToolError;
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, Tool};
 use rmcp::service::{RoleClient, RunningService};
@@ -431,7 +431,8 @@ impl McpRuntime {
         Err(RuntimeError::Protocol { tool: format!("mcp.{name}"), message: with_tail(message, &server.tail()) })
     }
 
-    /// Call `tool` of server `name`. Its result's content blocks become the tool's; `isError`
+    /// Call `tool` of server `name`. Its result's content blocks (typed, `super::content`) and
+    /// `structuredContent` become the tool's; `isError`
     /// becomes a tool error; a server that fails or dies is a protocol error with its stderr tail.
     pub async fn call(
         &self,
@@ -471,10 +472,9 @@ impl McpRuntime {
                 });
             }
         };
-        let content = serde_json::to_value(&result.content).unwrap_or_default();
-        let tool_result =
-            ToolResult::from_content(content.clone()).unwrap_or_else(|_| ToolResult::text(content.to_string()));
-        if result.is_error == Some(true) {
+        let is_error = result.is_error == Some(true);
+        let tool_result = super::content::from_rmcp(result.content, result.structured_content);
+        if is_error {
             return Ok(ExecutionOutcome::Completed { id: call.id, result: Err(ToolError::new(tool_result.to_text())) });
         }
         Ok(ExecutionOutcome::Completed { id: call.id, result: Ok(tool_result) })

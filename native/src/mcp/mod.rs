@@ -17,6 +17,7 @@
 
 pub mod bounds;
 pub mod client;
+pub mod content;
 pub mod elicit;
 pub mod http;
 mod mrtr;
@@ -165,16 +166,6 @@ impl JpMcp {
     }
 }
 
-/// A tool's content blocks as MCP content (they are MCP-shaped already, RFD 058).
-fn content(result: &jp_core::state::ToolResult) -> Vec<ContentBlock> {
-    let blocks: Vec<ContentBlock> = result
-        .content
-        .iter()
-        .filter_map(|b| serde_json::to_value(b).ok().and_then(|v| serde_json::from_value(v).ok()))
-        .collect();
-    if blocks.len() == result.content.len() { blocks } else { vec![ContentBlock::text(result.to_text())] }
-}
-
 /// The answer to one step of a call that may ask by result: its end, or its question.
 fn step_response(name: &str, step: mrtr::Step) -> Result<CallToolResponse, ErrorData> {
     match step {
@@ -187,12 +178,12 @@ fn tool_error(message: impl Into<String>) -> CallToolResponse {
     CallToolResult::error(vec![ContentBlock::text(message.into())]).into()
 }
 
-/// The answer to `tools/call`: results as content blocks, a tool's failure as `isError`, a
-/// stateful command as RFD 009's JSON (text and `structuredContent`).
+/// The answer to `tools/call`: results as their content blocks and `structuredContent`, a tool's
+/// failure as `isError`, a stateful command as RFD 009's JSON (text and `structuredContent`).
 fn response(name: &str, reply: Result<CallReply, RuntimeError>) -> Result<CallToolResponse, ErrorData> {
     match reply {
         Ok(CallReply::Outcome(ExecutionOutcome::Completed { result: Ok(r), .. })) => {
-            Ok(CallToolResult::success(content(&r)).into())
+            Ok(content::to_rmcp(r, false).into())
         }
         Ok(CallReply::Outcome(ExecutionOutcome::Completed { result: Err(e), .. })) => Ok(tool_error(e.message)),
         Ok(CallReply::Outcome(ExecutionOutcome::NeedsInput { question, .. })) => Ok(tool_error(format!(

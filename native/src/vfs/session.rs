@@ -302,6 +302,9 @@ impl Session {
                 let id = self.call_id.clone();
                 let done = |result| Some(Step::Final(Ok(ExecutionOutcome::Completed { id: id.clone(), result })));
                 match ProtocolNotification::parse(&n.method, n.params) {
+                    Ok(ProtocolNotification::Result(r)) if r.is_error => {
+                        return done(Err(ToolError::new(r.to_text())));
+                    }
                     Ok(ProtocolNotification::Result(r)) => return done(Ok(r)),
                     Ok(ProtocolNotification::Error(e)) => return done(Err(e)),
                     Ok(ProtocolNotification::State(ToolState::Stopped { result })) => {

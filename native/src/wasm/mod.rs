@@ -64,6 +64,12 @@ use tool_bindings::jp::tool::types::{Action, Context, Outcome};
 /// The builtin `learn` component, compiled from `tools/guests/learn` by the build script.
 pub static LEARN_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/jp_tool_learn.wasm"));
 
+/// `learn`'s D06 schema response: the file its `describe` export answers with
+/// (`tools/guests/learn/schema.json`), read here so that listing `learn` compiles nothing
+/// (compiling the 3 MB component took 1.3–1.9 s of a cold `tools/list`). `tests/wasm.rs`
+/// checks that the component answers exactly this.
+pub const LEARN_SCHEMA: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../tools/guests/learn/schema.json"));
+
 /// Where the build left the guest components (`jp_tool_test.wasm`, `jp_fs_component.wasm`, …),
 /// for tests, benchmarks and the web build.
 pub const GUESTS_DIR: &str = env!("JP_GUESTS_DIR");

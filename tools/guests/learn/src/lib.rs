@@ -175,18 +175,14 @@ impl Guest for Learn {
 }
 
 impl describe::Guest for Learn {
+    /// The D06 answer, from the file `jp` itself reads (`jp_native::wasm::LEARN_SCHEMA`) to list
+    /// `learn` without compiling this component; a test holds the two to the same text.
     fn schema() -> String {
-        serde_json::json!({"tools": [{
-            "name": "learn",
-            "summary": "List the subjects of a knowledge-base topic, or load some of them.",
-            "description": "Without `subjects`, lists what can be learned. With `subjects` (a glob or a list of globs over subject names), returns their content.",
-            "parameters": {
-                "topic": {"type": "string", "summary": "The topic (a directory under the knowledge base).", "required": false},
-                "subjects": {"type": "array", "items": {"type": "string"}, "summary": "Subjects to load, as globs.", "required": false}
-            }
-        }]})
-        .to_string()
+        SCHEMA.to_owned()
     }
 }
+
+/// `learn`'s D06 schema response.
+const SCHEMA: &str = include_str!("../schema.json");
 
 export!(Learn);

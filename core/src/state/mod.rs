@@ -5,7 +5,12 @@
 //! `stopped`) is RFD 009's. [`ToolState`]'s `Deserialize` accepts both, converting an `Outcome` with
 //! `From<Outcome> for ToolState`, so every runtime parses tool output the same way.
 //!
-//! Content blocks follow RFD 058 (the MCP `CallToolResult` shape) plus a `question` block.
+//! Content blocks follow RFD 058 (the MCP `CallToolResult` shape, typed after MCP 2025-11-25)
+//! plus a `question` block: [`ContentBlock`], [`ToolResult`] (in `content.rs`).
+
+mod content;
+
+pub use content::{ContentBlock, Printed, ResourceContents, ResourceLink, ToolResult};
 
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -342,120 +347,6 @@ impl ToolCommand {
     }
 }
 
-/// An MCP-shaped content block (RFD 058), plus `question`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum ContentBlock {
-    /// Text, optionally typed and annotated.
-    Text {
-        /// The text.
-        text: String,
-        /// Media type of the text, e.g. `text/markdown`.
-        #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
-        mime_type: Option<String>,
-        /// MCP annotations, passed through.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        annotations: Option<Value>,
-    },
-    /// An embedded resource.
-    Resource {
-        /// The resource.
-        resource: ResourceContents,
-    },
-    /// A question for the user or assistant.
-    Question {
-        /// The question.
-        question: Question,
-    },
-}
-
-impl ContentBlock {
-    /// A plain text block.
-    pub fn text(text: impl Into<String>) -> Self {
-        Self::Text { text: text.into(), mime_type: None, annotations: None }
-    }
-}
-
-/// The body of a `resource` content block: text or base64 `blob`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ResourceContents {
-    /// Resource URI.
-    pub uri: String,
-    /// Media type.
-    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
-    pub mime_type: Option<String>,
-    /// Text content.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
-    /// Base64 binary content.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub blob: Option<String>,
-}
-
-/// A tool's result: content blocks (MCP `CallToolResult`).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct ToolResult {
-    /// The blocks, in order.
-    pub content: Vec<ContentBlock>,
-    /// MCP's error flag.
-    #[serde(rename = "isError", default, skip_serializing_if = "std::ops::Not::not")]
-    pub is_error: bool,
-}
-
-impl ToolResult {
-    /// A result of one text block.
-    pub fn text(text: impl Into<String>) -> Self {
-        Self { content: vec![ContentBlock::text(text)], is_error: false }
-    }
-
-    /// Parse a `content` value: a string is one text block (D11), an array is a list of blocks.
-    pub fn from_content(content: Value) -> Result<Self, serde_json::Error> {
-        match content {
-            Value::String(s) => Ok(Self::text(s)),
-            Value::Null => Ok(Self::default()),
-            other => Ok(Self { content: serde_json::from_value(other)?, is_error: false }),
-        }
-    }
-
-    /// Parse a stdio tool's stdout (RFD 058): a `{"content":…}` object, an `Outcome` / `ToolState`
-    /// JSON, or anything else as one raw text block. Returns the state the tool reached.
-    pub fn parse_stdout(stdout: &str) -> ToolState {
-        let trimmed = stdout.trim();
-        if let Ok(value) = serde_json::from_str::<Value>(trimmed) {
-            if value.get("type").is_some()
-                && let Ok(state) = serde_json::from_value::<ToolState>(value.clone())
-            {
-                return state;
-            }
-            if let Some(content) = value.get("content")
-                && let Ok(result) = Self::from_content(content.clone())
-            {
-                let is_error = value.get("isError").and_then(Value::as_bool).unwrap_or(false);
-                let text = result.to_text();
-                return ToolState::Stopped { result: if is_error { Err(ToolError::new(text)) } else { Ok(text) } };
-            }
-        }
-        ToolState::Stopped { result: Ok(stdout.to_owned()) }
-    }
-
-    /// The text an assistant sees: text blocks joined by newlines, resources by their text or
-    /// URI, questions by their text.
-    pub fn to_text(&self) -> String {
-        let parts: Vec<String> = self
-            .content
-            .iter()
-            .map(|block| match block {
-                ContentBlock::Text { text, .. } => text.clone(),
-                ContentBlock::Resource { resource } => {
-                    resource.text.clone().unwrap_or_else(|| format!("<resource {}>", resource.uri))
-                }
-                ContentBlock::Question { question } => question.text.clone(),
-            })
-            .collect();
-        parts.join("\n")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -562,39 +453,6 @@ mod tests {
         assert!(err.0.contains("'input'"));
         let err = ToolCommand::from_arguments(&args(json!({"action":"pause"}))).unwrap_err();
         assert!(err.0.contains("spawn, fetch, apply, abort"));
-    }
-
-    #[test]
-    fn content_forms() {
-        assert_eq!(
-            ToolResult::from_content(json!("Modified 2 files.")).unwrap(),
-            ToolResult::text("Modified 2 files.")
-        );
-        let blocks = json!([
-            {"type":"text","text":"a","mimeType":"text/markdown"},
-            {"type":"resource","resource":{"uri":"file:///x","text":"body"}},
-        ]);
-        let r = ToolResult::from_content(blocks.clone()).unwrap();
-        assert_eq!(serde_json::to_value(&r.content).unwrap(), blocks);
-        assert_eq!(r.to_text(), "a\nbody");
-    }
-
-    #[test]
-    fn stdout_parsing() {
-        assert_eq!(
-            ToolResult::parse_stdout("plain words\n"),
-            ToolState::Stopped { result: Ok("plain words\n".into()) }
-        );
-        assert_eq!(
-            ToolResult::parse_stdout(r#"{"type":"success","content":"hi"}"#),
-            ToolState::Stopped { result: Ok("hi".into()) }
-        );
-        assert_eq!(
-            ToolResult::parse_stdout(r#"{"content":[{"type":"text","text":"x"}],"isError":true}"#),
-            ToolState::Stopped { result: Err(ToolError::new("x")) }
-        );
-        // JSON that is neither shape is raw text.
-        assert_eq!(ToolResult::parse_stdout("[1,2]"), ToolState::Stopped { result: Ok("[1,2]".into()) });
     }
 
     #[test]
