@@ -173,20 +173,21 @@ fn tool_error(message: impl Into<String>) -> CallToolResponse {
     CallToolResult::error(vec![ContentBlock::text(message.into())]).into()
 }
 
-/// The answer to `tools/call`: results as content blocks, a tool's failure as `isError`, a
-/// stateful command as RFD 009's JSON (text and `structuredContent`).
-fn response(name: &str, reply: Result<CallReply, RuntimeError>) -> Result<CallToolResponse, ErrorData> {
+/// The answer to `tools/call`: results as content blocks, a tool's failure or the caller's
+/// input mistake as `isError`, a stateful command as RFD 009's JSON (text and
+/// `structuredContent`).
+fn response(name: &str, reply: Result<CallReply, RuntimeError>) -> CallToolResponse {
     match reply {
         Ok(CallReply::Outcome(ExecutionOutcome::Completed { result: Ok(r), .. })) => {
-            Ok(CallToolResult::success(content(&r)).into())
+            CallToolResult::success(content(&r)).into()
         }
-        Ok(CallReply::Outcome(ExecutionOutcome::Completed { result: Err(e), .. })) => Ok(tool_error(e.message)),
-        Ok(CallReply::Outcome(ExecutionOutcome::NeedsInput { question, .. })) => Ok(tool_error(format!(
+        Ok(CallReply::Outcome(ExecutionOutcome::Completed { result: Err(e), .. })) => tool_error(e.message),
+        Ok(CallReply::Outcome(ExecutionOutcome::NeedsInput { question, .. })) => tool_error(format!(
             "tool '{name}' asks: {} — the client did not answer (it has no elicitation, or declined); answer by calling the tool again with the answer in its arguments if it takes one",
             question.text
-        ))),
+        )),
         Ok(CallReply::Outcome(ExecutionOutcome::Cancelled { .. })) => {
-            Ok(tool_error(format!("tool '{name}' was cancelled")))
+            tool_error(format!("tool '{name}' was cancelled"))
         }
         Ok(CallReply::Handle { id, state }) => {
             let json = state.to_handle_response(&id);
@@ -197,11 +198,12 @@ fn response(name: &str, reply: Result<CallReply, RuntimeError>) -> Result<CallTo
                 CallToolResult::success(vec![ContentBlock::text(json.to_string())])
             };
             r.structured_content = Some(json);
-            Ok(r.into())
+            r.into()
         }
-        // Unknown tool, bad arguments, unknown handle: the caller's mistake, said as such.
-        Err(RuntimeError::Config(message)) => Err(ErrorData::invalid_params(message, None)),
-        Err(e) => Ok(tool_error(e.to_string())),
+        // Bad arguments, an unknown or stopped handle, an unsupported action (MCP SEP-1303), and
+        // every other failure: a result the model reads and can act on. Only an unknown tool
+        // is a protocol error, answered before the call.
+        Err(e) => tool_error(e.to_string()),
     }
 }
 
@@ -239,6 +241,10 @@ impl ServerHandler for JpMcp {
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
         self.app.discover().await;
+        // An unknown tool is the one protocol error (-32602); everything after it is a result.
+        if let Err(e) = self.app.tool(&name) {
+            return Err(ErrorData::invalid_params(e.to_string(), None));
+        }
         // Cancelled while waiting for a slot: the tool never starts.
         let _slot = tokio::select! {
             biased;
@@ -262,7 +268,7 @@ impl ServerHandler for JpMcp {
                 return Ok(tool_error(format!("tool '{name}' was cancelled")));
             }
         };
-        response(&name, reply)
+        Ok(response(&name, reply))
     }
 }
 
