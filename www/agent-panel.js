@@ -85,6 +85,12 @@ export function agentPanel($, host, { onFilesChanged }) {
 
   async function callTool(name, args, id) {
     const entry = calls.get(id);
+    // Arguments that do not fit the tool's schema go back to the model to fix; nobody is asked.
+    const problem = host.checkArguments(name, args);
+    if (problem) {
+      entry?.querySelector('.result')?.replaceChildren(`✗ ${problem}`);
+      return { content: problem, isError: true };
+    }
     // RFD 009: ask before a one-shot tool that can write — the policy lets tools write and the
     // tool is not one that only reads.
     const mayWrite = host.policyHints().writes && !toolOnlyReads(name);

@@ -120,6 +120,15 @@ export class Host {
   /** `module` may be its URL (needed for calls in a Worker). */
   registerComponent(name: string, module: ComponentModule | URL, cores: CoreModules, tools?: Omit<ToolInfo, 'component' | 'inputSchema'>[] | null): Promise<string[]>;
   listTools(): ToolInfo[];
-  /** `files` are written first and committed with the tool's changes, or not at all. */
+  /**
+   * Why `args` do not fit tool `name`'s JSON Schema (the core's check, as `jp` makes it; each
+   * argument named with the fix), or `undefined` when they do.
+   */
+  checkArguments(name: string, args: Record<string, unknown>): string | undefined;
+  /**
+   * `files` are written first and committed with the tool's changes, or not at all. Arguments
+   * that do not fit the tool's schema are an `error` outcome (`checkArguments`); the tool does
+   * not run.
+   */
   callTool(name: string, args?: Record<string, unknown>, options?: { files?: Record<string, string | Uint8Array> | null; signal?: AbortSignal | null }): Promise<ToolOutcome>;
 }

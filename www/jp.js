@@ -6,7 +6,7 @@
 // empty environment and no arguments; no wasi:filesystem or wasi:sockets at all (the components
 // import none: their files come through jp:host/filesystem).
 
-import init, { JpHost, toolInputSchema, runAgentTurn, toolOnlyReads, describeCall, policyExceeds } from './pkg/jp_web.js';
+import init, { JpHost, ArgumentSchema, toolInputSchema, runAgentTurn, toolOnlyReads, describeCall, policyExceeds } from './pkg/jp_web.js';
 
 // describeCall(name, args): what a permission question shows of a call, as `jp query` shows it
 // (after loadJp).
@@ -158,6 +158,8 @@ export class Host {
     this.instances = null;
     this.components = new Map();
     this.tools = new Map();
+    // Tool name → its compiled ArgumentSchema, or the message saying why its schema cannot be.
+    this.argumentSchemas = new Map();
     this.listeners = new Set();
     inner.onEvent((event) => {
       for (const listener of this.listeners) listener(event);
@@ -223,7 +225,12 @@ export class Host {
     }
     this.components.set(name, component);
     for (const tool of described) {
-      this.tools.set(tool.name, { ...tool, inputSchema: tool.inputSchema ?? toolInputSchema(tool), component: name });
+      const inputSchema = tool.inputSchema ?? toolInputSchema(tool);
+      this.tools.set(tool.name, { ...tool, inputSchema, component: name });
+      // Compiled once per definition; every call is checked against it.
+      let schema;
+      try { schema = new ArgumentSchema(inputSchema); } catch (e) { schema = `${e?.message ?? e}`; }
+      this.argumentSchemas.set(tool.name, schema);
     }
     return described.map((t) => t.name);
   }
@@ -279,6 +286,18 @@ export class Host {
     });
   }
 
+  /**
+   * Why `args` do not fit tool `name`'s schema (the core's check, as `jp` makes it), or
+   * `undefined` when they do.
+   */
+  checkArguments(name, args) {
+    const schema = this.argumentSchemas.get(name);
+    if (schema === undefined) return undefined;
+    if (typeof schema === 'string') return `tool '${name}': the tool's argument schema cannot be used (${schema}); fix the tool's parameters`;
+    const problem = schema.check(args);
+    return problem ? `tool '${name}': ${problem}` : undefined;
+  }
+
   /** Every registered tool: name, summary, description, parameters, component. */
   listTools() {
     return [...this.tools.values()];
@@ -290,13 +309,17 @@ export class Host {
    * projects) — an instance that trapped or was stopped is never reused. Resolves to `{ tag, val, changed }`
    * (`tag` is `success`, `error` or `needs-input`); files change only when the tool succeeds.
    * `files` (path → text or bytes) are written first, in the same commit: with the tool's
-   * changes, or not at all.
+   * changes, or not at all. Arguments that do not fit the tool's schema are an `error` outcome
+   * naming each argument and the fix (MCP SEP-1303: the model reads it and corrects its call);
+   * the tool does not run and nothing is written.
    */
   async callTool(name, args = {}, { files = null, signal = null } = {}) {
     const tool = this.tools.get(name);
     if (!tool) {
       throw new Error(`no tool '${name}'; registered: ${[...this.tools.keys()].join(', ') || 'none'}`);
     }
+    const problem = this.checkArguments(name, args);
+    if (problem) return { tag: 'error', val: { message: problem, trace: [], transient: false }, changed: [] };
     const component = this.components.get(tool.component);
     if (this.worker && component.moduleUrl && component.coresUrl && !files) {
       return this.callInWorker(name, args, component, signal);

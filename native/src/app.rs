@@ -24,7 +24,7 @@ use jp_core::runtime::{
     Config, ExecutionOutcome, McpServerConfig, McpToolsImport, RuntimeChoice, RuntimeError, ToolCall, ToolConfig,
     ToolRuntimeKind, ToolSource, resolve_runtime,
 };
-use jp_core::schema::{SchemaResponse, ToolDefinition, ToolSchema};
+use jp_core::schema::{ArgumentError, ArgumentSchema, SchemaResponse, ToolDefinition, ToolSchema};
 use serde_json::{Map, Value};
 use tokio::sync::Mutex;
 
@@ -253,6 +253,8 @@ pub struct App {
     fetch_wait: Duration,
     /// Definitions by tool name (the configuration does not change while `jp` runs).
     definitions: std::sync::Mutex<HashMap<String, ToolDefinition>>,
+    /// Each definition's argument schema, compiled once (by tool name, like `definitions`).
+    argument_schemas: std::sync::Mutex<HashMap<String, Arc<ArgumentSchema>>>,
     /// jp's state directory (approvals, conversation history), outside every workspace.
     state_dir: Option<PathBuf>,
     /// What tools discovered later resolve their policy against.
@@ -407,6 +409,7 @@ impl App {
             sandbox: options.sandbox,
             fetch_wait: options.fetch_wait,
             definitions: std::sync::Mutex::new(HashMap::new()),
+            argument_schemas: std::sync::Mutex::new(HashMap::new()),
             state_dir: options.state_dir,
             policy_context: context,
         })
@@ -640,50 +643,31 @@ impl App {
         }
     }
 
-    /// Missing required parameters, and arguments whose JSON type is not their parameter's, are
-    /// a [`RuntimeError::Config`] naming them.
+    /// The arguments checked against the tool's whole JSON Schema ([`ArgumentSchema`], compiled
+    /// once per definition): a misfit is a [`RuntimeError::Input`] naming each argument and what
+    /// it must be; a schema that cannot be compiled is a [`RuntimeError::Config`].
     pub(crate) async fn check_arguments(&self, name: &str, arguments: &Map<String, Value>) -> Result<(), RuntimeError> {
-        let definition = self.definition(name).await?;
-        for (key, value) in arguments {
-            let Some(kind) = definition.parameters.get(key).and_then(|p| p.kind.as_deref()) else { continue };
-            let fits = match kind {
-                "string" => value.is_string(),
-                "integer" => value.is_i64() || value.is_u64(),
-                "number" => value.is_number(),
-                "boolean" => value.is_boolean(),
-                "array" => value.is_array(),
-                "object" => value.is_object(),
-                "null" => value.is_null(),
-                _ => true,
-            };
-            if !fits {
-                let mut shown = value.to_string();
-                if shown.len() > 60 {
-                    let mut cut = 57;
-                    while !shown.is_char_boundary(cut) {
-                        cut -= 1;
-                    }
-                    shown = format!("{}...", &shown[..cut]);
-                }
-                return Err(RuntimeError::Config(format!(
-                    "tool '{name}': argument '{key}' must be {} {kind}, got {shown}; see `jp tool schema {name}`",
-                    if kind.starts_with(['a', 'i', 'o']) { "an" } else { "a" }
-                )));
+        let compiled = self.argument_schema(name).await?;
+        compiled.check(arguments).map_err(|e| match e {
+            ArgumentError::Invalid { .. } => {
+                RuntimeError::Input(format!("tool '{name}': {e} (`jp tool schema {name}` shows it)"))
             }
+            ArgumentError::Schema(_) => RuntimeError::Config(format!("tool '{name}': {e}")),
+        })
+    }
+
+    /// The compiled argument schema of tool `name`.
+    async fn argument_schema(&self, name: &str) -> Result<Arc<ArgumentSchema>, RuntimeError> {
+        let lock = || self.argument_schemas.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(compiled) = lock().get(name).cloned() {
+            return Ok(compiled);
         }
-        let missing: Vec<&String> = definition
-            .parameters
-            .iter()
-            .filter(|(k, p)| p.required == Some(true) && !arguments.contains_key(*k))
-            .map(|(k, _)| k)
-            .collect();
-        if missing.is_empty() {
-            return Ok(());
-        }
-        Err(RuntimeError::Config(format!(
-            "tool '{name}' needs the argument(s) {}; see `jp tool schema {name}`",
-            missing.iter().map(|m| format!("'{m}'")).collect::<Vec<_>>().join(", ")
-        )))
+        let schema = self.definition(name).await?.to_json_schema();
+        let compiled = Arc::new(
+            ArgumentSchema::compile(&schema).map_err(|e| RuntimeError::Config(format!("tool '{name}': {e}")))?,
+        );
+        lock().insert(name.to_owned(), compiled.clone());
+        Ok(compiled)
     }
 
     /// Turn `key=value` words into arguments, using the tool's parameter types: a `string`

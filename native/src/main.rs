@@ -205,7 +205,7 @@ impl From<AppError> for Failure {
 impl From<RuntimeError> for Failure {
     fn from(e: RuntimeError) -> Self {
         let code = match e {
-            RuntimeError::Config(_) | RuntimeError::UnsupportedRuntime { .. } => 2,
+            RuntimeError::Config(_) | RuntimeError::Input(_) | RuntimeError::UnsupportedRuntime { .. } => 2,
             _ => 1,
         };
         Self { code, message: e.to_string() }

@@ -772,6 +772,20 @@ anyOf = [{{ type = "integer" }}, {{ type = "string" }}]
     );
     let o = jp(ws.path(), &["tool", "call", "lint", "level=2"]);
     assert_eq!(stdout(&o).trim(), "ran check", "the binary is called with its own name for the tool: {}", stderr(&o));
+    // The whole schema is checked before the tool runs: `minimum` of a self-described parameter
+    // is a usage error (2) that names the argument and the fix; the tool is not started.
+    let o = jp(ws.path(), &["tool", "call", "lint", "level=0"]);
+    assert_eq!(code(&o), 2, "{} {}", stdout(&o), stderr(&o));
+    assert_eq!(stdout(&o), "", "the tool did not run");
+    assert!(
+        stderr(&o).contains("tool 'lint': argument 'level' must be at least 1, got 0; see the tool's schema"),
+        "{}",
+        stderr(&o)
+    );
+    let o = jp(ws.path(), &["tool", "call", "lint", "level=4", "--json"]);
+    assert_eq!(code(&o), 2);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(v["error"].as_str().unwrap().contains("argument 'level' must be at most 3, got 4"), "{v}");
     let o = jp(ws.path(), &["tool", "schema", "lint2"]);
     assert_eq!(code(&o), 2);
     assert!(stderr(&o).contains("'nope'") && stderr(&o).contains("check, fmt"), "{}", stderr(&o));

@@ -63,6 +63,13 @@ command = {command:?}
 [conversation.tools.hang.access]
 filesystem = [{{ path = ".", allow = ["read", "write"] }}]
 
+[conversation.tools.count]
+source = "local"
+runtime = "vfs"
+command = {command:?}
+[conversation.tools.count.access]
+filesystem = [{{ path = ".", allow = ["read", "write"] }}]
+
 [conversation.tools.run]
 source = "builtin"
 [conversation.tools.run.access]

@@ -396,6 +396,7 @@ fn jp_mcp_relays_calls_of_a_running_server_and_holds_its_answers_to_the_protocol
     // Arguments that do not fit the schema get the same check as every call (not relayed).
     let wrong = s.call("raw.echo", json!({"text": 5}));
     let said = wrong.to_string();
+    assert_eq!(wrong["result"]["isError"], true, "an isError result (SEP-1303), not a JSON-RPC error: {said}");
     assert!(said.contains("argument 'text' must be a string"), "{said}");
 
     // A relayed call the agent cancels is cancelled on the server too, and answered by no one.

@@ -272,6 +272,24 @@ fn a_denied_request_reaches_the_model_as_an_error_and_nothing_changes() {
 }
 
 #[test]
+fn arguments_that_do_not_fit_the_schema_reach_the_model_as_errors_it_can_fix() {
+    let model = Endpoint::start(vec![
+        openai("", &[("fs_read_file", json!({"path": 3})), ("fs_read_file", json!({}))]),
+        openai("", &[("fs_read_file", json!({"path": "notes.md"}))]),
+        openai("Read it.", &[]),
+    ]);
+    let ws = workspace(&openai_provider(&model.url, false), "");
+    let out = jp(ws.path(), &["query", "read the notes"]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let seen = model.seen();
+    let errors = tool_messages(&seen[1]);
+    assert!(errors[0].contains("tool 'fs_read_file': argument 'path' must be a string, got 3"), "{errors:?}");
+    assert!(errors[1].contains("argument 'path' is required but missing; see the tool's schema"), "{errors:?}");
+    assert_eq!(tool_messages(&seen[2])[2], "TODO: buy milk\n", "the corrected call ran");
+}
+
+#[test]
 fn without_a_terminal_a_call_that_can_write_is_refused_and_the_model_is_told_how_to_allow_it() {
     let model = Endpoint::start(vec![
         openai("", &[("fs_modify_file", json!({"path": "notes.md", "patterns": [{"old": "TODO", "new": "DONE"}]}))]),

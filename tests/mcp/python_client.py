@@ -86,17 +86,19 @@ async def session_checks():
                 raise AssertionError("an unknown tool must be a JSON-RPC error")
             except Exception as e:
                 assert "no tool named 'no_such_tool'" in str(e), e
-            try:
-                await s.call_tool("fs_read_file", {})
-                raise AssertionError("a missing argument must be a JSON-RPC error")
-            except Exception as e:
-                assert "needs the argument(s) 'path'" in str(e), e
-            try:
-                await s.call_tool("fs_read_file", {"path": 42})
-                raise AssertionError("an argument of the wrong type must be a JSON-RPC error")
-            except Exception as e:
-                assert "argument 'path' must be a string, got 42" in str(e), e
-            ok("unknown tool, missing argument and wrong type are JSON-RPC errors naming the fix")
+            # MCP 2025-11-25 (SEP-1303): the caller's input mistakes are tool results the model
+            # reads (isError), checked against the tool's whole schema before it runs.
+            r = await s.call_tool("fs_read_file", {})
+            assert r.is_error and "argument 'path' is required but missing; see the tool's schema" in text(r), r
+            r = await s.call_tool("fs_read_file", {"path": 42})
+            assert r.is_error and "argument 'path' must be a string, got 42" in text(r), r
+            r = await s.call_tool("count", {"times": 0})
+            assert r.is_error and "tool 'count': argument 'times' must be at least 1, got 0" in text(r), r
+            assert not os.path.exists(os.path.join(WS, "counted.txt")), "count ran with times=0"
+            r = await s.call_tool("count", {"times": 2})
+            assert not r.is_error and text(r) == "counted 2", r
+            assert open(os.path.join(WS, "counted.txt")).read() == "2"
+            ok("unknown tool is a JSON-RPC error; missing argument, wrong type and a minimum are isError results naming the fix")
 
             answers[:] = [None]
             r = await s.call_tool("fs_read_file", {"path": ".env"})
@@ -122,11 +124,8 @@ async def session_checks():
             assert st == {"id": hid, "state": "stopped", "result": "Staged 2 of 3 changes."}, st
             assert json.loads(text(r)) == st
             assert open(os.path.join(WS, "staged.txt")).read() == "one\nthree\n"
-            try:
-                await s.call_tool("stager", {"action": "fetch", "id": hid})
-                raise AssertionError("a finished handle must be an error")
-            except Exception as e:
-                assert f"no live handle '{hid}'" in str(e), e
+            r = await s.call_tool("stager", {"action": "fetch", "id": hid})
+            assert r.is_error and f"no live handle '{hid}'" in text(r), r
             ok("stateful VFS tool: spawn -> apply -> fetch -> stopped, then its id is gone")
 
             r = await s.call_tool("stager", {"action": "spawn", "path": "notes.txt"})
@@ -196,13 +195,16 @@ async def session_checks():
 
             r = await s.call_tool("stager", {"action": "spawn", "path": "notes.txt"})
             live = r.structured_content["id"]
-            try:
-                await s.call_tool("stager", {"action": "fetch", "id": "h_999"})
-                raise AssertionError("an unknown handle must be an error")
-            except Exception as e:
-                assert "no live handle 'h_999'" in str(e) and live in str(e), e
+            r = await s.call_tool("stager", {"action": "fetch", "id": "h_999"})
+            assert r.is_error and "no live handle 'h_999'" in text(r) and live in text(r), r
+            r = await s.call_tool("stager", {"action": "rewind", "id": live})
+            assert r.is_error and "unknown action 'rewind'" in text(r), r
+            r = await s.call_tool("stager", {"action": "spawn"})
+            assert r.is_error and "argument 'path' is required but missing" in text(r), r
             await s.call_tool("stager", {"action": "abort", "id": live})
-            ok("an unknown handle is an error that lists the live handles")
+            r = await s.call_tool("stager", {"action": "fetch", "id": live})
+            assert r.is_error and f"no live handle '{live}'" in text(r), r
+            ok("an unknown or stopped handle, an unknown action and a bad spawn are isError results")
 
             # A hanging tool, cancelled by the client: no process left.
             task = asyncio.ensure_future(s.call_tool("hang", {}))

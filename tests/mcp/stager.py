@@ -1,5 +1,7 @@
 """A stateful VFS tool for the MCP tests (RFD 009): asks about each line of `path` (waiting), then
-writes the accepted lines to staged.txt and stops. Its pid goes into its first state's content."""
+writes the accepted lines to staged.txt and stops. Its pid goes into its first state's content.
+The same program is `hang` (waits forever) and `count` (writes `times` to counted.txt; its
+schema says `"minimum": 1`, which the host checks before it runs)."""
 import json, os, sys
 
 def send(m):
@@ -17,7 +19,9 @@ if tool.get("action") == "schema":
     send({"jsonrpc": "2.0", "method": "result", "params": {"content": [{"type": "text", "text": json.dumps({"tools": [
         {"name": "stager", "summary": "Stage lines of a file one by one.",
          "parameters": {"path": {"type": "string", "summary": "File whose lines to stage.", "required": True}}},
-        {"name": "hang", "summary": "Write its pid to hang.pid, then wait forever.", "parameters": {}}]})}]}})
+        {"name": "hang", "summary": "Write its pid to hang.pid, then wait forever.", "parameters": {}},
+        {"name": "count", "summary": "Write `times` to counted.txt.",
+         "parameters": {"times": {"type": "integer", "minimum": 1, "summary": "How many; at least 1."}}}]})}]}})
     sys.exit(0)
 if tool["name"] == "hang":
     send({"jsonrpc": "2.0", "id": 1, "method": "fs.write", "params": {"path": "hang.pid", "content": str(os.getpid())}})
@@ -27,6 +31,12 @@ if tool["name"] == "hang":
         if msg.get("method") == "cancel":
             # A tool that ignores cancel: the host must escalate to SIGTERM/SIGKILL.
             pass
+if tool["name"] == "count":
+    times = tool["arguments"]["times"]
+    send({"jsonrpc": "2.0", "id": 1, "method": "fs.write", "params": {"path": "counted.txt", "content": str(times)}})
+    recv()
+    send({"jsonrpc": "2.0", "method": "result", "params": {"content": [{"type": "text", "text": f"counted {times}"}]}})
+    sys.exit(0)
 path = tool["arguments"]["path"]
 send({"jsonrpc": "2.0", "id": 1, "method": "fs.read", "params": {"path": path}})
 lines = recv()["result"]["content"].splitlines()

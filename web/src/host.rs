@@ -23,7 +23,7 @@ use jp_core::protocol::{
     EntryKind, FsGrepParams, FsReadParams, FsRenameParams, FsWriteParams, Header, HostRequest, HostResponse,
     HttpGetParams, HttpPostParams, Id, PathParams, ProcessRunParams,
 };
-use jp_core::schema::ToolDefinition;
+use jp_core::schema::{ArgumentSchema, ToolDefinition};
 use js_sys::{Array, Object, Reflect, Uint8Array};
 use serde::Deserialize;
 use serde_json::Value;
@@ -434,6 +434,34 @@ impl JpHost {
         let out = op(snapshot.files.clone()).await;
         self.store.settle(snapshot, Vec::new(), out.is_ok()).await?;
         Ok(out.map_err(err)?)
+    }
+}
+
+/// A tool's argument schema compiled once (`new ArgumentSchema(inputSchema)`): the core's
+/// check of a call's arguments against the whole JSON Schema, the same as `jp` makes.
+/// `Host.registerComponent` keeps one per tool and `Host.callTool` checks every call with it.
+#[wasm_bindgen(js_name = ArgumentSchema)]
+pub struct JsArgumentSchema(ArgumentSchema);
+
+#[wasm_bindgen(js_class = ArgumentSchema)]
+impl JsArgumentSchema {
+    /// Compile `schema` (a JSON Schema object); throws when it is not one the core can check with.
+    #[wasm_bindgen(constructor)]
+    pub fn new(schema: JsValue) -> Result<JsArgumentSchema, JsError> {
+        let text = js_sys::JSON::stringify(&schema).map_err(|_| err("the schema is not JSON"))?;
+        let schema: Value =
+            serde_json::from_str(&String::from(text)).map_err(|e| err(format!("the schema is not JSON: {e}")))?;
+        ArgumentSchema::compile(&schema).map(JsArgumentSchema).map_err(err)
+    }
+
+    /// `undefined` when `args` fit, else the message naming each argument and the fix (e.g.
+    /// "argument 'path' must be a string, got 3; see the tool's schema").
+    pub fn check(&self, args: JsValue) -> Option<String> {
+        let value = js_sys::JSON::stringify(&args)
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&String::from(t)).ok())
+            .unwrap_or(Value::Null);
+        self.0.check_value(&value).err().map(|e| e.to_string())
     }
 }
 

@@ -64,6 +64,30 @@ test('bad requests get a clear 4xx', async () => {
   assert.match(badPolicy.body.error, /policy/);
 });
 
+test('arguments that do not fit the schema: an error outcome naming the fix, and isError over /mcp (SEP-1303)', async () => {
+  const wrong = await call({ tool: 'fs_read_file', args: { path: 3 }, files });
+  assert.equal(wrong.status, 200);
+  assert.equal(wrong.body.outcome.tag, 'error');
+  assert.equal(wrong.body.outcome.val.message, "tool 'fs_read_file': argument 'path' must be a string, got 3; see the tool's schema");
+  assert.ok(!wrong.body.events.length, 'the tool did not run');
+  const rpc = async (id, name, args) => {
+    const res = await handle(new Request('http://127.0.0.1/mcp?project=args', {
+      method: 'POST',
+      headers: { ...AUTH, accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } }),
+    }));
+    return res.json();
+  };
+  const missing = await rpc(1, 'fs_read_file', {});
+  assert.equal(missing.result?.isError, true, JSON.stringify(missing));
+  assert.match(missing.result.content[0].text, /argument 'path' is required but missing; see the tool's schema/);
+  const typed = await rpc(2, 'fs_create_file', { path: 'a.txt', content: 5 });
+  assert.equal(typed.result?.isError, true, JSON.stringify(typed));
+  assert.match(typed.result.content[0].text, /argument 'content' must be a string, got 5/);
+  const unknown = await rpc(3, 'no_such_tool', {});
+  assert.equal(unknown.error?.code, -32602, JSON.stringify(unknown));
+});
+
 test('the kept copy of a project follows the storage version', async () => {
   const inner = memoryStorage();
   let lists = 0;

@@ -184,6 +184,12 @@ pub enum RuntimeError {
     /// The configuration does not allow running the tool.
     #[error("{0}")]
     Config(String),
+    /// The caller's input does not fit: arguments against the tool's schema
+    /// ([`ArgumentSchema`](crate::schema::ArgumentSchema)), an unknown or stopped handle, an
+    /// action the tool does not support. A tool error the caller reads and fixes (MCP
+    /// SEP-1303), never a protocol error; the text says what to fix.
+    #[error("{0}")]
+    Input(String),
     /// The tool could not be started.
     #[error("could not start tool '{tool}': {message}")]
     Spawn {

@@ -119,7 +119,7 @@ impl Handles {
             ToolCommand::Fetch { id } | ToolCommand::Apply { id, .. } | ToolCommand::Abort { id } => id.clone(),
             ToolCommand::Spawn { .. } => String::new(),
         };
-        let mut checkout = self.lock().checkout(tool, &command).map_err(|e| RuntimeError::Config(e.to_string()))?;
+        let mut checkout = self.lock().checkout(tool, &command).map_err(|e| RuntimeError::Input(e.to_string()))?;
         let state = tokio::select! {
             s = checkout.run(command) => Some(s),
             () = cancel.cancelled() => None,
@@ -137,7 +137,7 @@ impl Handles {
             c.abort().await;
         }
         match state {
-            Some(s) => s.map_err(|e| RuntimeError::Config(format!("{id}: {e}"))),
+            Some(s) => s.map_err(|e| RuntimeError::Input(format!("{id}: {e}"))),
             None => Err(RuntimeError::Other(format!("the {id} command was cancelled; the handle is unchanged"))),
         }
     }
@@ -343,7 +343,7 @@ impl App {
             return self.run_to_end(call, answerer).await.map(CallReply::Outcome);
         }
         let Some(command) = ToolCommand::from_arguments(&call.arguments)
-            .map_err(|e| RuntimeError::Config(format!("tool '{name}': {e}")))?
+            .map_err(|e| RuntimeError::Input(format!("tool '{name}': {e}")))?
         else {
             return self.run_to_end(call, answerer).await.map(CallReply::Outcome);
         };
@@ -354,7 +354,7 @@ impl App {
             ToolCommand::Abort { .. } => StatefulAction::Abort,
         };
         if !actions.contains(&action) {
-            return Err(RuntimeError::Config(format!(
+            return Err(RuntimeError::Input(format!(
                 "tool '{name}' does not support action '{}'; it supports: {}",
                 action.name(),
                 actions.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ")

@@ -169,7 +169,7 @@ impl JpMcp {
 /// The answer to one step of a call that may ask by result: its end, or its question.
 fn step_response(name: &str, step: mrtr::Step) -> Result<CallToolResponse, ErrorData> {
     match step {
-        mrtr::Step::Done(reply) => response(name, reply),
+        mrtr::Step::Done(reply) => Ok(response(name, reply)),
         mrtr::Step::Asks(input_required) => Ok(input_required.into()),
     }
 }
@@ -179,19 +179,18 @@ fn tool_error(message: impl Into<String>) -> CallToolResponse {
 }
 
 /// The answer to `tools/call`: results as their content blocks and `structuredContent`, a tool's
-/// failure as `isError`, a stateful command as RFD 009's JSON (text and `structuredContent`).
-fn response(name: &str, reply: Result<CallReply, RuntimeError>) -> Result<CallToolResponse, ErrorData> {
+/// failure or the caller's input mistake as `isError`, a stateful command as RFD 009's JSON
+/// (text and `structuredContent`).
+fn response(name: &str, reply: Result<CallReply, RuntimeError>) -> CallToolResponse {
     match reply {
-        Ok(CallReply::Outcome(ExecutionOutcome::Completed { result: Ok(r), .. })) => {
-            Ok(content::to_rmcp(r, false).into())
-        }
-        Ok(CallReply::Outcome(ExecutionOutcome::Completed { result: Err(e), .. })) => Ok(tool_error(e.message)),
-        Ok(CallReply::Outcome(ExecutionOutcome::NeedsInput { question, .. })) => Ok(tool_error(format!(
+        Ok(CallReply::Outcome(ExecutionOutcome::Completed { result: Ok(r), .. })) => content::to_rmcp(r, false).into(),
+        Ok(CallReply::Outcome(ExecutionOutcome::Completed { result: Err(e), .. })) => tool_error(e.message),
+        Ok(CallReply::Outcome(ExecutionOutcome::NeedsInput { question, .. })) => tool_error(format!(
             "tool '{name}' asks: {} — the client did not answer (it has no elicitation, or declined); answer by calling the tool again with the answer in its arguments if it takes one",
             question.text
-        ))),
+        )),
         Ok(CallReply::Outcome(ExecutionOutcome::Cancelled { .. })) => {
-            Ok(tool_error(format!("tool '{name}' was cancelled")))
+            tool_error(format!("tool '{name}' was cancelled"))
         }
         Ok(CallReply::Handle { id, state }) => {
             let json = state.to_handle_response(&id);
@@ -202,11 +201,12 @@ fn response(name: &str, reply: Result<CallReply, RuntimeError>) -> Result<CallTo
                 CallToolResult::success(vec![ContentBlock::text(json.to_string())])
             };
             r.structured_content = Some(json);
-            Ok(r.into())
+            r.into()
         }
-        // Unknown tool, bad arguments, unknown handle: the caller's mistake, said as such.
-        Err(RuntimeError::Config(message)) => Err(ErrorData::invalid_params(message, None)),
-        Err(e) => Ok(tool_error(e.to_string())),
+        // Bad arguments, an unknown or stopped handle, an unsupported action (MCP SEP-1303), and
+        // every other failure: a result the model reads and can act on. Only an unknown tool
+        // is a protocol error, answered before the call.
+        Err(e) => tool_error(e.to_string()),
     }
 }
 
@@ -244,6 +244,10 @@ impl ServerHandler for JpMcp {
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
         self.app.discover().await;
+        // An unknown tool is the one protocol error (-32602); everything after it is a result.
+        if let Err(e) = self.app.tool(&name) {
+            return Err(ErrorData::invalid_params(e.to_string(), None));
+        }
         // MCP 2026-07-28: the retry of a call that asked (its answer in `inputResponses`).
         if let Some(state) = &request.request_state {
             return match mrtr::resume(&name, state, request.input_responses.as_ref()).await {
@@ -294,7 +298,7 @@ impl ServerHandler for JpMcp {
                 return Ok(tool_error(format!("tool '{name}' was cancelled")));
             }
         };
-        response(&name, reply)
+        Ok(response(&name, reply))
     }
 }
 

@@ -4,7 +4,8 @@
 //! it answers a [`SchemaResponse`]. [`ToolDefinition::resolve`] merges the user's TOML overrides
 //! on top, exactly like MCP tool resolution. A stateful tool's schema gains `action` / `id` /
 //! `input`, as `oneOf` ([`stateful_schema`]) or, for providers that reject `oneOf`, flat
-//! ([`flat_stateful_schema`]).
+//! ([`flat_stateful_schema`]). [`ArgumentSchema`] checks a call's arguments against the whole
+//! schema before the tool runs (`check`).
 
 use std::collections::BTreeMap;
 
@@ -12,6 +13,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::runtime::ToolConfig;
+
+mod check;
+
+pub use check::{ArgumentError, ArgumentProblem, ArgumentSchema, MAX_PROBLEMS, check_arguments};
 
 /// The JSON Schema keywords a parameter may carry besides the named fields of
 /// [`ParameterConfig`]; they are passed through to the schema as written.

@@ -1,0 +1,359 @@
+//! A call's arguments checked against the tool's whole JSON Schema, before the tool runs.
+//!
+//! Since MCP 2025-11-25 (SEP-1303) a bad input is a tool error that the model reads and
+//! corrects, so every message names the argument (`o.x[0]`), what it must be and what it got.
+//! Every front end — `jp tool call`, `jp mcp`, `jp query`, the page and the edge — checks
+//! through [`ArgumentSchema`], compiled once per tool definition and kept with it.
+//!
+//! The validator is the `jsonschema` crate (all drafts, `$ref` inside the schema; no remote
+//! references: its HTTP and file retrieval are not built, so it builds for wasm32).
+
+use std::fmt;
+
+use jsonschema::error::{TypeKind, ValidationErrorKind};
+use jsonschema::paths::LocationSegment;
+use serde_json::{Map, Value};
+
+/// At most this many problems are named in one error (the first ones found).
+pub const MAX_PROBLEMS: usize = 5;
+
+/// A value quoted in a message is cut to about this many bytes.
+const SHOWN_BYTES: usize = 60;
+
+/// A tool's argument schema, compiled once.
+pub struct ArgumentSchema {
+    validator: jsonschema::Validator,
+}
+
+impl fmt::Debug for ArgumentSchema {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ArgumentSchema").finish_non_exhaustive()
+    }
+}
+
+/// One way the arguments do not fit the schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgumentProblem {
+    /// The argument, as a path below the arguments object: `path`, `opts.depth`, `files[2]`;
+    /// empty for the arguments object itself.
+    pub path: String,
+    /// What it must be and what it got: `must be at least 1, got 0`.
+    pub message: String,
+}
+
+impl fmt::Display for ArgumentProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            write!(f, "the arguments {}", self.message)
+        } else {
+            write!(f, "argument '{}' {}", self.path, self.message)
+        }
+    }
+}
+
+/// Why a call's arguments were not accepted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ArgumentError {
+    /// The arguments do not fit the schema: the caller's mistake, which it can fix.
+    #[error("{}; see the tool's schema", list(problems))]
+    Invalid {
+        /// The first [`MAX_PROBLEMS`] problems found.
+        problems: Vec<ArgumentProblem>,
+    },
+    /// The tool's schema is not a JSON Schema this host can check with: the tool's (or its
+    /// configuration's) mistake.
+    #[error("the tool's argument schema cannot be used ({0}); fix the tool's parameters")]
+    Schema(String),
+}
+
+fn list(problems: &[ArgumentProblem]) -> String {
+    problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+}
+
+impl ArgumentSchema {
+    /// Compile `schema` (a JSON Schema of the arguments object; draft 2020-12 unless its
+    /// `$schema` says otherwise).
+    pub fn compile(schema: &Value) -> Result<Self, ArgumentError> {
+        let validator = jsonschema::validator_for(schema).map_err(|e| ArgumentError::Schema(e.to_string()))?;
+        Ok(Self { validator })
+    }
+
+    /// Check `arguments`: `Ok` when they fit, else the problems, each naming its argument.
+    pub fn check(&self, arguments: &Map<String, Value>) -> Result<(), ArgumentError> {
+        // The validator takes a `Value`; the map is cloned only when something is wrong.
+        let value = Value::Object(arguments.clone());
+        self.check_value(&value)
+    }
+
+    /// [`check`](Self::check) on arguments already held as a `Value`.
+    pub fn check_value(&self, arguments: &Value) -> Result<(), ArgumentError> {
+        if self.validator.is_valid(arguments) {
+            return Ok(());
+        }
+        let mut problems = Vec::new();
+        for error in self.validator.iter_errors(arguments) {
+            let path = argument_path(error.instance_path().segments());
+            problems.extend(problems_of(&path, error.kind(), error.instance(), &error.to_string()));
+            if problems.len() >= MAX_PROBLEMS {
+                break;
+            }
+        }
+        problems.truncate(MAX_PROBLEMS);
+        if problems.is_empty() {
+            problems.push(ArgumentProblem { path: String::new(), message: "do not fit".into() });
+        }
+        Err(ArgumentError::Invalid { problems })
+    }
+}
+
+/// Check `arguments` against `schema`, compiling it for this one check (front ends that check
+/// many calls keep an [`ArgumentSchema`]).
+pub fn check_arguments(schema: &Value, arguments: &Map<String, Value>) -> Result<(), ArgumentError> {
+    ArgumentSchema::compile(schema)?.check(arguments)
+}
+
+/// `a.b[2]` from the segments of an instance location.
+fn argument_path<'a>(segments: impl Iterator<Item = LocationSegment<'a>>) -> String {
+    let mut out = String::new();
+    for s in segments {
+        match s {
+            LocationSegment::Property(p) => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(&p);
+            }
+            LocationSegment::Index(i) => out.push_str(&format!("[{i}]")),
+        }
+    }
+    out
+}
+
+fn joined(path: &str, key: &str) -> String {
+    if path.is_empty() { key.to_owned() } else { format!("{path}.{key}") }
+}
+
+/// A JSON value as a message quotes it: compact, cut after about [`SHOWN_BYTES`] bytes.
+fn shown(value: &Value) -> String {
+    let mut text = value.to_string();
+    if text.len() > SHOWN_BYTES {
+        let mut cut = SHOWN_BYTES - 3;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push_str("...");
+    }
+    text
+}
+
+fn a_type(name: &str) -> String {
+    match name {
+        "null" => "null".into(),
+        n if n.starts_with(['a', 'i', 'o']) => format!("an {n}"),
+        n => format!("a {n}"),
+    }
+}
+
+/// The problems one validation error stands for (a missing property is named as the argument
+/// that is missing; each unexpected property as itself).
+fn problems_of(path: &str, kind: &ValidationErrorKind, got: &Value, fallback: &str) -> Vec<ArgumentProblem> {
+    let one = |message: String| vec![ArgumentProblem { path: path.to_owned(), message }];
+    let got_s = shown(got);
+    match kind {
+        ValidationErrorKind::Required { property } => {
+            let name = property.as_str().map_or_else(|| property.to_string(), str::to_owned);
+            vec![ArgumentProblem { path: joined(path, &name), message: "is required but missing".into() }]
+        }
+        ValidationErrorKind::AdditionalProperties { unexpected }
+        | ValidationErrorKind::UnevaluatedProperties { unexpected } => unexpected
+            .iter()
+            .map(|k| ArgumentProblem {
+                path: joined(path, k),
+                message: "is not one the schema allows here; remove it".into(),
+            })
+            .collect(),
+        ValidationErrorKind::Type { kind } => {
+            let wanted = match kind {
+                TypeKind::Single(t) => a_type(t.as_str()),
+                TypeKind::Multiple(set) => {
+                    let names: Vec<String> = set.iter().map(|t| a_type(t.as_str())).collect();
+                    format!("one of {}", names.join(", "))
+                }
+            };
+            one(format!("must be {wanted}, got {got_s}"))
+        }
+        ValidationErrorKind::Minimum { limit } => one(format!("must be at least {limit}, got {got_s}")),
+        ValidationErrorKind::Maximum { limit } => one(format!("must be at most {limit}, got {got_s}")),
+        ValidationErrorKind::ExclusiveMinimum { limit } => one(format!("must be greater than {limit}, got {got_s}")),
+        ValidationErrorKind::ExclusiveMaximum { limit } => one(format!("must be less than {limit}, got {got_s}")),
+        ValidationErrorKind::MultipleOf { multiple_of } => {
+            one(format!("must be a multiple of {multiple_of}, got {got_s}"))
+        }
+        ValidationErrorKind::Enum { options } => {
+            let options = match options.as_ref() {
+                Value::Array(o) => o.iter().map(shown).collect::<Vec<_>>().join(", "),
+                other => shown(other),
+            };
+            one(format!("must be one of {options}, got {got_s}"))
+        }
+        ValidationErrorKind::Constant { expected_value } => {
+            one(format!("must be {}, got {got_s}", shown(expected_value)))
+        }
+        ValidationErrorKind::MinLength { limit } => {
+            one(format!("must be at least {limit} character(s) long, got {got_s}"))
+        }
+        ValidationErrorKind::MaxLength { limit } => {
+            one(format!("must be at most {limit} character(s) long, got {got_s}"))
+        }
+        ValidationErrorKind::Pattern { pattern } => one(format!("must match the pattern {pattern:?}, got {got_s}")),
+        ValidationErrorKind::Format { format } => one(format!("must be a valid {format}, got {got_s}")),
+        ValidationErrorKind::MinItems { limit } => one(format!("must have at least {limit} item(s), got {got_s}")),
+        ValidationErrorKind::MaxItems { limit } => one(format!("must have at most {limit} item(s), got {got_s}")),
+        ValidationErrorKind::UniqueItems => one(format!("must not repeat an item, got {got_s}")),
+        ValidationErrorKind::MinProperties { limit } => one(format!("must have at least {limit} field(s)")),
+        ValidationErrorKind::MaxProperties { limit } => one(format!("must have at most {limit} field(s)")),
+        // anyOf / oneOf / not / …: the validator's own words, which quote the value.
+        _ => one(format!("is not valid: {fallback}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn schema() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": { "type": "string" },
+                "depth": { "type": "integer", "minimum": 1, "maximum": 10 },
+                "mode": { "enum": ["fast", "slow"] },
+                "opts": {
+                    "type": "object",
+                    "properties": { "globs": { "type": "array", "items": { "type": "string", "minLength": 1 } } },
+                    "required": ["globs"]
+                }
+            },
+            "required": ["path"]
+        })
+    }
+
+    /// The problems of `args`, as `(path, message)`.
+    fn problems(args: Value) -> Vec<(String, String)> {
+        let Value::Object(args) = args else { panic!("arguments must be an object") };
+        match check_arguments(&schema(), &args) {
+            Ok(()) => Vec::new(),
+            Err(ArgumentError::Invalid { problems }) => problems.into_iter().map(|p| (p.path, p.message)).collect(),
+            Err(e) => panic!("unexpected: {e}"),
+        }
+    }
+
+    fn p(path: &str, message: &str) -> (String, String) {
+        (path.into(), message.into())
+    }
+
+    #[test]
+    fn fitting_arguments_pass() {
+        assert_eq!(problems(json!({"path": "a"})), []);
+        assert_eq!(problems(json!({"path": "a", "depth": 1, "mode": "slow", "opts": {"globs": ["*.rs"]}})), []);
+        // A property the schema does not name is allowed unless it says otherwise.
+        assert_eq!(problems(json!({"path": "a", "extra": true})), []);
+    }
+
+    #[test]
+    fn types() {
+        assert_eq!(problems(json!({"path": 3})), [p("path", "must be a string, got 3")]);
+        assert_eq!(problems(json!({"path": "a", "depth": 1.5})), [p("depth", "must be an integer, got 1.5")]);
+        assert_eq!(problems(json!({"path": "a", "opts": []})), [p("opts", "must be an object, got []")]);
+        let multi = json!({"type": "object", "properties": {"v": {"type": ["string", "null"]}}});
+        let e = check_arguments(&multi, json!({"v": 1}).as_object().unwrap()).unwrap_err();
+        assert_eq!(e.to_string(), "argument 'v' must be one of null, a string, got 1; see the tool's schema");
+    }
+
+    #[test]
+    fn required() {
+        assert_eq!(problems(json!({})), [p("path", "is required but missing")]);
+        let e = check_arguments(&schema(), &Map::new()).unwrap_err();
+        assert_eq!(e.to_string(), "argument 'path' is required but missing; see the tool's schema");
+    }
+
+    #[test]
+    fn minimum_and_maximum() {
+        assert_eq!(problems(json!({"path": "a", "depth": 0})), [p("depth", "must be at least 1, got 0")]);
+        assert_eq!(problems(json!({"path": "a", "depth": 11})), [p("depth", "must be at most 10, got 11")]);
+    }
+
+    #[test]
+    fn enumerations() {
+        assert_eq!(
+            problems(json!({"path": "a", "mode": "medium"})),
+            [p("mode", r#"must be one of "fast", "slow", got "medium""#)]
+        );
+    }
+
+    #[test]
+    fn nested_arguments_are_named_by_their_path() {
+        assert_eq!(problems(json!({"path": "a", "opts": {}})), [p("opts.globs", "is required but missing")]);
+        assert_eq!(
+            problems(json!({"path": "a", "opts": {"globs": ["ok", 7, ""]}})),
+            [
+                p("opts.globs[1]", "must be a string, got 7"),
+                p("opts.globs[2]", "must be at least 1 character(s) long, got \"\"")
+            ]
+        );
+    }
+
+    #[test]
+    fn several_problems_are_all_named_and_capped() {
+        let e = check_arguments(&schema(), json!({"depth": 0, "mode": 1}).as_object().unwrap()).unwrap_err();
+        let text = e.to_string();
+        for part in [
+            "argument 'path' is required",
+            "argument 'depth' must be at least 1, got 0",
+            "argument 'mode' must be one of",
+        ] {
+            assert!(text.contains(part), "{text}");
+        }
+        let many = json!({"type": "object", "properties": {"path": {}}, "additionalProperties": false});
+        let args: Map<String, Value> = (0..20).map(|i| (format!("k{i:02}"), json!(i))).collect();
+        let ArgumentError::Invalid { problems } = check_arguments(&many, &args).unwrap_err() else { panic!() };
+        assert_eq!(problems.len(), MAX_PROBLEMS, "{problems:?}");
+        assert_eq!(
+            problems[0],
+            ArgumentProblem { path: "k00".into(), message: "is not one the schema allows here; remove it".into() }
+        );
+    }
+
+    #[test]
+    fn long_values_are_cut() {
+        let long = "x".repeat(500);
+        let e = check_arguments(&schema(), json!({"path": "a", "depth": long}).as_object().unwrap()).unwrap_err();
+        let text = e.to_string();
+        assert!(text.len() < 150 && text.ends_with("...; see the tool's schema"), "{text}");
+    }
+
+    #[test]
+    fn composite_keywords_use_the_validators_words() {
+        let s = json!({"type": "object", "properties": {"n": {"anyOf": [{"type": "string"}, {"minimum": 5}]}}});
+        let e = check_arguments(&s, json!({"n": 1}).as_object().unwrap()).unwrap_err();
+        assert!(e.to_string().starts_with("argument 'n' is not valid: 1 is not valid under any of the schemas"), "{e}");
+    }
+
+    #[test]
+    fn a_broken_schema_is_the_tools_mistake() {
+        let e = ArgumentSchema::compile(&json!({"type": "strin"})).unwrap_err();
+        assert!(matches!(e, ArgumentError::Schema(_)), "{e}");
+        assert!(e.to_string().contains("fix the tool's parameters"), "{e}");
+    }
+
+    #[test]
+    fn a_compiled_schema_checks_many_calls() {
+        let compiled = ArgumentSchema::compile(&schema()).unwrap();
+        assert!(compiled.check(json!({"path": "a"}).as_object().unwrap()).is_ok());
+        assert!(compiled.check(json!({"path": 1}).as_object().unwrap()).is_err());
+        assert!(compiled.check_value(&json!({"path": "b", "depth": 3})).is_ok());
+    }
+}
