@@ -19,10 +19,9 @@ use std::time::Duration;
 
 use jp_core::files::ProjectFiles;
 use jp_core::host::{DenyInquirer, DispatchEvents, Inquirer};
-use jp_core::policy::AccessPolicy;
 use jp_core::runtime::{
-    Config, ExecutionOutcome, McpServerConfig, McpToolsImport, RuntimeChoice, RuntimeError, ToolCall, ToolConfig,
-    ToolRuntimeKind, ToolSource, resolve_runtime,
+    Config, ExecutionOutcome, McpToolsImport, RuntimeChoice, RuntimeError, ToolCall, ToolConfig, ToolRuntimeKind,
+    ToolSource, resolve_runtime,
 };
 use jp_core::schema::{ArgumentError, ArgumentSchema, SchemaResponse, ToolDefinition, ToolSchema};
 use serde_json::{Map, Value};
@@ -42,11 +41,16 @@ use crate::wasm::WasmLimits;
 
 mod calls;
 mod describe;
+mod entry;
+mod layers;
 mod learn;
 mod runtimes;
 mod schema_cache;
 
 pub use calls::{Answerer, CallReply, Handles, NoAnswerer};
+pub use entry::ToolEntry;
+use entry::{PolicyContext, describe_entry, first_party_writes, mcp_entry};
+use layers::config_layers;
 
 pub use describe::{NOT_WHILE_DESCRIBING, SCHEMA_TIMEOUT};
 
@@ -129,102 +133,6 @@ impl AppOptions {
             env,
             fetch_wait: Duration::from_secs(1),
         }
-    }
-}
-
-/// A tool the host knows.
-#[derive(Debug, Clone)]
-pub struct ToolEntry {
-    /// Name.
-    pub name: String,
-    /// Its configuration (synthesised for first-party tools).
-    pub config: ToolConfig,
-    /// Shipped with `jp`.
-    pub first_party: bool,
-    /// Where it was defined: `built in` or the config file.
-    pub origin: String,
-    /// Its policy, resolved once when the tool was loaded: what listings, MCP annotations and the
-    /// ask gate show, and what the runtime enforces ([`ToolCall::policy`]).
-    resolved_policy: Arc<AccessPolicy>,
-}
-
-/// What a tool's policy is resolved against: the workspace and the home directory (so the
-/// `~/…` sensitive paths apply when the workspace contains home).
-#[derive(Debug, Clone)]
-struct PolicyContext {
-    workspace: String,
-    home: Option<String>,
-}
-
-impl ToolEntry {
-    /// A tool and its policy, resolved once: its table compiled, or
-    /// [`jp_core::runtime::default_policy`] without one.
-    fn new(
-        name: String,
-        config: ToolConfig,
-        first_party: bool,
-        origin: String,
-        context: &PolicyContext,
-    ) -> Result<Self, AppError> {
-        let default = jp_core::runtime::default_policy(&name, &config, first_party && first_party_writes(&name));
-        let mut policy = config
-            .policy(default)
-            .map_err(|e| AppError::Config(format!("{origin}: [conversation.tools.{name}] {e}")))?;
-        if let Some(home) = &context.home {
-            policy.set_home(&context.workspace, home);
-        }
-        Ok(Self { name, config, first_party, origin, resolved_policy: Arc::new(policy) })
-    }
-
-    /// The runtime it runs on, for listings (`vfs`, `stdio`, `wasm`, `mcp`).
-    pub fn runtime_label(&self) -> String {
-        if self.first_party {
-            return if self.name == LEARN {
-                "wasm".into()
-            } else if self.runs_as_vfs() {
-                "vfs".into()
-            } else {
-                "builtin".into()
-            };
-        }
-        match resolve_runtime(&self.name, &self.config).choice {
-            RuntimeChoice::Local(kind) => kind.name().into(),
-            RuntimeChoice::Builtin => "builtin".into(),
-            RuntimeChoice::Mcp { .. } => "mcp".into(),
-        }
-    }
-
-    /// A first-party fs tool configured with `runtime = "vfs"`: the `jp` binary re-executed as a
-    /// sandboxed VFS tool instead of running in-process.
-    pub fn runs_as_vfs(&self) -> bool {
-        self.first_party && self.name != LEARN && self.config.runtime == Some(ToolRuntimeKind::Vfs)
-    }
-
-    /// The name the tool's binary knows it by (`tool` in its table, else its own name).
-    pub fn binary_name(&self) -> &str {
-        self.config.tool.as_deref().unwrap_or(&self.name)
-    }
-
-    /// `local`, `builtin` or `mcp.<server>.<tool>`.
-    pub fn source_label(&self) -> String {
-        match &self.config.source {
-            ToolSource::Local => "local".into(),
-            ToolSource::Builtin => "builtin".into(),
-            ToolSource::Mcp { server, tool } => format!("mcp.{server}.{tool}"),
-        }
-    }
-
-    /// One line for listings: what the tool may touch.
-    pub fn policy_summary(&self) -> String {
-        if self.first_party && self.name == LEARN {
-            return "files: the chosen topic's subjects, read-only at /subjects (no workspace); network: none; processes: none".into();
-        }
-        self.resolved_policy.summary()
-    }
-
-    /// The tool's policy, resolved when it was loaded (the one its runtime enforces).
-    pub fn policy(&self) -> Arc<AccessPolicy> {
-        self.resolved_policy.clone()
     }
 }
 
@@ -689,125 +597,4 @@ impl App {
         }
         Ok(out)
     }
-}
-
-/// The configuration files in force, the user's own first: `(text, file)`. A workspace's
-/// `.jp/config.toml` only when the user approved exactly this content ([`trust`]); `--config`
-/// instead of it. A workspace that contains jp's own state or configuration directory is
-/// refused: a tool allowed to write the workspace could approve configurations there.
-fn config_layers(options: &AppOptions, workspace: &Path) -> Result<Vec<(String, String)>, AppError> {
-    // jp's own directories and the workspace must not hold one another: a tool allowed to write
-    // the workspace could change what jp trusts or loads (approvals, configuration, compiled
-    // components), and tools would write into jp's own state.
-    let user_file = options.user_config.as_ref().map(|f| std::fs::canonicalize(f).unwrap_or_else(|_| f.clone()));
-    for (what, dir) in [
-        ("state", options.state_dir.clone()),
-        ("configuration", options.user_config.as_ref().and_then(|f| f.parent().map(Path::to_path_buf))),
-        ("configuration file's real", user_file.as_ref().and_then(|f| f.parent().map(Path::to_path_buf))),
-        ("cache", trust::cache_dir(&options.env)),
-    ] {
-        let Some(dir) = dir else { continue };
-        let dir = canonical_or_nearest(&dir);
-        if dir.starts_with(workspace) || workspace.starts_with(&dir) {
-            return Err(AppError::Config(format!(
-                "the workspace {} and jp's own {what} directory {} lie in one another: a tool allowed to write the workspace could change what jp trusts or loads; use a project directory as the workspace (--workspace DIR), or point XDG_STATE_HOME / XDG_CONFIG_HOME / XDG_CACHE_HOME elsewhere",
-                workspace.display(),
-                dir.display()
-            )));
-        }
-    }
-    if let Some(path) = &options.config_file {
-        let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
-        if real.starts_with(workspace) {
-            return Err(AppError::Config(format!(
-                "--config {}: the file lies in the workspace, where tools may write it; put it outside the workspace, or use .jp/config.toml and approve it with `jp trust`",
-                path.display()
-            )));
-        }
-    }
-    let read = |path: &Path| {
-        std::fs::read_to_string(path)
-            .map(|text| (text, path.display().to_string()))
-            .map_err(|e| AppError::Config(format!("cannot read config file {}: {e}", path.display())))
-    };
-    let mut layers = Vec::new();
-    if let Some(user) = options.user_config.as_deref().filter(|p| p.is_file()) {
-        layers.push(read(user)?);
-    }
-    if let Some(path) = &options.config_file {
-        layers.push(read(path)?);
-        return Ok(layers);
-    }
-    let Some(config) = trust::read_workspace_config(workspace).map_err(AppError::Config)? else {
-        return Ok(layers);
-    };
-    let Some(state) = &options.state_dir else {
-        return Err(AppError::Untrusted(format!(
-            "{} is not used: jp keeps approvals in $XDG_STATE_HOME or $HOME, and neither is set; set one, or pass --config FILE",
-            config.path.display()
-        )));
-    };
-    let verdict = trust::TrustStore::new(state).verdict(workspace, &config).map_err(AppError::Config)?;
-    if !matches!(verdict, trust::Verdict::Approved) {
-        let user = layers.first().map(|(t, f)| (t.as_str(), f.as_str()));
-        return Err(AppError::Untrusted(trust::refusal(workspace, &config, &verdict, user)));
-    }
-    layers.push((config.text, config.path.display().to_string()));
-    Ok(layers)
-}
-
-/// `dir` canonical, or — when it does not exist yet — its nearest existing ancestor canonical with
-/// the rest appended (so a directory to be made later is compared by where it will be).
-fn canonical_or_nearest(dir: &Path) -> PathBuf {
-    let mut rest = Vec::new();
-    let mut at = dir.to_path_buf();
-    loop {
-        if let Ok(real) = std::fs::canonicalize(&at) {
-            return rest.iter().rev().fold(real, |p, c: &std::ffi::OsString| p.join(c));
-        }
-        match (at.file_name().map(ToOwned::to_owned), at.parent()) {
-            (Some(name), Some(parent)) => {
-                rest.push(name);
-                at = parent.to_path_buf();
-            }
-            _ => return dir.to_path_buf(),
-        }
-    }
-}
-
-/// Whether `name` is a first-party fs tool that writes (its default policy is a writable
-/// workspace; the read tools' is read-only).
-fn first_party_writes(name: &str) -> bool {
-    jp_fs_tools::TOOLS.iter().any(|t| t.name == name) && !jp_fs_tools::READ_ONLY_TOOLS.contains(&name)
-}
-
-/// What a tool is, for a clash message: `jp's builtin tool`, `tool 'x' of MCP server 's'`, ….
-fn describe_entry(entry: &ToolEntry) -> String {
-    match &entry.config.source {
-        _ if entry.first_party => format!("jp's builtin tool '{}'", entry.name),
-        ToolSource::Mcp { server, tool } => format!("tool '{tool}' of MCP server '{server}'"),
-        _ => format!("the tool '{}' of {}", entry.name, entry.origin),
-    }
-}
-
-/// The entry of tool `tool` of MCP server `server`: named `<prefix><tool>` (`<server>.<tool>` by default) unless a table names
-/// it; its policy is the server's (the server process is what the sandbox holds).
-fn mcp_entry(
-    server: &str,
-    tool: &str,
-    sc: &McpServerConfig,
-    table: Option<ToolConfig>,
-    origin: &str,
-    context: &PolicyContext,
-) -> Result<ToolEntry, AppError> {
-    let mut config = table.unwrap_or_else(|| {
-        let mut c = ToolConfig::local("");
-        c.command = None;
-        c
-    });
-    config.source = ToolSource::Mcp { server: server.into(), tool: tool.into() };
-    config.runtime = None;
-    config.access = sc.access.clone();
-    config.sandbox = sc.sandbox.clone();
-    ToolEntry::new(sc.offered_name(server, tool), config, false, origin.into(), context)
 }

@@ -1,0 +1,105 @@
+//! Unit tests of the policy's construction and file/network decisions.
+
+use super::*;
+
+fn p(s: &str) -> WorkspacePath {
+    WorkspacePath::parse(s).unwrap()
+}
+
+fn access(toml_text: &str) -> AccessPolicy {
+    let cfg: AccessConfig = toml::from_str(toml_text).unwrap();
+    AccessPolicy::from_config(None, Some(&cfg)).unwrap()
+}
+
+#[test]
+fn most_specific_rule_wins_in_full_and_ties_go_last() {
+    let pol = access(
+        r#"filesystem = [
+            { path = ".", allow = ["read", "write"] },
+            { path = "src", allow = ["read"] },
+            { path = "src/gen", allow = [] },
+            { path = "docs", allow = ["read"] },
+            { path = "docs", allow = ["read", "create"] },
+        ]"#,
+    );
+    assert!(pol.check_fs(Capability::Update, &p("README.md")).is_allow());
+    assert_eq!(pol.check_fs(Capability::Update, &p("src/lib.rs")).kind(), "deny");
+    assert_eq!(pol.check_fs(Capability::Read, &p("src/gen/x.rs")).kind(), "deny");
+    assert!(pol.check_fs(Capability::Update, &p("src_gen/x")).is_allow());
+    assert!(pol.check_fs(Capability::Create, &p("docs/new.md")).is_allow());
+    assert!(pol.check_fs(Capability::Read, &p(".env")).kind() == "ask");
+}
+
+#[test]
+fn summary_names_rules_and_fallbacks() {
+    assert_eq!(
+        AccessPolicy::vfs_default().summary(),
+        "files: . read, else deny; network: else deny; processes: else deny"
+    );
+    let s = access(r#"filesystem = [{ path = "src", allow = ["write"] }]"#).summary();
+    assert!(s.starts_with("files: src create+update+delete, else"), "{s}");
+}
+
+#[test]
+fn no_policy_lets_a_tool_write_in_jps_own_directory() {
+    let rw = access(
+        "filesystem = [{ path = \".\", allow = [\"read\", \"create\", \"update\", \"delete\"] }, { path = \".jp\", allow = [\"read\", \"write\", \"execute\"] }]",
+    );
+    for cap in [Capability::Create, Capability::Update, Capability::Delete, Capability::Execute] {
+        for path in [".jp", ".jp/config.toml", ".jp/kb/topic/x.md"] {
+            let d = rw.check_fs(cap, &p(path));
+            assert_eq!(d.kind(), "deny", "{cap:?} {path}: {d:?}");
+            assert!(d.reason().contains("jp trust"), "{d:?}");
+        }
+    }
+    assert!(rw.check_fs(Capability::Read, &p(".jp/config.toml")).is_allow());
+    assert!(rw.check_fs(Capability::Update, &p(".jpx/config.toml")).is_allow());
+    assert!(rw.check_fs(Capability::Update, &p("src/.jp/config.toml")).is_allow(), "only the workspace's own");
+    assert_eq!(rw.check_fs(Capability::Update, &p(".JP/config.toml")).kind(), "deny", "case-insensitive mounts");
+    // The user's own hand (the page's file tree) may.
+    assert!(AccessPolicy::allow_all().check_fs(Capability::Update, &p(".jp/config.toml")).is_allow());
+}
+
+#[test]
+fn a_callers_own_write_is_not_asked_about_but_still_decided() {
+    let rw = AccessPolicy::stdio_default();
+    assert_eq!(rw.check_fs(Capability::Create, &p(".env")).kind(), "ask");
+    assert!(rw.check_fs_by_caller(Capability::Create, &p(".env")).is_allow());
+    assert_eq!(rw.check_fs_by_caller(Capability::Create, &p(".jp/config.toml")).kind(), "deny");
+    let ro = AccessPolicy::vfs_default();
+    assert_eq!(ro.check_fs_by_caller(Capability::Create, &p("a.txt")).kind(), "deny");
+    let bounded = AccessPolicy::stdio_default().within(AccessPolicy::vfs_default());
+    assert!(bounded.is_err(), "read-write is wider than read-only");
+}
+
+#[test]
+fn home_sensitive_paths_apply_when_workspace_contains_home() {
+    let mut pol = AccessPolicy::allow_all();
+    assert!(pol.check_fs(Capability::Read, &p("u/.ssh/id_rsa")).is_allow());
+    pol.set_home("/home", "/home/u");
+    assert_eq!(pol.check_fs(Capability::Read, &p("u/.ssh/id_rsa")).kind(), "ask");
+    assert_eq!(pol.check_fs(Capability::Read, &p("u/.aws/credentials")).kind(), "ask");
+    assert!(pol.check_fs(Capability::Read, &p("u/.aws/config")).is_allow());
+    pol.set_home("/home/u", "/home/u");
+    assert_eq!(pol.check_fs(Capability::Read, &p(".kube/config")).kind(), "ask");
+    pol.set_home("/work/project", "/home/u");
+    assert!(pol.check_fs(Capability::Read, &p(".ssh/x")).is_allow());
+}
+
+#[test]
+fn config_errors_name_the_key() {
+    let cfg: AccessConfig =
+        toml::from_str(r#"filesystem = [{ path = "ok" }, { path = "../up", allow = ["read"] }]"#).unwrap();
+    let e = AccessPolicy::from_config(None, Some(&cfg)).unwrap_err();
+    assert_eq!(e.key, "access.filesystem[1].path");
+    assert!(e.message.contains("escapes"));
+    let cfg: SandboxConfig = toml::from_str(r#"network = { allow = ["ftp://x"] }"#).unwrap();
+    let e = AccessPolicy::from_config(Some(&cfg), None).unwrap_err();
+    assert_eq!(e.key, "sandbox.network.allow[0]");
+    assert!(e.message.contains("only http and https"), "{}", e.message);
+    let cfg: SandboxConfig = toml::from_str(r#"commands.git = { args = [["**", "x"]] }"#).unwrap();
+    let e = AccessPolicy::from_config(Some(&cfg), None).unwrap_err();
+    assert_eq!(e.key, "sandbox.commands.git.args[0]");
+    let e = toml::from_str::<AccessConfig>(r#"filesystem = [{ path = ".", allow = ["wirte"] }]"#).unwrap_err();
+    assert!(e.to_string().contains("wirte"));
+}

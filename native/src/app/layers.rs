@@ -1,0 +1,92 @@
+//! Which configuration files are in force (issue 23): the user's own, then `--config` or the
+//! workspace's approved `.jp/config.toml` — and the directories that must stay apart from the
+//! workspace.
+
+use std::path::{Path, PathBuf};
+
+use super::{AppError, AppOptions};
+use crate::trust;
+
+/// The configuration files in force, the user's own first: `(text, file)`. A workspace's
+/// `.jp/config.toml` only when the user approved exactly this content ([`trust`]); `--config`
+/// instead of it. A workspace that contains jp's own state or configuration directory is
+/// refused: a tool allowed to write the workspace could approve configurations there.
+pub(super) fn config_layers(options: &AppOptions, workspace: &Path) -> Result<Vec<(String, String)>, AppError> {
+    // jp's own directories and the workspace must not hold one another: a tool allowed to write
+    // the workspace could change what jp trusts or loads (approvals, configuration, compiled
+    // components), and tools would write into jp's own state.
+    let user_file = options.user_config.as_ref().map(|f| std::fs::canonicalize(f).unwrap_or_else(|_| f.clone()));
+    for (what, dir) in [
+        ("state", options.state_dir.clone()),
+        ("configuration", options.user_config.as_ref().and_then(|f| f.parent().map(Path::to_path_buf))),
+        ("configuration file's real", user_file.as_ref().and_then(|f| f.parent().map(Path::to_path_buf))),
+        ("cache", trust::cache_dir(&options.env)),
+    ] {
+        let Some(dir) = dir else { continue };
+        let dir = canonical_or_nearest(&dir);
+        if dir.starts_with(workspace) || workspace.starts_with(&dir) {
+            return Err(AppError::Config(format!(
+                "the workspace {} and jp's own {what} directory {} lie in one another: a tool allowed to write the workspace could change what jp trusts or loads; use a project directory as the workspace (--workspace DIR), or point XDG_STATE_HOME / XDG_CONFIG_HOME / XDG_CACHE_HOME elsewhere",
+                workspace.display(),
+                dir.display()
+            )));
+        }
+    }
+    if let Some(path) = &options.config_file {
+        let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
+        if real.starts_with(workspace) {
+            return Err(AppError::Config(format!(
+                "--config {}: the file lies in the workspace, where tools may write it; put it outside the workspace, or use .jp/config.toml and approve it with `jp trust`",
+                path.display()
+            )));
+        }
+    }
+    let read = |path: &Path| {
+        std::fs::read_to_string(path)
+            .map(|text| (text, path.display().to_string()))
+            .map_err(|e| AppError::Config(format!("cannot read config file {}: {e}", path.display())))
+    };
+    let mut layers = Vec::new();
+    if let Some(user) = options.user_config.as_deref().filter(|p| p.is_file()) {
+        layers.push(read(user)?);
+    }
+    if let Some(path) = &options.config_file {
+        layers.push(read(path)?);
+        return Ok(layers);
+    }
+    let Some(config) = trust::read_workspace_config(workspace).map_err(AppError::Config)? else {
+        return Ok(layers);
+    };
+    let Some(state) = &options.state_dir else {
+        return Err(AppError::Untrusted(format!(
+            "{} is not used: jp keeps approvals in $XDG_STATE_HOME or $HOME, and neither is set; set one, or pass --config FILE",
+            config.path.display()
+        )));
+    };
+    let verdict = trust::TrustStore::new(state).verdict(workspace, &config).map_err(AppError::Config)?;
+    if !matches!(verdict, trust::Verdict::Approved) {
+        let user = layers.first().map(|(t, f)| (t.as_str(), f.as_str()));
+        return Err(AppError::Untrusted(trust::refusal(workspace, &config, &verdict, user)));
+    }
+    layers.push((config.text, config.path.display().to_string()));
+    Ok(layers)
+}
+
+/// `dir` canonical, or — when it does not exist yet — its nearest existing ancestor canonical with
+/// the rest appended (so a directory to be made later is compared by where it will be).
+fn canonical_or_nearest(dir: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut at = dir.to_path_buf();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(&at) {
+            return rest.iter().rev().fold(real, |p, c: &std::ffi::OsString| p.join(c));
+        }
+        match (at.file_name().map(ToOwned::to_owned), at.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                at = parent.to_path_buf();
+            }
+            _ => return dir.to_path_buf(),
+        }
+    }
+}
