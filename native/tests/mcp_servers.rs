@@ -775,3 +775,56 @@ fn image_audio_resource_blocks_and_structured_content_reach_the_caller_as_they_c
     drop(s.child.stdin.take());
     assert!(s.child.wait().unwrap().success());
 }
+
+/// A bare MCP server with prompts and resources (and no tools).
+const DOCS_SERVER: &str = r##"import json, sys
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+for line in sys.stdin:
+    m = json.loads(line)
+    rid, method, params = m.get("id"), m.get("method"), m.get("params") or {}
+    if rid is None:
+        continue
+    if method == "initialize":
+        result = {"protocolVersion": params.get("protocolVersion", "2025-06-18"), "serverInfo": {"name": "docs", "version": "0"},
+                  "capabilities": {"prompts": {}, "resources": {}, "tools": {}}}
+    elif method == "tools/list":
+        result = {"tools": []}
+    elif method == "prompts/list":
+        result = {"prompts": [{"name": "summarize", "description": "Summarize a topic.", "arguments": [{"name": "topic", "required": True}]}]}
+    elif method == "prompts/get":
+        topic = (params.get("arguments") or {}).get("topic", "?")
+        result = {"description": "Summarize.", "messages": [{"role": "user", "content": {"type": "text", "text": f"Summarize {topic}."}}]}
+    elif method == "resources/list":
+        result = {"resources": [{"uri": "docs://readme", "name": "readme", "mimeType": "text/markdown"}]}
+    elif method == "resources/read":
+        result = {"contents": [{"uri": params["uri"], "mimeType": "text/markdown", "text": "# Read me\n"}]}
+    else:
+        send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": method}}); continue
+    send({"jsonrpc": "2.0", "id": rid, "result": result})
+"##;
+
+#[test]
+fn a_wrapped_servers_prompts_and_resources_are_offered_through_jp_mcp() {
+    let ws = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("docs.py"), DOCS_SERVER).unwrap();
+    std::fs::create_dir_all(ws.path().join(".jp")).unwrap();
+    let config =
+        format!("[mcp.servers.docs]\ncommand = \"/usr/bin/python3\"\nargs = [{:?}]\n", dir.path().join("docs.py"));
+    std::fs::write(ws.path().join(".jp/config.toml"), config).unwrap();
+    approve_config(ws.path());
+    let mut s = Session::start(ws.path());
+    let prompts = s.request("prompts/list", json!({}));
+    assert_eq!(prompts["result"]["prompts"][0]["name"], "docs.summarize", "{prompts}");
+    let got = s.request("prompts/get", json!({"name": "docs.summarize", "arguments": {"topic": "sandboxes"}}));
+    assert_eq!(got["result"]["messages"][0]["content"]["text"], "Summarize sandboxes.", "{got}");
+    let missing = s.request("prompts/get", json!({"name": "docs.nope"}));
+    assert!(missing["error"]["message"].as_str().unwrap().contains("no prompt 'docs.nope'"), "{missing}");
+    let resources = s.request("resources/list", json!({}));
+    assert_eq!(resources["result"]["resources"][0]["uri"], "docs://readme", "{resources}");
+    let read = s.request("resources/read", json!({"uri": "docs://readme"}));
+    assert_eq!(read["result"]["contents"][0]["text"], "# Read me\n", "{read}");
+    drop(s.child.stdin.take());
+    assert!(s.child.wait().unwrap().success());
+}

@@ -108,6 +108,39 @@ pub async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<Tool>, ListError>
     Err(ListError::Cap(format!("more than {MAX_LIST_PAGES} pages of tools/list")))
 }
 
+/// Every page of a list (`what`: `prompts/list`, …) fetched by `page(cursor)`, within the same
+/// caps as `tools/list`: pages, items and bytes.
+pub async fn list_all<T, F, Fut>(what: &str, mut page: F) -> Result<Vec<T>, ListError>
+where
+    T: serde::Serialize,
+    F: FnMut(Option<String>) -> Fut,
+    Fut: std::future::Future<Output = Result<(Vec<T>, Option<String>), ServiceError>>,
+{
+    let mut items = Vec::new();
+    let mut bytes = 0usize;
+    let mut cursor = None;
+    for _page in 0..MAX_LIST_PAGES {
+        let (got, next) = page(cursor).await.map_err(ListError::Service)?;
+        for item in got {
+            if items.len() == MAX_LIST_TOOLS {
+                return Err(ListError::Cap(format!("more than {MAX_LIST_TOOLS} items in {what}")));
+            }
+            let mut counter = Counter(0);
+            let _ = serde_json::to_writer(&mut counter, &item);
+            bytes += counter.0;
+            if bytes > MAX_LIST_BYTES {
+                return Err(ListError::Cap(format!("more than {} in {what}", size(MAX_LIST_BYTES))));
+            }
+            items.push(item);
+        }
+        match next {
+            Some(next) => cursor = Some(next),
+            None => return Ok(items),
+        }
+    }
+    Err(ListError::Cap(format!("more than {MAX_LIST_PAGES} pages of {what}")))
+}
+
 /// The ids of the server's requests that rmcp has not answered yet.
 #[derive(Default)]
 struct Unanswered {

@@ -431,6 +431,100 @@ impl McpRuntime {
         Err(RuntimeError::Protocol { tool: format!("mcp.{name}"), message: with_tail(message, &server.tail()) })
     }
 
+    /// One request `what` (`prompts/get`, …) of server `name`, with the call time limit; a
+    /// failure names the server and the request (a connection gone: the server is dropped).
+    async fn request<T, F, Fut>(&self, name: &str, what: &str, send: F) -> Result<T, RuntimeError>
+    where
+        F: FnOnce(rmcp::Peer<RoleClient>) -> Fut,
+        Fut: std::future::Future<Output = Result<T, ListError>>,
+    {
+        let server = self.server(name).await?;
+        let peer = server.service.peer().clone();
+        let message = match tokio::time::timeout(self.timeout, send(peer)).await {
+            Ok(Ok(v)) => return Ok(v),
+            Ok(Err(ListError::Cap(cap))) => format!("MCP server '{name}' sent {cap} (cap)"),
+            Ok(Err(ListError::Service(e))) => {
+                let dead = !matches!(e, rmcp::ServiceError::McpError(_)) || server.service.is_closed();
+                if dead {
+                    self.forget(name, &server).await;
+                }
+                format!("MCP server '{name}' failed on {what}: {e}{}", if dead { server.gone() } else { String::new() })
+            }
+            Err(_) => {
+                return Err(RuntimeError::Timeout { tool: format!("mcp.{name}"), seconds: self.timeout.as_secs() });
+            }
+        };
+        Err(RuntimeError::Protocol { tool: format!("mcp.{name}"), message: with_tail(message, &server.tail()) })
+    }
+
+    /// Whether server `name` declared prompts (`true`) or resources (`false`); a server that
+    /// cannot be started declares nothing.
+    pub async fn offers(&self, name: &str, prompts: bool) -> bool {
+        let Ok(server) = self.server(name).await else { return false };
+        let Some(info) = server.service.peer().peer_info() else { return false };
+        if prompts { info.capabilities.prompts.is_some() } else { info.capabilities.resources.is_some() }
+    }
+
+    /// The prompts of server `name`, within the list caps.
+    pub async fn list_prompts(&self, name: &str) -> Result<Vec<rmcp::model::Prompt>, RuntimeError> {
+        self.request(name, "prompts/list", |peer| async move {
+            super::bounds::list_all("prompts/list", |cursor| {
+                let peer = peer.clone();
+                async move {
+                    let page = peer
+                        .list_prompts(Some(rmcp::model::PaginatedRequestParams::default().with_cursor(cursor)))
+                        .await?;
+                    Ok((page.prompts, page.next_cursor))
+                }
+            })
+            .await
+        })
+        .await
+    }
+
+    /// Prompt `params.name` of server `name`.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        params: rmcp::model::GetPromptRequestParams,
+    ) -> Result<rmcp::model::GetPromptResult, RuntimeError> {
+        self.request(
+            name,
+            "prompts/get",
+            |peer| async move { peer.get_prompt(params).await.map_err(ListError::Service) },
+        )
+        .await
+    }
+
+    /// The resources of server `name`, within the list caps.
+    pub async fn list_resources(&self, name: &str) -> Result<Vec<rmcp::model::Resource>, RuntimeError> {
+        self.request(name, "resources/list", |peer| async move {
+            super::bounds::list_all("resources/list", |cursor| {
+                let peer = peer.clone();
+                async move {
+                    let page = peer
+                        .list_resources(Some(rmcp::model::PaginatedRequestParams::default().with_cursor(cursor)))
+                        .await?;
+                    Ok((page.resources, page.next_cursor))
+                }
+            })
+            .await
+        })
+        .await
+    }
+
+    /// Resource `params.uri` of server `name`.
+    pub async fn read_resource(
+        &self,
+        name: &str,
+        params: rmcp::model::ReadResourceRequestParams,
+    ) -> Result<rmcp::model::ReadResourceResult, RuntimeError> {
+        self.request(name, "resources/read", |peer| async move {
+            peer.read_resource(params).await.map_err(ListError::Service)
+        })
+        .await
+    }
+
     /// Call `tool` of server `name`. Its result's content blocks (typed, `super::content`) and
     /// `structuredContent` become the tool's; `isError`
     /// becomes a tool error; a server that fails or dies is a protocol error with its stderr tail.

@@ -21,6 +21,7 @@ pub mod content;
 pub mod elicit;
 pub mod http;
 mod mrtr;
+mod passthrough;
 pub mod relay;
 
 use std::sync::Arc;
@@ -212,12 +213,50 @@ fn response(name: &str, reply: Result<CallReply, RuntimeError>) -> CallToolRespo
 
 impl ServerHandler for JpMcp {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        // Wrapped servers' prompts and resources are offered through jp (see `passthrough`).
+        let capabilities = if passthrough::any(&self.app) {
+            ServerCapabilities::builder().enable_tools().enable_prompts().enable_resources().build()
+        } else {
+            ServerCapabilities::builder().enable_tools().build()
+        };
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("jp", env!("CARGO_PKG_VERSION")))
             .with_instructions(format!(
                 "jp-host tools for the project at {}. Every call runs sandboxed: files, network and commands are decided by the tool's access policy. Stateful tools take an `action` (spawn, then fetch/apply/abort with the returned id).",
                 self.app.workspace().display()
             ))
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
+        Ok(passthrough::list_prompts(&self.app).await)
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
+        passthrough::get_prompt(&self.app, request).await.map(Into::into)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
+        Ok(passthrough::list_resources(&self.app).await)
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        passthrough::read_resource(&self.app, request).await.map(Into::into)
     }
 
     async fn list_tools(
