@@ -232,6 +232,7 @@ impl ServerHandler for JpMcp {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
+        passthrough::declared(&self.app, "prompts/list")?;
         Ok(passthrough::list_prompts(&self.app).await)
     }
 
@@ -240,6 +241,7 @@ impl ServerHandler for JpMcp {
         request: rmcp::model::GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
+        passthrough::declared(&self.app, "prompts/get")?;
         passthrough::get_prompt(&self.app, request).await.map(Into::into)
     }
 
@@ -248,6 +250,7 @@ impl ServerHandler for JpMcp {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
+        passthrough::declared(&self.app, "resources/list")?;
         Ok(passthrough::list_resources(&self.app).await)
     }
 
@@ -256,6 +259,7 @@ impl ServerHandler for JpMcp {
         request: rmcp::model::ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        passthrough::declared(&self.app, "resources/read")?;
         passthrough::read_resource(&self.app, request).await.map(Into::into)
     }
 

@@ -18,6 +18,20 @@ pub(crate) fn any(app: &App) -> bool {
     !app.mcp().servers().is_empty()
 }
 
+/// A method of prompts or resources is served only when they are declared (some server is
+/// configured); otherwise it does not exist here (-32601), as the spec asks.
+pub(crate) fn declared(app: &App, method: &str) -> Result<(), ErrorData> {
+    if any(app) {
+        Ok(())
+    } else {
+        Err(ErrorData::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            format!("{method}: no MCP server is configured, so jp offers no prompts or resources"),
+            None,
+        ))
+    }
+}
+
 /// Every server's prompts, named as its tools are (`<prefix><name>`).
 pub(crate) async fn list_prompts(app: &Arc<App>) -> ListPromptsResult {
     let mut prompts = Vec::new();
