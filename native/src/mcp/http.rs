@@ -15,7 +15,7 @@ use hyper_util::rt::TokioIo;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
-use super::{JpMcp, McpOptions};
+use super::{JpMcp, McpOptions, TaskStore};
 use crate::app::{App, Handles};
 
 /// The endpoint's path.
@@ -81,9 +81,13 @@ pub async fn serve(
     let factory_sessions = sessions.clone();
     // One bound on concurrent calls for the whole server, not per session.
     let slots = Arc::new(tokio::sync::Semaphore::new(options.max_concurrent.max(1)));
+    // MCP tasks outlive the request that made them (a stateless request's server lives for that
+    // request only): one store for the server, each task bound to its session or to the token.
+    let tasks = TaskStore::new();
+    let factory_tasks = tasks.clone();
     let service = StreamableHttpService::new(
         move || {
-            let server = JpMcp::with_slots(factory_app.clone(), slots.clone());
+            let server = JpMcp::shared(factory_app.clone(), slots.clone(), factory_tasks.clone());
             let mut all = factory_sessions.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             all.retain(|w| w.strong_count() > 0);
             all.push(Arc::downgrade(server.handles()));
@@ -112,6 +116,7 @@ pub async fn serve(
                     .iter()
                     .filter_map(std::sync::Weak::upgrade)
                     .collect();
+                tasks.close(None).await;
                 for handles in live {
                     handles.close().await;
                 }

@@ -21,8 +21,12 @@ pub mod content;
 pub mod elicit;
 pub mod http;
 mod mrtr;
+mod hints;
 mod passthrough;
 pub mod relay;
+mod tasks;
+
+pub use tasks::TaskStore;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -65,6 +69,7 @@ pub struct JpMcp {
     app: Arc<App>,
     handles: Arc<Handles>,
     slots: Arc<Semaphore>,
+    tasks: tasks::SessionTasks,
     _session: Arc<SessionEnd>,
 }
 
@@ -78,13 +83,17 @@ impl std::fmt::Debug for JpMcp {
 /// ended by DELETE or timeout; stdio ends them explicitly first).
 struct SessionEnd {
     handles: Arc<Handles>,
+    tasks: tasks::SessionTasks,
 }
 
 impl Drop for SessionEnd {
     fn drop(&mut self) {
-        let handles = self.handles.clone();
+        let (handles, tasks) = (self.handles.clone(), self.tasks.clone());
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(async move { handles.close().await });
+            rt.spawn(async move {
+                tasks.close().await;
+                handles.close().await;
+            });
         }
     }
 }
@@ -98,8 +107,19 @@ impl JpMcp {
     /// A session whose calls take their slots from `slots`, shared with other sessions (HTTP:
     /// one bound for the whole server).
     pub fn with_slots(app: Arc<App>, slots: Arc<Semaphore>) -> Self {
+        Self::with_tasks(app, slots, tasks::SessionTasks::own())
+    }
+
+    /// A session of an HTTP server: call slots and MCP tasks shared with the server's other
+    /// sessions (each task still bound to its session, see [`tasks`]).
+    pub fn shared(app: Arc<App>, slots: Arc<Semaphore>, tasks: Arc<TaskStore>) -> Self {
+        Self::with_tasks(app, slots, tasks::SessionTasks::shared(tasks))
+    }
+
+    fn with_tasks(app: Arc<App>, slots: Arc<Semaphore>, tasks: tasks::SessionTasks) -> Self {
         let handles = Arc::new(Handles::new());
-        Self { app, slots, _session: Arc::new(SessionEnd { handles: handles.clone() }), handles }
+        let session = Arc::new(SessionEnd { handles: handles.clone(), tasks: tasks.clone() });
+        Self { app, slots, tasks, _session: session, handles }
     }
 
     /// This session's handles.
@@ -219,7 +239,7 @@ impl ServerHandler for JpMcp {
         } else {
             ServerCapabilities::builder().enable_tools().build()
         };
-        ServerConfig::new(capabilities)
+        ServerConfig::new(tasks::advertise(capabilities))
             .with_server_info(Implementation::new("jp", env!("CARGO_PKG_VERSION")))
             .with_instructions(format!(
                 "jp-host tools for the project at {}. Every call runs sandboxed: files, network and commands are decided by the tool's access policy. Stateful tools take an `action` (spawn, then fetch/apply/abort with the returned id).",
@@ -230,10 +250,12 @@ impl ServerHandler for JpMcp {
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
         passthrough::declared(&self.app, "prompts/list")?;
-        Ok(passthrough::list_prompts(&self.app).await)
+        let mut r = passthrough::list_prompts(&self.app).await;
+        hints::set(&context, &mut r.ttl_ms, &mut r.cache_scope, hints::LISTS_TTL_MS);
+        Ok(r)
     }
 
     async fn get_prompt(
@@ -248,10 +270,12 @@ impl ServerHandler for JpMcp {
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
         passthrough::declared(&self.app, "resources/list")?;
-        Ok(passthrough::list_resources(&self.app).await)
+        let mut r = passthrough::list_resources(&self.app).await;
+        hints::set(&context, &mut r.ttl_ms, &mut r.cache_scope, hints::RESOURCES_TTL_MS);
+        Ok(r)
     }
 
     async fn read_resource(
@@ -266,7 +290,7 @@ impl ServerHandler for JpMcp {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let mut tools = Vec::new();
         self.app.discover().await;
@@ -277,7 +301,9 @@ impl ServerHandler for JpMcp {
                 Err(e) => eprintln!("jp mcp: tool '{name}' is not listed: {e}"),
             }
         }
-        Ok(ListToolsResult::with_all_items(tools))
+        let mut r = ListToolsResult::with_all_items(tools);
+        hints::set(&context, &mut r.ttl_ms, &mut r.cache_scope, hints::LISTS_TTL_MS);
+        Ok(r)
     }
 
     async fn call_tool(
@@ -308,6 +334,10 @@ impl ServerHandler for JpMcp {
         let mut call =
             ToolCall::new(name.clone(), format!("mcp-{}", context.id), request.arguments.unwrap_or_default());
         call.cancel = cancel.clone();
+        // The client declared MCP tasks: a call that runs long or asks becomes one (see `tasks`).
+        if self.tasks.offered(&context) {
+            return Ok(tasks::call(self, &name, call, cancel, slot, &context).await);
+        }
         if mrtr::asks_by_result(&context) {
             // No server-to-client requests on this protocol: the call runs in a task of its own
             // and a question suspends it (see `mrtr`).
@@ -343,6 +373,30 @@ impl ServerHandler for JpMcp {
         };
         Ok(response(&name, reply))
     }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        self.tasks.get(&context, &request.task_id).map(rmcp::model::GetTaskResult::new)
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.update(&context, &request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.cancel(&context, &request.task_id)
+    }
 }
 
 /// Which `tools/call`s the stdio front relays: tools of a running stdio MCP server, not
@@ -371,6 +425,7 @@ impl relay::Router for AppRouter {
 pub async fn serve_stdio(app: Arc<App>, options: McpOptions) -> Result<(), String> {
     let server = JpMcp::new(app.clone(), options);
     let handles = server.handles().clone();
+    let tasks = server.tasks.clone();
     let (front, rmcp_side) = tokio::io::duplex(1 << 16);
     // Non-blocking pipes when stdin/stdout are pipes (a pending read can be dropped; no
     // blocking-pool thread per read and write), tokio's blocking handles otherwise.
@@ -384,6 +439,7 @@ pub async fn serve_stdio(app: Arc<App>, options: McpOptions) -> Result<(), Strin
         r = session => r,
         () = shutdown_signal() => Ok(()),
     };
+    tasks.close().await;
     handles.close().await;
     front.abort();
     ended
