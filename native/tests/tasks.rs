@@ -12,8 +12,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, ErrorCode, GetTaskParams,
-    GetTaskResult, Implementation, ProtocolVersion, TaskPayload, TaskStatus,
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, ErrorCode, GetTaskParams, GetTaskResult,
+    Implementation, ProtocolVersion, TaskPayload, TaskStatus,
 };
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt as _, RunningService, ServiceError};
 use rmcp::{ClientHandler, RoleClient};
@@ -24,16 +24,24 @@ use support::approve_config;
 
 const JP: &str = env!("CARGO_BIN_EXE_jp");
 
-/// A client that declares the tasks extension (or not) and form elicitation.
+/// A client that declares the tasks extension and form elicitation, or not.
 #[derive(Clone)]
 struct Client {
     tasks: bool,
+    elicitation: bool,
 }
+
+const TASKS: Client = Client { tasks: true, elicitation: true };
 
 impl ClientHandler for Client {
     fn get_info(&self) -> ClientConfig {
-        let caps = ClientCapabilities::builder().enable_elicitation();
-        let caps = if self.tasks { caps.enable_tasks().build() } else { caps.build() };
+        let mut caps = ClientCapabilities::builder().enable_elicitation().build();
+        if !self.elicitation {
+            caps.elicitation = None;
+        }
+        if self.tasks {
+            caps.extensions = ClientCapabilities::builder().enable_tasks().build().extensions;
+        }
         ClientConfig::new(caps, Implementation::new("tasks-test", "0.0.0"))
     }
 }
@@ -57,7 +65,7 @@ commands = { sh = { args = [["**"]] }, sleep = { args = [["**"]] } }
 }
 
 /// `jp mcp` over stdio, on protocol 2026-07-28.
-async fn stdio(ws: &Path, tasks: bool) -> (Session, tokio::process::Child) {
+async fn stdio(ws: &Path, client: Client) -> (Session, tokio::process::Child) {
     let mut child = tokio::process::Command::new(JP)
         .arg("mcp")
         .current_dir(ws)
@@ -69,7 +77,7 @@ async fn stdio(ws: &Path, tasks: bool) -> (Session, tokio::process::Child) {
         .unwrap();
     let transport = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
     let lifecycle = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
-    let session = Client { tasks }.serve_with_lifecycle(transport, lifecycle).await.expect("server/discover");
+    let session = client.serve_with_lifecycle(transport, lifecycle).await.expect("server/discover");
     (session, child)
 }
 
@@ -115,13 +123,8 @@ async fn settle(client: &Session, id: &str) -> GetTaskResult {
 /// The text blocks of a completed task's result, and its `isError`.
 fn result_text(t: &GetTaskResult) -> (String, bool) {
     let TaskPayload::Completed { result } = &t.task.payload else { panic!("not completed: {t:?}") };
-    let text = result["content"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|c| c["text"].as_str())
-        .collect::<Vec<_>>()
-        .join("");
+    let text =
+        result["content"].as_array().unwrap().iter().filter_map(|c| c["text"].as_str()).collect::<Vec<_>>().join("");
     (text, result.get("isError") == Some(&Value::Bool(true)))
 }
 
@@ -168,7 +171,7 @@ fn waits_for(file: &str) -> CallToolRequestParams {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_call_that_runs_long_becomes_a_task_that_completes_with_its_result() {
     let ws = workspace();
-    let (client, _child) = stdio(ws.path(), true).await;
+    let (client, _child) = stdio(ws.path(), TASKS).await;
     let id = task_of(&client, waits_for("go")).await;
     assert_eq!(id.len(), 32, "128 random bits, hex: {id}");
     assert!(id.bytes().all(|b| b.is_ascii_hexdigit()), "{id}");
@@ -186,7 +189,7 @@ async fn a_call_that_runs_long_becomes_a_task_that_completes_with_its_result() {
 #[tokio::test(flavor = "multi_thread")]
 async fn tasks_cancel_stops_the_tool_and_leaves_no_process() {
     let ws = workspace();
-    let (client, _child) = stdio(ws.path(), true).await;
+    let (client, _child) = stdio(ws.path(), TASKS).await;
     let id = task_of(&client, sh("echo $$ > sleeper.pid; exec sleep 300")).await;
     let pid = pid_in(ws.path(), "sleeper.pid").await;
     assert!(!gone(pid));
@@ -201,7 +204,7 @@ async fn tasks_cancel_stops_the_tool_and_leaves_no_process() {
 /// through `tasks/update`; the ended task and the question's text.
 async fn read_env_answering(answer: Value) -> (GetTaskResult, String) {
     let ws = workspace();
-    let (client, _child) = stdio(ws.path(), true).await;
+    let (client, _child) = stdio(ws.path(), TASKS).await;
     let id = task_of(&client, params("fs_read_file", json!({"path": ".env"}))).await;
     let t = until(&client, &id, TaskStatus::InputRequired).await;
     let TaskPayload::InputRequired { input_requests } = &t.task.payload else { panic!("{t:?}") };
@@ -239,7 +242,7 @@ async fn a_malformed_answer_to_an_input_request_denies() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_client_that_did_not_declare_tasks_gets_its_result_and_no_task_methods() {
     let ws = workspace();
-    let (client, _child) = stdio(ws.path(), false).await;
+    let (client, _child) = stdio(ws.path(), Client { tasks: false, elicitation: true }).await;
     // Longer than jp waits before it makes a task for a client that declared them.
     let r = client.call_tool_once(sh("sleep 2; echo done")).await.expect("tools/call");
     let CallToolResponse::Complete(r) = r else { panic!("expected a result, got {r:?}") };
@@ -248,16 +251,24 @@ async fn a_client_that_did_not_declare_tasks_gets_its_result_and_no_task_methods
     // The extension's methods need the capability: -32021.
     let forged = "0".repeat(32);
     assert_eq!(code(client.get_task(GetTaskParams::new(forged.as_str())).await), ErrorCode(-32021));
-    assert_eq!(
-        code(client.cancel_task(rmcp::model::CancelTaskParams::new(forged.as_str())).await),
-        ErrorCode(-32021)
-    );
+    assert_eq!(code(client.cancel_task(rmcp::model::CancelTaskParams::new(forged.as_str())).await), ErrorCode(-32021));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_without_elicitation_is_not_sent_input_requests_the_inquiry_is_denied() {
+    let ws = workspace();
+    let (client, _child) = stdio(ws.path(), Client { tasks: true, elicitation: false }).await;
+    // Nobody can be asked: denied at once, so the call ends at once, with its own result.
+    let r = client.call_tool_once(params("fs_read_file", json!({"path": ".env"}))).await.expect("tools/call");
+    let CallToolResponse::Complete(r) = r else { panic!("expected a result, got {r:?}") };
+    let text: String = r.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect();
+    assert!(r.is_error == Some(true) && text.contains("elicitation") && !text.contains("hunter2"), "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn ending_the_session_stops_its_tasks() {
     let ws = workspace();
-    let (client, mut child) = stdio(ws.path(), true).await;
+    let (client, mut child) = stdio(ws.path(), TASKS).await;
     let _id = task_of(&client, sh("echo $$ > sleeper.pid; exec sleep 300")).await;
     let pid = pid_in(ws.path(), "sleeper.pid").await;
     let _ = client.cancel().await;
@@ -272,7 +283,7 @@ async fn a_flood_of_tasks_keeps_only_the_newest() {
     // oldest ended ones are dropped.
     const MAX_TASKS: usize = 64;
     let ws = workspace();
-    let (client, _child) = stdio(ws.path(), true).await;
+    let (client, _child) = stdio(ws.path(), TASKS).await;
     let mut ids = Vec::new();
     for _ in 0..MAX_TASKS + 3 {
         let id = task_of(&client, params("fs_read_file", json!({"path": ".env"}))).await;
@@ -288,8 +299,18 @@ async fn a_flood_of_tasks_keeps_only_the_newest() {
     }
 }
 
+/// A `jp mcp --http` killed when dropped (a failed assertion must not leave it running).
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// `jp mcp --http` on 127.0.0.1; its URL.
-fn http(ws: &Path, token: &str) -> (std::process::Child, String) {
+fn http(ws: &Path, token: &str) -> (Server, String) {
     use std::io::BufRead;
     let mut server = std::process::Command::new(JP)
         .args(["mcp", "--http", "127.0.0.1:0", "--token-env", "JP_TASKS_TOKEN"])
@@ -299,6 +320,7 @@ fn http(ws: &Path, token: &str) -> (std::process::Child, String) {
         .spawn()
         .unwrap();
     let mut err = std::io::BufReader::new(server.stderr.take().unwrap()).lines();
+    let server = Server(server);
     let url = loop {
         let line = err.next().expect("jp mcp --http printed its address").unwrap();
         if let Some(rest) = line.split(" at ").nth(1) {
@@ -315,14 +337,14 @@ async fn http_client(url: &str, token: &str, lifecycle: ClientLifecycleMode) -> 
     let mut config = StreamableHttpClientTransportConfig::with_uri(url);
     config.auth_header = Some(token.to_owned());
     let transport = StreamableHttpClientTransport::from_config(config);
-    Client { tasks: true }.serve_with_lifecycle(transport, lifecycle).await.expect("connect over HTTP")
+    TASKS.serve_with_lifecycle(transport, lifecycle).await.expect("connect over HTTP")
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_task_is_reached_only_from_its_own_session() {
     let ws = workspace();
     let token = "tasks-test-token";
-    let (mut server, url) = http(ws.path(), token);
+    let (_server, url) = http(ws.path(), token);
     let a = http_client(&url, token, ClientLifecycleMode::Initialize).await;
     let b = http_client(&url, token, ClientLifecycleMode::Initialize).await;
     let stateless = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
@@ -357,14 +379,12 @@ async fn a_task_is_reached_only_from_its_own_session() {
     a.cancel_task(rmcp::model::CancelTaskParams::new(id.as_str())).await.expect("tasks/cancel");
     assert_eq!(until(&a, &id, TaskStatus::Cancelled).await.task.status(), TaskStatus::Cancelled);
     assert!(gone(pid), "sleep {pid} outlived its cancelled task");
-    let _ = server.kill();
-    let _ = server.wait();
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn list_results_carry_caching_hints_on_2026_07_28() {
     let ws = workspace();
-    let (client, _child) = stdio(ws.path(), true).await;
+    let (client, _child) = stdio(ws.path(), TASKS).await;
     let listed = client.list_tools(None).await.expect("tools/list");
     assert_eq!(listed.ttl_ms, Some(60_000));
     assert_eq!(listed.cache_scope, Some(rmcp::model::CacheScope::Private));

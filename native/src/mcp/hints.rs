@@ -8,9 +8,9 @@
 //! list, and its prompts are the server's own: a minute. Resources are data a server may change
 //! at any moment: not cached.
 
+use rmcp::RoleServer;
 use rmcp::model::CacheScope;
 use rmcp::service::RequestContext;
-use rmcp::RoleServer;
 
 /// `tools/list` and `prompts/list`: fresh for a minute.
 pub(crate) const LISTS_TTL_MS: u64 = 60_000;

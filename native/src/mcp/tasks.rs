@@ -125,6 +125,9 @@ impl Entry {
 pub struct TaskStore {
     tasks: Mutex<HashMap<String, Entry>>,
     principal: Owner,
+    /// [`TTL`] and [`KEEP_ENDED`] (shorter in unit tests).
+    ttl: Duration,
+    keep_ended: Duration,
 }
 
 impl std::fmt::Debug for TaskStore {
@@ -147,7 +150,11 @@ fn unknown() -> ErrorData {
 impl TaskStore {
     /// An empty store.
     pub fn new() -> Arc<Self> {
-        Arc::new(Self { tasks: Mutex::default(), principal: Owner::new() })
+        Self::with_times(TTL, KEEP_ENDED)
+    }
+
+    fn with_times(ttl: Duration, keep_ended: Duration) -> Arc<Self> {
+        Arc::new(Self { tasks: Mutex::default(), principal: Owner::new(), ttl, keep_ended })
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
@@ -156,8 +163,8 @@ impl TaskStore {
 
     /// Drop ended tasks kept long enough, and questions nobody can answer any more (the
     /// call stopped waiting: denied after the ask timeout).
-    fn sweep(tasks: &mut HashMap<String, Entry>) {
-        tasks.retain(|_, e| e.end.as_ref().is_none_or(|(_, at)| at.elapsed() < KEEP_ENDED));
+    fn sweep(&self, tasks: &mut HashMap<String, Entry>) {
+        tasks.retain(|_, e| e.end.as_ref().is_none_or(|(_, at)| at.elapsed() < self.keep_ended));
         for e in tasks.values_mut() {
             e.pending.retain(|_, p| !p.answer.is_closed());
         }
@@ -188,7 +195,7 @@ impl TaskStore {
 
     fn has_room(&self, owner: Owner) -> bool {
         let mut tasks = self.lock();
-        Self::sweep(&mut tasks);
+        self.sweep(&mut tasks);
         let mine: Vec<&Entry> = tasks.values().filter(|e| e.owner == owner).collect();
         mine.len() < MAX_TASKS || mine.iter().any(|e| e.end.is_some())
     }
@@ -206,7 +213,7 @@ impl TaskStore {
         let id = hex(&random().ok_or("jp could not draw a random task id from the OS")?);
         let now = current_timestamp();
         let task = Task::new(id.clone(), TaskStatus::Working, now.clone(), now)
-            .with_ttl_ms(TTL.as_millis() as u64)
+            .with_ttl_ms(self.ttl.as_millis() as u64)
             .with_poll_interval_ms(POLL_INTERVAL_MS)
             .with_status_message(format!("tool '{tool}' is running"));
         let entry = Entry {
@@ -223,7 +230,7 @@ impl TaskStore {
         };
         {
             let mut tasks = self.lock();
-            Self::sweep(&mut tasks);
+            self.sweep(&mut tasks);
             Self::evict(&mut tasks, owner, MAX_TASKS, None);
             tasks.insert(id.clone(), entry);
         }
@@ -241,7 +248,7 @@ impl TaskStore {
 
     /// Follow a task's call to its end: its questions into `inputRequests`, stopped at its TTL.
     async fn drive(store: Arc<Self>, id: String, tool: String, mut running: Running) {
-        let deadline = tokio::time::Instant::now() + TTL;
+        let deadline = tokio::time::Instant::now() + store.ttl;
         let mut open = true;
         let reply = loop {
             tokio::select! {
@@ -277,7 +284,10 @@ impl TaskStore {
         }
         e.asked += 1;
         let key = format!("q{}", e.asked);
-        e.pending.insert(key, Pending { request: InputRequest::Elicitation(ElicitRequest::new(asked.request)), answer: asked.answer });
+        e.pending.insert(
+            key,
+            Pending { request: InputRequest::Elicitation(ElicitRequest::new(asked.request)), answer: asked.answer },
+        );
         e.touch(TaskStatus::InputRequired, "waiting for the client to answer the task's inputRequests (tasks/update)");
     }
 
@@ -290,8 +300,8 @@ impl TaskStore {
                 TaskPayload::Failed {
                     error: error_object(&ErrorData::internal_error(
                         format!(
-                            "tool '{tool}' ran past the task's ttlMs ({} minutes) and was stopped; for programs that run long use the tool's `action: spawn` form",
-                            TTL.as_secs() / 60
+                            "tool '{tool}' ran past the task's ttlMs ({} ms) and was stopped; for programs that run long use the tool's `action: spawn` form",
+                            self.ttl.as_millis()
                         ),
                         None,
                     )),
@@ -326,7 +336,7 @@ impl TaskStore {
         e.driver = None;
         e.end = Some((payload, Instant::now()));
         // Kept for KEEP_ENDED from now: the TTL says so.
-        e.task.ttl_ms = Some((e.created.elapsed() + KEEP_ENDED).as_millis() as u64);
+        e.task.ttl_ms = Some((e.created.elapsed() + self.keep_ended).as_millis() as u64);
         e.touch(status, message);
         let owner = e.owner;
         Self::evict(&mut tasks, owner, usize::MAX, Some(id));
@@ -338,7 +348,7 @@ impl TaskStore {
 
     fn get(&self, owner: Owner, id: &str) -> Result<DetailedTask, ErrorData> {
         let mut tasks = self.lock();
-        Self::sweep(&mut tasks);
+        self.sweep(&mut tasks);
         let e = Self::owned(&mut tasks, owner, id)?;
         if e.end.is_none() && e.pending.is_empty() && e.task.status == TaskStatus::InputRequired {
             e.touch(TaskStatus::Working, "running");
@@ -350,7 +360,7 @@ impl TaskStore {
     /// is not an `ElicitResult` denies); other keys are ignored, as the extension says.
     fn update(&self, owner: Owner, id: &str, responses: InputResponses) -> Result<(), ErrorData> {
         let mut tasks = self.lock();
-        Self::sweep(&mut tasks);
+        self.sweep(&mut tasks);
         let e = Self::owned(&mut tasks, owner, id)?;
         for (key, value) in responses {
             if let Some(p) = e.pending.remove(&key) {
@@ -367,7 +377,7 @@ impl TaskStore {
     /// call has ended (its processes gone).
     fn cancel(&self, owner: Owner, id: &str) -> Result<(), ErrorData> {
         let mut tasks = self.lock();
-        Self::sweep(&mut tasks);
+        self.sweep(&mut tasks);
         let e = Self::owned(&mut tasks, owner, id)?;
         if e.end.is_none() && !e.cancel_requested {
             e.cancel_requested = true;
@@ -419,7 +429,10 @@ fn joined(done: Result<Result<CallReply, RuntimeError>, tokio::task::JoinError>)
 }
 
 fn succeeded(reply: &Result<CallReply, RuntimeError>) -> bool {
-    matches!(reply, Ok(CallReply::Outcome(ExecutionOutcome::Completed { result: Ok(_), .. }) | CallReply::Handle { .. }))
+    matches!(
+        reply,
+        Ok(CallReply::Outcome(ExecutionOutcome::Completed { result: Ok(_), .. }) | CallReply::Handle { .. })
+    )
 }
 
 fn error_object(error: &ErrorData) -> JsonObject {
@@ -562,3 +575,6 @@ pub(crate) async fn call(
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
