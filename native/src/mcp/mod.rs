@@ -11,6 +11,8 @@
 //!   `progressToken`, progress is reported while it runs, always before the result.
 //! - Inquiries become `elicitation/create` when the client declared elicitation ([`elicit`]);
 //!   otherwise they are denied at once with the reason.
+//! - MCP tasks (`tasks`, the `io.modelcontextprotocol/tasks` extension): for a client that
+//!   declares them, a call that runs long or asks becomes a task of its session.
 //! - [`http`]: Streamable HTTP on a loopback address, behind a bearer token and an `Origin` check.
 //! - [`relay`]: over stdio, a `tools/call` of a running stdio MCP server's tool is relayed as raw
 //!   JSON, past rmcp's typed model on both sides (the same tool resolution and argument check).
@@ -111,7 +113,7 @@ impl JpMcp {
     }
 
     /// A session of an HTTP server: call slots and MCP tasks shared with the server's other
-    /// sessions (each task still bound to its session, see [`tasks`]).
+    /// sessions (each task still bound to its session).
     pub fn shared(app: Arc<App>, slots: Arc<Semaphore>, tasks: Arc<TaskStore>) -> Self {
         Self::with_tasks(app, slots, tasks::SessionTasks::shared(tasks))
     }
