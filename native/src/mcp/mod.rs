@@ -27,20 +27,18 @@ pub mod relay;
 use std::sync::Arc;
 use std::time::Duration;
 
+use jp_core::agent::surface;
 use jp_core::cancel::CancellationToken;
-use jp_core::runtime::{ExecutionOutcome, RuntimeError, ToolCall};
-use jp_core::state::ToolState;
+use jp_core::runtime::{RuntimeError, ToolCall};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
-use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use crate::app::{App, CallReply, Handles};
-use crate::sandbox::SandboxMode;
 
 /// How often a call with a `progressToken` reports that it is still running.
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(1);
@@ -107,37 +105,10 @@ impl JpMcp {
         &self.handles
     }
 
+    /// Tool `name` as `tools/list` shows it: the core's agent surface, in rmcp's model.
     async fn tool(&self, name: &str) -> Result<Tool, RuntimeError> {
-        let entry = self.app.tool(name).map_err(|e| RuntimeError::Config(e.to_string()))?;
-        let definition = self.app.definition(name).await?;
-        let schema = match self.app.agent_schema(name, false).await? {
-            Value::Object(m) => m,
-            _ => JsonObject::new(),
-        };
-        let description = match (definition.summary, definition.description) {
-            (Some(s), Some(d)) if !d.is_empty() => format!("{s}\n\n{d}"),
-            (Some(s), _) => s,
-            (None, Some(d)) => d,
-            (None, None) => String::new(),
-        };
-        let mut hints = entry.policy().hints();
-        // Without the OS sandbox, what touches files directly (a stdio tool, the programs a
-        // tool runs) is held by nothing: say it may do anything.
-        let direct = entry.runtime_label() == "stdio" || hints.commands;
-        if self.app.sandbox_mode() == SandboxMode::Disabled && direct {
-            hints.writes = true;
-            hints.destructive = true;
-            hints.network = true;
-        }
-        let stateful = !self.app.stateful_actions(name).is_empty();
-        let mut annotations = ToolAnnotations::new().read_only(!hints.writes).open_world(hints.network);
-        if hints.writes {
-            annotations = annotations.destructive(hints.destructive);
-        }
-        if !stateful {
-            annotations = annotations.idempotent(!hints.writes);
-        }
-        Ok(Tool::new(name.to_owned(), description, schema).with_annotations(annotations))
+        let tool = self.app.agent_tool(name).await?;
+        serde_json::from_value(tool.to_mcp()).map_err(|e| RuntimeError::Config(format!("tool '{name}': {e}")))
     }
 
     /// Serve `call` until it ends, reporting progress to `ctx` when asked to.
@@ -179,34 +150,13 @@ fn tool_error(message: impl Into<String>) -> CallToolResponse {
     CallToolResult::error(vec![ContentBlock::text(message.into())]).into()
 }
 
-/// The answer to `tools/call`: results as their content blocks and `structuredContent`, a tool's
-/// failure or the caller's input mistake as `isError`, a stateful command as RFD 009's JSON
-/// (text and `structuredContent`).
+/// The answer to `tools/call`: the core's agent surface ([`surface::call_result`]) in rmcp's
+/// model. Bad arguments, an unknown or stopped handle, an unsupported action (MCP SEP-1303), and
+/// every other failure are a result the model reads and can act on; only an unknown tool is a
+/// protocol error, answered before the call.
 fn response(name: &str, reply: Result<CallReply, RuntimeError>) -> CallToolResponse {
     match reply {
-        Ok(CallReply::Outcome(ExecutionOutcome::Completed { result: Ok(r), .. })) => content::to_rmcp(r, false).into(),
-        Ok(CallReply::Outcome(ExecutionOutcome::Completed { result: Err(e), .. })) => tool_error(e.message),
-        Ok(CallReply::Outcome(ExecutionOutcome::NeedsInput { question, .. })) => tool_error(format!(
-            "tool '{name}' asks: {} — the client did not answer (it has no elicitation, or declined); answer by calling the tool again with the answer in its arguments if it takes one",
-            question.text
-        )),
-        Ok(CallReply::Outcome(ExecutionOutcome::Cancelled { .. })) => {
-            tool_error(format!("tool '{name}' was cancelled"))
-        }
-        Ok(CallReply::Handle { id, state }) => {
-            let json = state.to_handle_response(&id);
-            let failed = matches!(state, ToolState::Stopped { result: Err(_) });
-            let mut r = if failed {
-                CallToolResult::error(vec![ContentBlock::text(json.to_string())])
-            } else {
-                CallToolResult::success(vec![ContentBlock::text(json.to_string())])
-            };
-            r.structured_content = Some(json);
-            r.into()
-        }
-        // Bad arguments, an unknown or stopped handle, an unsupported action (MCP SEP-1303), and
-        // every other failure: a result the model reads and can act on. Only an unknown tool
-        // is a protocol error, answered before the call.
+        Ok(reply) => content::to_rmcp(surface::call_result(name, reply)).into(),
         Err(e) => tool_error(e.to_string()),
     }
 }
