@@ -1,7 +1,9 @@
-//! A real agent CLI pointed at `jp mcp` as the README says (issue 25, "done when"): Claude Code
-//! (npm `@anthropic-ai/claude-code`, pinned in package.json) runs offline against a scripted
-//! Anthropic endpoint on 127.0.0.1 (`tests/agents/anthropic_endpoint.mjs`), with the README's
-//! `--allowedTools mcp__jp`. Claude Code speaks MCP 2026-07-28 and starts stdio servers on
+//! Real agent CLIs pointed at `jp mcp` as the README says (issue 25, "done when"), each offline
+//! against a scripted model endpoint on 127.0.0.1. Claude Code (npm `@anthropic-ai/claude-code`,
+//! pinned in package.json; `tests/agents/anthropic_endpoint.mjs`), with the README's
+//! `--allowedTools mcp__jp`; Codex (npm `@openai/codex`, pinned; `tests/agents/
+//! responses_endpoint.mjs`) with the README's `required = true` and
+//! `default_tools_approval_mode = "approve"`. Claude Code speaks MCP 2026-07-28 and starts stdio servers on
 //! sockets, so this drives jp's MRTR path and its socket handling as a user's session would:
 //! the model reads a file, gets an image from a stdio tool, asks for `.env` — the user is asked
 //! (Claude Code's `Elicitation` hook answers as the user would in its dialog) — and when the
@@ -36,10 +38,11 @@ impl Drop for Killed {
     }
 }
 
-/// The scripted model: makes the calls of `plan`, one per round; returns it and its port.
-fn endpoint(plan: &Value, log: &Path) -> (Killed, u16) {
+/// The scripted model (`script` in tests/agents): makes the calls of `plan`, one per round;
+/// returns it and its port.
+fn endpoint(script: &str, plan: &Value, log: &Path) -> (Killed, u16) {
     let mut child = Command::new("node")
-        .arg(repo().join("tests/agents/anthropic_endpoint.mjs"))
+        .arg(repo().join("tests/agents").join(script))
         .env("PLAN", plan.to_string())
         .env("LOG", log)
         .stdout(Stdio::piped())
@@ -106,7 +109,7 @@ fn claude(ws: &Path, plan: &Value, decision: &str) -> Session {
     let scratch = tempfile::tempdir().unwrap();
     let log = scratch.path().join("requests.jsonl");
     let asked = scratch.path().join("asked.jsonl");
-    let (_endpoint, port) = endpoint(plan, &log);
+    let (_endpoint, port) = endpoint("anthropic_endpoint.mjs", plan, &log);
     // jp finds the approval where `jp trust` put it (Claude Code passes its servers only a few
     // variables of its own environment, and its HOME here is a scratch one).
     let state =
@@ -145,15 +148,22 @@ fn claude(ws: &Path, plan: &Value, decision: &str) -> Session {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "claude: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    let lines = |p: &Path| -> Vec<Value> {
-        std::fs::read_to_string(p)
-            .unwrap_or_default()
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    };
     Session { requests: lines(&log), asked: lines(&asked) }
+}
+
+/// Where jp finds the approval `jp trust` recorded: the clients pass their servers only a few
+/// variables of their own environment, and their HOME here is a scratch one.
+fn state_dir() -> String {
+    std::env::var("XDG_STATE_HOME").unwrap_or_else(|_| format!("{}/.local/state", std::env::var("HOME").unwrap()))
+}
+
+fn lines(p: &Path) -> Vec<Value> {
+    std::fs::read_to_string(p)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 /// Processes whose command line names `ws` (jp serving it, the tools it started).
@@ -219,4 +229,79 @@ fn claude_code_user_who_denies_keeps_the_file_from_the_model() {
     assert!(!text.contains("s3cr3t"), "{text}");
     assert_eq!(results[0]["is_error"], true, "{text}");
     assert!(text.contains("denied"), "{text}");
+}
+
+/// Run `codex exec` once in `ws` with the README's `[mcp_servers.jp]`; the `function_call_output`
+/// items the model was sent, in order.
+fn codex(ws: &Path, plan: &Value) -> Vec<Value> {
+    let codex = repo().join("node_modules/.bin/codex");
+    assert!(codex.exists(), "{} is missing: run `npm install` at the repository's root", codex.display());
+    let scratch = tempfile::tempdir().unwrap();
+    let log = scratch.path().join("requests.jsonl");
+    let (_endpoint, port) = endpoint("responses_endpoint.mjs", plan, &log);
+    let config = format!(
+        r#"model = "gpt-5"
+model_provider = "scripted"
+
+[model_providers.scripted]
+name = "scripted"
+base_url = "http://127.0.0.1:{port}/v1"
+env_key = "SCRIPTED_KEY"
+wire_api = "responses"
+
+[mcp_servers.jp]
+command = {JP:?}
+args = ["mcp", "--workspace", {ws:?}]
+env = {{ XDG_STATE_HOME = {state:?} }}
+required = true
+default_tools_approval_mode = "approve"
+"#,
+        ws = ws.display().to_string(),
+        state = state_dir(),
+    );
+    std::fs::write(scratch.path().join("config.toml"), config).unwrap();
+    let out = Command::new(&codex)
+        .current_dir(ws)
+        .args(["exec", "--skip-git-repo-check", "--ephemeral", "--disable", "plugins", "-C"])
+        .arg(ws)
+        .arg("do as planned")
+        .env("CODEX_HOME", scratch.path())
+        .env("HOME", scratch.path())
+        .env("SCRIPTED_KEY", "not-a-key")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "codex: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let mut outputs: Vec<Value> = Vec::new();
+    for request in lines(&log) {
+        for item in request["input"].as_array().into_iter().flatten() {
+            if item["type"] == "function_call_output" && !outputs.iter().any(|o| o["call_id"] == item["call_id"]) {
+                outputs.push(item.clone());
+            }
+        }
+    }
+    outputs
+}
+
+#[test]
+fn codex_reads_sees_an_image_and_leaves_nothing_running() {
+    let ws = workspace();
+    let plan = json!([
+        {"name": "fs_read_file", "input": {"path": "notes.txt"}},
+        {"name": "picture", "input": {}},
+        {"name": "fs_read_file", "input": {"path": ".env"}},
+    ]);
+    let outputs = codex(ws.path(), &plan);
+    assert_eq!(outputs.len(), 3, "{outputs:#?}");
+    assert!(outputs[0]["output"].to_string().contains("hello from the workspace"), "{:#}", outputs[0]);
+    // The picture reaches the model as an image, not as a JSON string.
+    let image = outputs[1]["output"].as_array().into_iter().flatten().find(|b| b["type"] == "input_image");
+    let image = image.unwrap_or_else(|| panic!("no image: {:#}", outputs[1]));
+    assert_eq!(image["image_url"], format!("data:image/png;base64,{PNG}"), "{image:#}");
+    // `codex exec` has nobody to ask: jp's question about `.env` is declined, and the file
+    // stays with the user.
+    let denied = outputs[2]["output"].to_string();
+    assert!(!denied.contains("s3cr3t") && denied.contains(".env") && denied.contains("declined"), "{denied}");
+    let left = left_in(ws.path());
+    assert!(left.is_empty(), "still running after the session: {left:#?}");
 }
