@@ -469,7 +469,7 @@ impl Config {
                 }
                 (None, Some(url)) => {
                     let policy = server.policy().map_err(|e| err(key(&e.key), e.message))?;
-                    if !policy.check_http(url).is_allow() {
+                    if !policy.check_request(&crate::policy::HttpCheck::new("POST", url)).is_allow() {
                         return Err(err(
                             key("url"),
                             format!(

@@ -113,7 +113,9 @@ fn policy_line(policy: Result<AccessPolicy, String>) -> String {
         Ok(p) => {
             let env: Vec<String> = p.resolvable_env().map(str::to_owned).collect();
             let env = if env.is_empty() { String::new() } else { format!("; environment: {}", list(&env)) };
-            format!("{}{env}", p.summary())
+            // The summary holds the configuration's own text (URLs, header values): escaped, so
+            // that it cannot draw on the terminal.
+            format!("{}{env}", crate::display::escape(&p.summary()))
         }
         Err(e) => format!("policy: invalid ({})", quote(&e)),
     }
@@ -209,6 +211,15 @@ api_key_env = "OPENAI_API_KEY"
         ] {
             assert!(shown.contains(needle), "{needle:?} missing from:\n{shown}");
         }
+    }
+
+    #[test]
+    fn network_rules_are_shown_whole_and_cannot_draw_on_the_terminal() {
+        let text = "[conversation.tools.api]\nsource = \"local\"\ncommand = \"./api\"\n[conversation.tools.api.access]\nnetwork = { allow = [{ url = \"https://api.github.com/repos/o/r\", methods = [\"GET\"], headers = { require = { accept = \"x\\u001b[2J\\u202e\" } } }] }\n";
+        let config = Config::from_toml(text, "c.toml").unwrap();
+        let shown = render(&grants(&config));
+        assert!(shown.contains("https://api.github.com/repos/o/r [GET] with accept: x\\x1b[2J\\u{202e}"), "{shown}");
+        assert!(!shown.contains('\u{1b}') && !shown.contains('\u{202e}'), "{shown}");
     }
 
     #[test]

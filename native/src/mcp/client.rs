@@ -317,7 +317,7 @@ impl McpRuntime {
         use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
         let who = format!("MCP server '{name}'");
         let policy = config.policy().map_err(|e| RuntimeError::Config(format!("[mcp.servers.{name}] {e}")))?;
-        if !policy.check_http(url).is_allow() {
+        if !policy.check_request(&jp_core::policy::HttpCheck::new("POST", url)).is_allow() {
             return Err(RuntimeError::Config(format!("{who}: {url} is not allowed by its network rules")));
         }
         let mut transport = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
