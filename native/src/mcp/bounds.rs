@@ -24,7 +24,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::RoleClient;
-use rmcp::model::{JsonRpcMessage, PaginatedRequestParams, RequestId, Tool};
+use rmcp::model::{ClientRequest, GetMeta, JsonRpcMessage, PaginatedRequestParams, RequestId, Tool};
 use rmcp::service::{Peer, RxJsonRpcMessage, ServiceError, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::sync::Notify;
@@ -177,8 +177,17 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for BoundedTransport<T> {
 
     fn send(
         &mut self,
-        item: TxJsonRpcMessage<RoleClient>,
+        mut item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        if let (Some(inbox), JsonRpcMessage::Request(r)) = (&self.inbox, &mut item) {
+            // rmcp keeps its progress token beside the params until it serialises the request.
+            let token = r.request.get_meta().get_progress_token();
+            if let ClientRequest::CallToolRequest(call) = &mut r.request
+                && let Some(meta) = call.params.meta.as_mut()
+            {
+                inbox.outgoing(meta, token);
+            }
+        }
         let answers = match &item {
             JsonRpcMessage::Response(r) => Some(r.id.clone()),
             JsonRpcMessage::Error(e) => e.id.clone(),

@@ -484,8 +484,8 @@ impl McpRuntime {
         // Served for an agent's call (`jp mcp`): the server's progress and questions go to it.
         let caller = super::forward::CALLER.try_with(Clone::clone).ok();
         let (guard, mut rx) = match caller.map(|c| self.hub.start_call(name, c)) {
-            Some((guard, token, rx)) => {
-                params.meta = token.map(rmcp::model::RequestMetaObject::with_progress_token);
+            Some((guard, meta, rx)) => {
+                params.meta = meta;
                 (Some(guard), rx)
             }
             None => (None, None),

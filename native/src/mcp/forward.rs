@@ -32,7 +32,7 @@ use rmcp::model::{
     ClientCapabilities, ClientConfig, ClientResult, CreateMessageRequest, CreateMessageRequestParams,
     CreateMessageResult, ElicitRequestParams, ElicitResult, ElicitationAction, Implementation, ListRootsRequest,
     ListRootsResult, LoggingLevel, LoggingMessageNotificationParam, MetaObject, ProgressNotificationParam,
-    ProgressToken, RequestId, ServerNotification, ServerRequest,
+    ProgressToken, RequestId, RequestMetaObject, ServerNotification, ServerRequest,
 };
 use rmcp::service::{OriginatingRequestId, PeerRequestOptions, RequestContext};
 use rmcp::{ClientHandler, ErrorData, Peer, RoleClient, RoleServer};
@@ -41,7 +41,7 @@ use tokio::sync::mpsc;
 
 use super::elicit::{ASK_TIMEOUT, Client};
 use super::mrtr::Questions;
-use crate::terminal::{escape, shown};
+use crate::terminal::escape;
 
 /// Most notifications of one server waiting to be passed on; more are dropped and counted.
 pub const MAX_QUEUED: usize = 64;
@@ -244,7 +244,12 @@ struct InFlight {
     server: String,
     caller: Arc<Caller>,
     progress: Option<mpsc::Sender<ProgressNotificationParam>>,
+    /// The progress token rmcp sent the call with.
+    token: Option<ProgressToken>,
 }
+
+/// The `_meta` key marking a `tools/call` of jp's client with its call's number (never sent).
+const CALL_MARK: &str = "jp-host/call";
 
 /// The agent sessions and calls that wrapped servers' messages go to (one per `jp` process,
 /// in its [`McpRuntime`](super::client::McpRuntime)).
@@ -297,13 +302,14 @@ impl Hub {
         lock(&self.tools_changed).remove(name)
     }
 
-    /// The call of server `server` made for `caller`: registered until the guard is dropped;
-    /// with a progress token for the server when the agent asked for progress.
+    /// The call of server `server` made for `caller`: registered until the guard is dropped.
+    /// When the agent asked for progress: the `_meta` to send the call with (its mark, which
+    /// [`Hub::bind`] takes out again, learning rmcp's progress token) and the call's progress.
     pub(crate) fn start_call(
         self: &Arc<Self>,
         server: &str,
         caller: Arc<Caller>,
-    ) -> (CallGuard, Option<ProgressToken>, Option<mpsc::Receiver<ProgressNotificationParam>>) {
+    ) -> (CallGuard, Option<RequestMetaObject>, Option<mpsc::Receiver<ProgressNotificationParam>>) {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = if caller.wants_progress() {
             let (tx, rx) = mpsc::channel(MAX_CALL_PROGRESS);
@@ -311,9 +317,23 @@ impl Hub {
         } else {
             (None, None)
         };
-        let token = rx.as_ref().map(|_| ProgressToken(rmcp::model::NumberOrString::String(format!("jp-{n}").into())));
-        lock(&self.calls).insert(n, InFlight { server: server.to_owned(), caller: caller.clone(), progress: tx });
-        (CallGuard { hub: self.clone(), n, caller }, token, rx)
+        let meta = rx.as_ref().map(|_| {
+            let mut meta = RequestMetaObject::new();
+            meta.0.0.insert(CALL_MARK.into(), Value::from(n));
+            meta
+        });
+        let call = InFlight { server: server.to_owned(), caller: caller.clone(), progress: tx, token: None };
+        lock(&self.calls).insert(n, call);
+        (CallGuard { hub: self.clone(), n, caller }, meta, rx)
+    }
+
+    /// A `tools/call` on its way to a server: its mark is taken out of its `_meta` and its
+    /// progress token (rmcp's own) bound to that call, before the server can report any.
+    pub(crate) fn bind(&self, meta: &mut RequestMetaObject, token: Option<ProgressToken>) {
+        let Some(n) = meta.0.0.remove(CALL_MARK).and_then(|v| v.as_u64()) else { return };
+        if let Some(call) = lock(&self.calls).get_mut(&n) {
+            call.token = token;
+        }
     }
 
     /// Who can be asked on behalf of server `server`: the session whose call of it is running
@@ -339,10 +359,8 @@ impl Hub {
     }
 
     fn progress_of(&self, server: &str, token: &ProgressToken) -> Option<mpsc::Sender<ProgressNotificationParam>> {
-        let rmcp::model::NumberOrString::String(s) = &token.0 else { return None };
-        let n: u64 = s.strip_prefix("jp-")?.parse().ok()?;
         let calls = lock(&self.calls);
-        let call = calls.get(&n).filter(|c| c.server == server)?;
+        let call = calls.values().find(|c| c.server == server && c.token.as_ref() == Some(token))?;
         call.progress.clone()
     }
 }
@@ -418,7 +436,7 @@ impl Asker {
     }
 }
 
-/// What the transport of a wrapped server hands its notifications to.
+/// What the transport of a wrapped server hands its notifications to (and shows its calls).
 pub struct Inbox {
     server: String,
     hub: Arc<Hub>,
@@ -433,6 +451,11 @@ impl Inbox {
         let dropped = Arc::new(AtomicUsize::new(0));
         tokio::spawn(pass_on(server.to_owned(), hub.clone(), rx, dropped.clone()));
         Arc::new(Self { server: server.to_owned(), hub: hub.clone(), queue, dropped })
+    }
+
+    /// A `tools/call` of jp's client on its way to the server (see [`Hub::bind`]).
+    pub fn outgoing(&self, meta: &mut RequestMetaObject, token: Option<ProgressToken>) {
+        self.hub.bind(meta, token);
     }
 
     /// Take one notification of the server, without waiting.
@@ -599,7 +622,7 @@ impl ClientHandler for Wrapped {
             return Ok(declined("jp passes on form elicitation only, not URL elicitation".into()));
         };
         // jp's words first, the server's escaped: it cannot pose as jp or another server.
-        let message = format!("MCP server {} asks: {}", shown(&self.server), escape(&cut(&message)));
+        let message = format!("MCP server '{}' asks: {}", escape(&self.server), escape(&cut(&message)));
         let client = match &asker {
             Asker::Call(c) => c.asker.clone(),
             Asker::Session(s) => match s.peer() {

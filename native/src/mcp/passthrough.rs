@@ -98,29 +98,22 @@ pub(crate) async fn list_resources(app: &Arc<App>) -> ListResourcesResult {
     ListResourcesResult::with_all_items(resources)
 }
 
-/// Resource `params.uri`, from the server that lists it.
+/// Resource `params.uri`, from the server that lists it or has a template it fits.
 pub(crate) async fn read_resource(
     app: &Arc<App>,
     params: ReadResourceRequestParams,
 ) -> Result<ReadResourceResult, ErrorData> {
-    for server in app.mcp().servers().keys() {
-        if !app.mcp().offers(server, Offer::Resources).await {
-            continue;
-        }
-        let Ok(listed) = app.mcp().list_resources(server).await else { continue };
-        if listed.iter().any(|r| r.uri == params.uri) {
-            app.mcp().trace(server, "resources/read", &params.uri);
-            return app
-                .mcp()
-                .read_resource(server, params)
-                .await
-                .map_err(|e| ErrorData::internal_error(e.to_string(), None));
-        }
-    }
-    Err(ErrorData::resource_not_found(
-        format!("no resource '{}'; resources/list names the resources there are", params.uri),
-        None,
-    ))
+    let Some(server) = owner_of(app, &params.uri).await else {
+        return Err(ErrorData::resource_not_found(
+            format!(
+                "no resource '{}'; resources/list and resources/templates/list name the resources there are",
+                params.uri
+            ),
+            None,
+        ));
+    };
+    app.mcp().trace(&server, "resources/read", &params.uri);
+    app.mcp().read_resource(&server, params).await.map_err(|e| ErrorData::internal_error(e.to_string(), None))
 }
 
 /// Every server's resource templates, unchanged.
