@@ -296,8 +296,10 @@ impl App {
         }));
         let vfs = Arc::new(vfs);
         let builtin = BuiltinRuntime::new(vfs.services().clone(), jp_fs_tools::TOOLS);
-        let mcp =
-            Arc::new(McpRuntime::new(&workspace, mcp_servers, options.env.clone(), options.sandbox, options.timeout).with_trace(options.trace.clone()));
+        let mcp = Arc::new(
+            McpRuntime::new(&workspace, mcp_servers, options.env.clone(), options.sandbox, options.timeout)
+                .with_trace(options.trace.clone()),
+        );
         let stdio = StdioRuntime::new(&workspace).env(options.env).sandbox(options.sandbox).timeout(options.timeout);
         let learn = runtimes::Learn { wasm: wasm.clone(), kb_files, workspace: workspace.clone() };
         let runtimes = runtimes::Runtimes::new(stdio, vfs.clone(), wasm, builtin, mcp.clone(), learn);

@@ -30,8 +30,9 @@ use rustix::process::Signal;
 use tokio::io::AsyncReadExt;
 
 use super::bounds::{BoundedTransport, ListError, MAX_MESSAGE};
-use super::forward::{Hub, Inbox, Wrapped};
+use super::forward::{Hub, Inbox};
 use super::relay::{RelayError, ServerPipes};
+use super::wrapped::Wrapped;
 use crate::process::{GroupGuard, find_program, private_env, signal_group};
 use crate::sandbox::{ChildCommand, PROCESS_CONFIG_READ, SandboxMode, SandboxSpec, read_paths};
 
@@ -368,7 +369,8 @@ impl McpRuntime {
             StreamableHttpClientTransport::from_config(transport),
             Some(Inbox::start(name, &self.hub)),
         );
-        let connected = tokio::time::timeout(START_TIMEOUT, Wrapped::new(name, config, &self.hub).serve(transport)).await;
+        let connected =
+            tokio::time::timeout(START_TIMEOUT, Wrapped::new(name, config, &self.hub).serve(transport)).await;
         let service = match connected {
             Ok(Ok(s)) => s,
             Ok(Err(e)) => {

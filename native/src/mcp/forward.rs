@@ -9,7 +9,7 @@
 //!   notifications reach every session, `notifications/resources/updated` the sessions that
 //!   subscribed to that URI.
 //! - Its `elicitation/create`, `sampling/createMessage` and `roots/list` reach the agent's client
-//!   when its `forward` lists them and the client declared them ([`Wrapped`]): asked of the
+//!   when its `forward` lists them and the client declared them ([`Wrapped`](super::wrapped::Wrapped)): asked of the
 //!   session whose call of that server is running (a question says which server asks, so a server
 //!   cannot pose as jp). Everything else is declined as before, with the reason.
 //!
@@ -29,19 +29,16 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use jp_core::runtime::{McpForward, McpServerConfig};
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, ClientResult, CreateMessageRequest, CreateMessageRequestParams,
-    CreateMessageResult, ElicitRequestParams, ElicitResult, ElicitationAction, Implementation, ListRootsRequest,
-    ListRootsResult, LoggingLevel, LoggingMessageNotificationParam, MetaObject, ProgressNotificationParam,
-    ProgressToken, RequestId, RequestMetaObject, ServerNotification, ServerRequest,
+    ClientResult, LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken, RequestId,
+    RequestMetaObject, ServerNotification, ServerRequest,
 };
 use rmcp::service::{OriginatingRequestId, PeerRequestOptions, RequestContext};
-use rmcp::{ClientHandler, ErrorData, Peer, RoleClient, RoleServer};
+use rmcp::{Peer, RoleServer};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::elicit::{ASK_TIMEOUT, Client};
 use super::mrtr::Questions;
-use crate::terminal::escape;
 
 /// Most notifications of one server waiting to be passed on; more are dropped and counted.
 pub const MAX_QUEUED: usize = 64;
@@ -66,7 +63,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// `text` cut to [`MAX_TEXT`] characters.
-fn cut(text: &str) -> String {
+pub(super) fn cut(text: &str) -> String {
     match text.char_indices().nth(MAX_TEXT) {
         Some((i, _)) => format!("{}… (cut by jp at {MAX_TEXT} characters)", &text[..i]),
         None => text.to_owned(),
@@ -108,7 +105,7 @@ impl Session {
         lock(&self.peer).get_or_insert_with(|| peer.clone());
     }
 
-    fn peer(&self) -> Option<Peer<RoleServer>> {
+    pub(super) fn peer(&self) -> Option<Peer<RoleServer>> {
         lock(&self.peer).clone()
     }
 
@@ -173,7 +170,7 @@ pub struct Caller {
     peer: Peer<RoleServer>,
     token: Option<ProgressToken>,
     origin: RequestId,
-    asker: Client,
+    pub(super) asker: Client,
     progress: tokio::sync::Mutex<Progress>,
 }
 
@@ -338,7 +335,7 @@ impl Hub {
 
     /// Who can be asked on behalf of server `server`: the session whose call of it is running
     /// (its latest call), or the only session there is; otherwise why nobody.
-    fn asker(&self, server: &str) -> Result<Asker, String> {
+    pub(super) fn asker(&self, server: &str) -> Result<Asker, String> {
         let calls = lock(&self.calls);
         let mut running: Vec<(&u64, &InFlight)> = calls.iter().filter(|(_, c)| c.server == server).collect();
         running.sort_by_key(|(n, _)| **n);
@@ -396,20 +393,23 @@ impl Drop for CallGuard {
     }
 }
 
-enum Asker {
+/// Who a server's request is asked of.
+pub(super) enum Asker {
+    /// The session of the running call, tied to it.
     Call(Arc<Caller>),
+    /// The only session, outside of any call.
     Session(Arc<Session>),
 }
 
 impl Asker {
-    fn session(&self) -> &Session {
+    pub(super) fn session(&self) -> &Session {
         match self {
             Self::Call(c) => &c.session,
             Self::Session(s) => s,
         }
     }
 
-    fn peer(&self) -> Option<Peer<RoleServer>> {
+    pub(super) fn peer(&self) -> Option<Peer<RoleServer>> {
         match self {
             Self::Call(c) => Some(c.peer.clone()),
             Self::Session(s) => s.peer(),
@@ -417,7 +417,7 @@ impl Asker {
     }
 
     /// A request to the agent's client, tied to the call when there is one.
-    async fn request(&self, mut request: ServerRequest) -> Result<ClientResult, String> {
+    pub(super) async fn request(&self, mut request: ServerRequest) -> Result<ClientResult, String> {
         let peer = self.peer().ok_or("the agent's client is not connected")?;
         if let Self::Call(c) = self {
             let extensions = match &mut request {
@@ -495,12 +495,7 @@ fn log_data(data: Value) -> Value {
 
 /// Pass server `server`'s notifications on to the sessions, one at a time, until its
 /// connection ends.
-async fn pass_on(
-    server: String,
-    hub: Arc<Hub>,
-    mut rx: mpsc::Receiver<ServerNotification>,
-    dropped: Arc<AtomicUsize>,
-) {
+async fn pass_on(server: String, hub: Arc<Hub>, mut rx: mpsc::Receiver<ServerNotification>, dropped: Arc<AtomicUsize>) {
     while let Some(notification) = rx.recv().await {
         let lost = dropped.swap(0, Ordering::Relaxed);
         for session in hub.sessions() {
@@ -541,119 +536,6 @@ async fn pass_on(
                 // client has nothing to do with them.
                 _ => continue,
             };
-        }
-    }
-}
-
-/// jp's client of wrapped server `server`: which of its requests reach the agent's client.
-pub struct Wrapped {
-    server: String,
-    config: McpServerConfig,
-    hub: Arc<Hub>,
-}
-
-impl Wrapped {
-    /// The client of server `server` configured as `config`.
-    pub fn new(server: &str, config: &McpServerConfig, hub: &Arc<Hub>) -> Self {
-        Self { server: server.to_owned(), config: config.clone(), hub: hub.clone() }
-    }
-
-    /// Why a request `what` of the server is not passed on, or the asker it goes to.
-    fn route(&self, what: McpForward) -> Result<Asker, String> {
-        let key = format!("[mcp.servers.{}] forward", self.server);
-        if !self.config.forwards(what) {
-            return Err(format!(
-                "jp does not pass {} requests of MCP server '{}' on to the agent: add \"{}\" to {key} to allow it",
-                what.as_str(),
-                self.server,
-                what.as_str()
-            ));
-        }
-        let asker = self.hub.asker(&self.server).map_err(|why| {
-            format!("jp cannot pass this {} request of MCP server '{}' on: {why}", what.as_str(), self.server)
-        })?;
-        let can = match (&asker, what) {
-            // A call's client may be asked by request, or by its result (2026-07-28).
-            (Asker::Call(c), McpForward::Elicitation) => c.asker.can_ask(),
-            _ => asker.session().declared(what),
-        };
-        if !can {
-            return Err(format!(
-                "the agent's MCP client does not support {} requests (it did not declare them, or it speaks 2026-07-28)",
-                what.as_str()
-            ));
-        }
-        Ok(asker)
-    }
-}
-
-fn declined(reason: String) -> ElicitResult {
-    let mut meta = MetaObject::default();
-    meta.0.insert("reason".into(), Value::String(reason));
-    ElicitResult::new(ElicitationAction::Decline).with_meta(meta)
-}
-
-impl ClientHandler for Wrapped {
-    fn get_info(&self) -> ClientConfig {
-        let mut caps = serde_json::Map::new();
-        if self.config.forwards(McpForward::Elicitation) {
-            caps.insert("elicitation".into(), serde_json::json!({"form": {}}));
-        }
-        if self.config.forwards(McpForward::Sampling) {
-            caps.insert("sampling".into(), serde_json::json!({}));
-        }
-        if self.config.forwards(McpForward::Roots) {
-            caps.insert("roots".into(), serde_json::json!({}));
-        }
-        let capabilities: ClientCapabilities = serde_json::from_value(Value::Object(caps)).unwrap_or_default();
-        ClientConfig::new(capabilities, Implementation::new("jp", env!("CARGO_PKG_VERSION")))
-    }
-
-    async fn create_elicitation(
-        &self,
-        request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, ErrorData> {
-        let asker = match self.route(McpForward::Elicitation) {
-            Ok(a) => a,
-            Err(why) => return Ok(declined(why)),
-        };
-        let ElicitRequestParams::FormElicitationParams { message, requested_schema, .. } = request else {
-            return Ok(declined("jp passes on form elicitation only, not URL elicitation".into()));
-        };
-        // jp's words first, the server's escaped: it cannot pose as jp or another server.
-        let message = format!("MCP server '{}' asks: {}", escape(&self.server), escape(&cut(&message)));
-        let client = match &asker {
-            Asker::Call(c) => c.asker.clone(),
-            Asker::Session(s) => match s.peer() {
-                Some(peer) => Client::for_peer(peer),
-                None => return Ok(declined("the agent's client is not connected".into())),
-            },
-        };
-        Ok(client.ask(message, requested_schema).await.unwrap_or_else(|| declined("the agent's client did not answer".into())))
-    }
-
-    async fn create_message(
-        &self,
-        params: CreateMessageRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<CreateMessageResult, ErrorData> {
-        let not_found = |why: String| ErrorData::new(rmcp::model::ErrorCode::METHOD_NOT_FOUND, why, None);
-        let asker = self.route(McpForward::Sampling).map_err(not_found)?;
-        match asker.request(ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params))).await {
-            Ok(ClientResult::CreateMessageResult(r)) => Ok(*r),
-            Ok(_) => Err(ErrorData::internal_error("the agent's client answered sampling with something else", None)),
-            Err(e) => Err(ErrorData::internal_error(format!("the agent's client failed on sampling: {e}"), None)),
-        }
-    }
-
-    async fn list_roots(&self, _context: RequestContext<RoleClient>) -> Result<ListRootsResult, ErrorData> {
-        // Not passed on: jp's own answer, as before (no roots).
-        let Ok(asker) = self.route(McpForward::Roots) else { return Ok(ListRootsResult::default()) };
-        match asker.request(ServerRequest::ListRootsRequest(ListRootsRequest::default())).await {
-            Ok(ClientResult::ListRootsResult(r)) => Ok(r),
-            Ok(_) => Err(ErrorData::internal_error("the agent's client answered roots/list with something else", None)),
-            Err(e) => Err(ErrorData::internal_error(format!("the agent's client failed on roots/list: {e}"), None)),
         }
     }
 }

@@ -28,6 +28,7 @@ mod mrtr;
 mod passthrough;
 pub mod relay;
 pub mod requests;
+pub mod wrapped;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -460,7 +461,13 @@ pub async fn serve_stdio(app: Arc<App>, options: McpOptions) -> Result<(), Strin
     // Non-blocking pipes when stdin/stdout are pipes (a pending read can be dropped; no
     // blocking-pool thread per read and write), tokio's blocking handles otherwise.
     let (input, output) = rmcp::transport::stdio_pipes();
-    let front = tokio::spawn(relay::serve_front(Arc::new(AppRouter(app, server.session.clone())), server.slots.clone(), input, output, front));
+    let front = tokio::spawn(relay::serve_front(
+        Arc::new(AppRouter(app, server.session.clone())),
+        server.slots.clone(),
+        input,
+        output,
+        front,
+    ));
     let session = async {
         let running = server.serve(tokio::io::split(rmcp_side)).await.map_err(|e| format!("MCP session: {e}"))?;
         running.waiting().await.map(|_| ()).map_err(|e| format!("MCP session: {e}"))

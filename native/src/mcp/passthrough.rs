@@ -35,7 +35,9 @@ pub(crate) fn declared(app: &App, method: &str) -> Result<(), ErrorData> {
     } else {
         Err(ErrorData::new(
             rmcp::model::ErrorCode::METHOD_NOT_FOUND,
-            format!("{method}: no MCP server is configured, so jp offers no prompts, resources, logging or completions"),
+            format!(
+                "{method}: no MCP server is configured, so jp offers no prompts, resources, logging or completions"
+            ),
             None,
         ))
     }
@@ -172,7 +174,9 @@ pub(crate) async fn subscribe(
     let method = if subscribe { "resources/subscribe" } else { "resources/unsubscribe" };
     let Some(server) = owner_of(app, uri).await else {
         return Err(ErrorData::resource_not_found(
-            format!("{method}: no server offers '{uri}'; resources/list and resources/templates/list name what there is"),
+            format!(
+                "{method}: no server offers '{uri}'; resources/list and resources/templates/list name what there is"
+            ),
             None,
         ));
     };

@@ -187,7 +187,7 @@ impl McpRuntime {
     pub(super) async fn log_at_level(&self, name: &str, server: &Server) {
         let Some(level) = self.hub().level() else { return };
         let peer = server.service.peer();
-        if !peer.peer_info().is_some_and(|i| i.capabilities.logging.is_some()) {
+        if peer.peer_info().is_none_or(|i| i.capabilities.logging.is_none()) {
             return;
         }
         self.trace(name, "logging/setLevel", &format!("{level:?}").to_lowercase());

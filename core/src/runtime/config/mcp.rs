@@ -135,4 +135,3 @@ pub struct McpConfig {
     #[serde(default)]
     pub servers: BTreeMap<String, McpServerConfig>,
 }
-
