@@ -16,7 +16,7 @@
 //!   [`MAX_UNANSWERED`] not yet sent back: at that many, nothing more is read from the server until
 //!   an answer has been written (a server that does not read its stdin stops being read; its own
 //!   pipe then holds it back). Notifications never reach rmcp (it would spawn a task for each):
-//!   they are handed to the server's [`Inbox`](super::forward::Inbox), which queues what goes on
+//!   they are handed to the server's [`Inbox`], which queues what goes on
 //!   to the agent without waiting and drops what does not fit (without one, they are dropped), so
 //!   a flood of `notifications/message` or progress costs reading it, nothing more.
 

@@ -453,7 +453,7 @@ impl Inbox {
         Arc::new(Self { server: server.to_owned(), hub: hub.clone(), queue, dropped })
     }
 
-    /// A `tools/call` of jp's client on its way to the server (see [`Hub::bind`]).
+    /// A `tools/call` of jp's client on its way to the server (its mark taken out, its progress token bound to its call).
     pub fn outgoing(&self, meta: &mut RequestMetaObject, token: Option<ProgressToken>) {
         self.hub.bind(meta, token);
     }

@@ -1,5 +1,5 @@
 //! The requests jp makes of a wrapped MCP server besides `tools/*`, for `jp mcp` to pass on
-//! ([`passthrough`](super::passthrough)): prompts, resources and their templates, subscriptions,
+//! (`passthrough`): prompts, resources and their templates, subscriptions,
 //! completions and the logging level. Each has the call time limit; a list is paged under the
 //! caps of `tools/list`; a failure names the server and the request, and each is traced
 //! (`--trace`).
