@@ -7,7 +7,7 @@
 //! the file's comments claim. Text from the file is quoted with [`quote`]: control characters and
 //! line breaks are shown escaped, so a hostile value cannot draw lines of its own.
 
-use super::{Config, McpToolsImport, RunMode, ToolConfig, ToolSource, default_policy, resolve_runtime};
+use super::{Config, McpForward, McpToolsImport, RunMode, ToolConfig, ToolSource, default_policy, resolve_runtime};
 use crate::policy::AccessPolicy;
 
 /// One table of the configuration and what it grants: a headline and its details.
@@ -47,6 +47,14 @@ pub fn grants(config: &Config) -> Vec<Grant> {
         }
         if let Some(var) = &server.token_env {
             details.push(format!("sends the token in ${} to its URL", quote(var)));
+        }
+        let forwarded: Vec<String> = [McpForward::Elicitation, McpForward::Sampling, McpForward::Roots]
+            .into_iter()
+            .filter(|f| server.forwards(*f))
+            .map(|f| f.as_str().to_owned())
+            .collect();
+        if !forwarded.is_empty() {
+            details.push(format!("may ask your agent's client through jp mcp: {}", forwarded.join(", ")));
         }
         match &server.tools {
             Some(McpToolsImport::All(_)) => details.push("offers every tool it lists".into()),

@@ -11,6 +11,9 @@
 //!   `progressToken`, progress is reported while it runs, always before the result.
 //! - Inquiries become `elicitation/create` when the client declared elicitation ([`elicit`]);
 //!   otherwise they are denied at once with the reason.
+//! - Wrapped servers (`[mcp.servers.*]`): their prompts, resources, templates, subscriptions,
+//!   completions and logging level are passed on (`passthrough`), their progress, log messages
+//!   and requests of a client forwarded to this session's client within bounds ([`forward`]).
 //! - [`http`]: Streamable HTTP on a loopback address, behind a bearer token and an `Origin` check.
 //! - [`relay`]: over stdio, a `tools/call` of a running stdio MCP server's tool is relayed as raw
 //!   JSON, past rmcp's typed model on both sides (the same tool resolution and argument check).
@@ -19,10 +22,13 @@ pub mod bounds;
 pub mod client;
 pub mod content;
 pub mod elicit;
+pub mod forward;
 pub mod http;
 mod mrtr;
 mod passthrough;
 pub mod relay;
+pub mod requests;
+pub mod wrapped;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,7 +38,7 @@ use jp_core::cancel::CancellationToken;
 use jp_core::runtime::{RuntimeError, ToolCall};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -63,6 +69,8 @@ pub struct JpMcp {
     app: Arc<App>,
     handles: Arc<Handles>,
     slots: Arc<Semaphore>,
+    /// This session's client, as wrapped servers' messages see it.
+    session: Arc<forward::Session>,
     _session: Arc<SessionEnd>,
 }
 
@@ -97,7 +105,13 @@ impl JpMcp {
     /// one bound for the whole server).
     pub fn with_slots(app: Arc<App>, slots: Arc<Semaphore>) -> Self {
         let handles = Arc::new(Handles::new());
-        Self { app, slots, _session: Arc::new(SessionEnd { handles: handles.clone() }), handles }
+        Self {
+            app,
+            slots,
+            session: Arc::default(),
+            _session: Arc::new(SessionEnd { handles: handles.clone() }),
+            handles,
+        }
     }
 
     /// This session's handles.
@@ -118,21 +132,20 @@ impl JpMcp {
         ctx: &RequestContext<RoleServer>,
         questions: Option<mrtr::Questions>,
     ) -> Result<CallReply, RuntimeError> {
+        // A wrapped server's progress and questions go to this call (see `forward`).
+        let caller = forward::Caller::new(&self.session, ctx, questions.clone());
         let answerer = elicit::Elicitor::new(ctx, questions);
-        let work = self.app.agent_call(call, &self.handles, &answerer);
-        let Some(token) = ctx.meta.get_progress_token() else { return work.await };
+        let work = forward::CALLER.scope(caller.clone(), self.app.agent_call(call, &self.handles, &answerer));
+        if !caller.wants_progress() {
+            return work.await;
+        }
         tokio::pin!(work);
-        let mut ticks = 0u32;
         loop {
             tokio::select! {
                 r = &mut work => return r,
-                () = tokio::time::sleep(PROGRESS_EVERY) => {
-                    ticks += 1;
-                    let p = ProgressNotificationParam::new(token.clone(), f64::from(ticks))
-                        .with_message(format!("running for {ticks} s"));
-                    // Sent and flushed before the next select: the result cannot overtake it.
-                    let _ = ctx.peer.notify_progress(p).await;
-                }
+                // jp's own ticks, unless a wrapped server reports progress itself; sent and
+                // flushed before the next select: the result cannot overtake them.
+                () = tokio::time::sleep(PROGRESS_EVERY) => caller.tick().await,
             }
         }
     }
@@ -162,10 +175,22 @@ fn response(name: &str, reply: Result<CallReply, RuntimeError>) -> CallToolRespo
 }
 
 impl ServerHandler for JpMcp {
+    #[allow(deprecated, reason = "logging is what 2025-11-25 clients speak")]
     fn get_info(&self) -> ServerConfig {
-        // Wrapped servers' prompts and resources are offered through jp (see `passthrough`).
+        // Wrapped servers' prompts, resources, completions and logging are offered through jp
+        // (see `passthrough`).
         let capabilities = if passthrough::any(&self.app) {
-            ServerCapabilities::builder().enable_tools().enable_prompts().enable_resources().build()
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .enable_prompts()
+                .enable_prompts_list_changed()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .enable_resources_list_changed()
+                .enable_logging()
+                .enable_completions()
+                .build()
         } else {
             ServerCapabilities::builder().enable_tools().build()
         };
@@ -211,6 +236,62 @@ impl ServerHandler for JpMcp {
     ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
         passthrough::declared(&self.app, "resources/read")?;
         passthrough::read_resource(&self.app, request).await.map(Into::into)
+    }
+
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        // Wrapped servers' notifications reach this session from now on.
+        self.session.attach(&context.peer);
+        self.app.mcp().hub().join(&self.session);
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
+        passthrough::declared(&self.app, "resources/templates/list")?;
+        Ok(passthrough::list_resource_templates(&self.app).await)
+    }
+
+    #[allow(deprecated, reason = "resources/subscribe is what 2025-11-25 clients speak")]
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        passthrough::declared(&self.app, "resources/subscribe")?;
+        self.session.attach(&context.peer);
+        passthrough::subscribe(&self.app, &self.session, &request.uri, true).await
+    }
+
+    #[allow(deprecated, reason = "resources/unsubscribe is what 2025-11-25 clients speak")]
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        passthrough::declared(&self.app, "resources/unsubscribe")?;
+        passthrough::subscribe(&self.app, &self.session, &request.uri, false).await
+    }
+
+    async fn complete(
+        &self,
+        request: rmcp::model::CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, ErrorData> {
+        passthrough::declared(&self.app, "completion/complete")?;
+        passthrough::complete(&self.app, request).await
+    }
+
+    #[allow(deprecated, reason = "logging/setLevel is what 2025-11-25 clients speak")]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        passthrough::declared(&self.app, "logging/setLevel")?;
+        self.session.attach(&context.peer);
+        passthrough::set_level(&self.app, &self.session, request.level).await
     }
 
     async fn list_tools(
@@ -297,12 +378,17 @@ impl ServerHandler for JpMcp {
 
 /// Which `tools/call`s the stdio front relays: tools of a running stdio MCP server, not
 /// stateful, with arguments that pass the same check as every call.
-struct AppRouter(Arc<App>);
+/// A server whose requests may be forwarded to this client is not relayed: they are tied to
+/// the call through rmcp (see `forward`).
+struct AppRouter(Arc<App>, Arc<forward::Session>);
 
 impl relay::Router for AppRouter {
     async fn route(&self, name: &str, arguments: &serde_json::value::RawValue) -> Option<relay::Route> {
         let entry = self.0.tool(name).ok()?;
         let jp_core::runtime::ToolSource::Mcp { server, tool } = &entry.config.source else { return None };
+        if self.0.mcp().servers().get(server).is_some_and(|sc| self.1.forwards_any(sc)) {
+            return None;
+        }
         let mcp = self.0.mcp();
         let pipes = mcp.relay_pipes(server).await?;
         let args: JsonObject = serde_json::from_str(arguments.get()).ok()?;
@@ -325,7 +411,13 @@ pub async fn serve_stdio(app: Arc<App>, options: McpOptions) -> Result<(), Strin
     // Non-blocking pipes when stdin/stdout are pipes (a pending read can be dropped; no
     // blocking-pool thread per read and write), tokio's blocking handles otherwise.
     let (input, output) = rmcp::transport::stdio_pipes();
-    let front = tokio::spawn(relay::serve_front(Arc::new(AppRouter(app)), server.slots.clone(), input, output, front));
+    let front = tokio::spawn(relay::serve_front(
+        Arc::new(AppRouter(app, server.session.clone())),
+        server.slots.clone(),
+        input,
+        output,
+        front,
+    ));
     let session = async {
         let running = server.serve(tokio::io::split(rmcp_side)).await.map_err(|e| format!("MCP session: {e}"))?;
         running.waiting().await.map(|_| ()).map_err(|e| format!("MCP session: {e}"))
