@@ -32,7 +32,7 @@ use rmcp::model::{
     ClientResult, LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken, RequestId,
     RequestMetaObject, ServerNotification, ServerRequest,
 };
-use rmcp::service::{OriginatingRequestId, PeerRequestOptions, RequestContext};
+use rmcp::service::{OriginatingRequestId, PeerRequestOptions, RequestContext, SubscriptionSink};
 use rmcp::{Peer, RoleServer};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -91,6 +91,9 @@ pub struct Session {
     peer: Mutex<Option<Peer<RoleServer>>>,
     level: Mutex<Option<LoggingLevel>>,
     subscriptions: Mutex<HashSet<String>>,
+    /// The open `subscriptions/listen` streams of a 2026-07-28 client: its change notifications
+    /// go there, filtered by what each accepted, and nowhere else.
+    listeners: Mutex<Vec<SubscriptionSink>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -126,6 +129,30 @@ impl Session {
 
     fn subscribed(&self, uri: &str) -> bool {
         lock(&self.subscriptions).contains(uri)
+    }
+
+    /// Add a `subscriptions/listen` stream (MCP 2026-07-28).
+    pub fn listen(&self, sink: SubscriptionSink) {
+        lock(&self.listeners).push(sink);
+    }
+
+    /// Remove the stream of listen request `id`.
+    pub fn unlisten(&self, id: &rmcp::model::RequestId) {
+        lock(&self.listeners).retain(|s| s.id() != id);
+    }
+
+    /// Whether the client speaks 2026-07-28, where change notifications go only to the
+    /// `subscriptions/listen` streams it opened.
+    fn listens(&self) -> bool {
+        self.peer().and_then(|p| p.peer_info()).is_some_and(|i| !i.protocol_version.has_initialize())
+    }
+
+    /// Send a change notification to every listen stream that accepted it.
+    async fn to_listeners(&self, notification: &ServerNotification) {
+        let sinks = lock(&self.listeners).clone();
+        for sink in sinks {
+            let _ = sink.send(notification.clone()).await;
+        }
     }
 
     /// Whether the client declared `what` (and can be asked by request: not 2026-07-28).
@@ -510,6 +537,20 @@ async fn pass_on(server: String, hub: Arc<Hub>, mut rx: mpsc::Receiver<ServerNot
                 )
                 .with_logger("jp");
                 let _ = peer.notify_logging_message(note).await;
+            }
+            // MCP 2026-07-28: change notifications only through the client's listen streams,
+            // as their filters allow.
+            if session.listens()
+                && matches!(
+                    notification,
+                    ServerNotification::ResourceUpdatedNotification(_)
+                        | ServerNotification::ResourceListChangedNotification(_)
+                        | ServerNotification::PromptListChangedNotification(_)
+                        | ServerNotification::ToolListChangedNotification(_)
+                )
+            {
+                session.to_listeners(&notification).await;
+                continue;
             }
             let _ = match &notification {
                 ServerNotification::LoggingMessageNotification(n) => {

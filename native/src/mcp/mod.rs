@@ -264,6 +264,33 @@ impl ServerHandler for JpMcp {
         passthrough::subscribe(&self.app, &self.session, &request.uri, true).await
     }
 
+    /// MCP 2026-07-28 `subscriptions/listen`: offered when a wrapped server is configured; the
+    /// client gets what it asked for of what jp declares (the SDK intersects the two).
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        passthrough::any(&self.app).then(|| requested.clone())
+    }
+
+    /// One listen stream: the resources it names subscribed at their servers, its change
+    /// notifications sent on it until the client cancels it; then the resources unsubscribed.
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
+        self.session.attach(&context.request_context().peer);
+        let uris = context.accepted().resource_subscriptions.clone().unwrap_or_default();
+        for uri in &uris {
+            passthrough::subscribe(&self.app, &self.session, uri, true).await?;
+        }
+        let id = context.sink().id().clone();
+        self.session.listen(context.sink().clone());
+        context.cancelled().await;
+        self.session.unlisten(&id);
+        for uri in &uris {
+            let _ = passthrough::subscribe(&self.app, &self.session, uri, false).await;
+        }
+        Ok(())
+    }
+
     #[allow(deprecated, reason = "resources/unsubscribe is what 2025-11-25 clients speak")]
     async fn unsubscribe(
         &self,

@@ -164,7 +164,8 @@ async fn owner_of(app: &Arc<App>, uri: &str) -> Option<String> {
 }
 
 /// Subscribe `session` to resource `uri` (or unsubscribe it): passed on to the server that
-/// offers it, which must declare subscriptions.
+/// offers it, which must declare subscriptions — or, for a URI no server lists, to the only
+/// server that takes subscriptions.
 pub(crate) async fn subscribe(
     app: &Arc<App>,
     session: &Arc<Session>,
@@ -172,13 +173,34 @@ pub(crate) async fn subscribe(
     subscribe: bool,
 ) -> Result<(), ErrorData> {
     let method = if subscribe { "resources/subscribe" } else { "resources/unsubscribe" };
-    let Some(server) = owner_of(app, uri).await else {
-        return Err(ErrorData::resource_not_found(
-            format!(
-                "{method}: no server offers '{uri}'; resources/list and resources/templates/list name what there is"
-            ),
-            None,
-        ));
+    let server = match owner_of(app, uri).await {
+        Some(server) => server,
+        // A resource a server does not list (one it makes on the way, say): the one server
+        // that takes subscriptions, when there is exactly one; otherwise nobody can tell whose.
+        None => {
+            let mut subscribers = Vec::new();
+            for server in app.mcp().servers().keys() {
+                if app.mcp().offers(server, Offer::Subscribe).await {
+                    subscribers.push(server.clone());
+                }
+            }
+            match subscribers.as_slice() {
+                [one] => one.clone(),
+                _ => {
+                    return Err(ErrorData::resource_not_found(
+                        format!(
+                            "{method}: no server lists '{uri}'{}; resources/list and resources/templates/list name what there is",
+                            if subscribers.is_empty() {
+                                String::new()
+                            } else {
+                                format!(", and several take subscriptions ({})", subscribers.join(", "))
+                            }
+                        ),
+                        None,
+                    ));
+                }
+            }
+        }
     };
     if !app.mcp().offers(&server, Offer::Subscribe).await {
         return Err(ErrorData::invalid_params(
