@@ -6,7 +6,7 @@
 // answer is a click. The question shows what a yes grants as `jp query` does (`describeCall`, in
 // core): paths, commands and URLs first and in full, the other fields cut and named. The API key lives in this tab's session
 // storage only and is never shown to a tool.
-import { agentTurn, toolOnlyReads, describeCall } from './jp.js';
+import { agentTurn, describeCall, askBeforeCall, agentResult } from './jp.js';
 
 const KEY = 'jp-agent-key';
 const SETTINGS = 'jp-agent-settings';
@@ -91,9 +91,10 @@ export function agentPanel($, host, { onFilesChanged }) {
       entry?.querySelector('.result')?.replaceChildren(`✗ ${problem}`);
       return { content: problem, isError: true };
     }
-    // RFD 009: ask before a one-shot tool that can write — the policy lets tools write and the
-    // tool is not one that only reads.
-    const mayWrite = host.policyHints().writes && !toolOnlyReads(name);
+    // RFD 009, decided by the core as for `jp query`: ask before a tool that may write or run
+    // commands under the project's policy (a tool that only reads never does).
+    const tool = host.listTools().find((t) => t.name === name);
+    const mayWrite = !tool || askBeforeCall(tool, host.policyHints(), args);
     if (mayWrite && !$('agent-unattended').checked && !allowed.has(name) && !(await ask(name, args))) {
       entry?.querySelector('.result')?.replaceChildren('✗ declined by the user');
       return { content: `The user declined to run ${name}. Ask them, or do without it.`, isError: true };
@@ -102,9 +103,7 @@ export function agentPanel($, host, { onFilesChanged }) {
     try {
       const outcome = await host.callTool(name, args);
       if (outcome.changed?.length) await onFilesChanged();
-      if (outcome.tag === 'success') return { content: outcome.val, isError: false };
-      if (outcome.tag === 'error') return { content: outcome.val.message, isError: true };
-      return { content: `the tool asks: ${outcome.val.text ?? JSON.stringify(outcome.val)}`, isError: true };
+      return agentResult(name, outcome);
     } finally {
       current = current.filter((c) => c !== entry);
     }

@@ -94,8 +94,17 @@ export function describeCall(name: string, args: unknown): CallSummary;
 /** What `policy` grants beyond `ceiling` (the operator's policy), one line per right; empty when
  * it only narrows it. Throws when either does not parse. After `loadJp`. */
 export function policyExceeds(policy: string, ceiling: string): string[];
-/** Whether tool `name` only reads (the page does not ask before it); after `loadJp`. */
-export function toolOnlyReads(name: string): boolean;
+/** A tool as `host.listTools()` lists it. */
+export interface ListedTool { name: string; summary?: string; description?: string; inputSchema: unknown }
+/** `host.policyHints()`. */
+export interface PolicyHints { writes: boolean; destructive: boolean; network: boolean; commands: boolean }
+/** The core's agent surface (the same as `jp mcp`'s), after `loadJp`: the tool as MCP's
+ * `tools/list` shows it under a policy with `hints`. */
+export function agentTool(tool: ListedTool, hints: PolicyHints): { name: string; description: string; inputSchema: unknown; annotations: Record<string, boolean> };
+/** Whether the user is asked before a call of `tool` with `args` (RFD 009, as `jp query`). */
+export function askBeforeCall(tool: ListedTool, hints: PolicyHints, args: unknown): boolean;
+/** A `callTool` outcome as the agent gets it: MCP's `{content, structuredContent?, isError}`. */
+export function agentResult(name: string, outcome: { tag: string; val: unknown }): { content: unknown[]; structuredContent?: unknown; isError: boolean };
 
 export class Host {
   /** Files in the IndexedDB database `db`, or in memory when `db` is null. `policy`: TOML or

@@ -6,11 +6,12 @@
 // empty environment and no arguments; no wasi:filesystem or wasi:sockets at all (the components
 // import none: their files come through jp:host/filesystem).
 
-import init, { JpHost, ArgumentSchema, toolInputSchema, runAgentTurn, toolOnlyReads, describeCall, policyExceeds } from './pkg/jp_web.js';
+import init, { JpHost, ArgumentSchema, toolInputSchema, runAgentTurn, describeCall, policyExceeds, agentTool, askBeforeCall, agentResult } from './pkg/jp_web.js';
 
-// describeCall(name, args): what a permission question shows of a call, as `jp query` shows it
-// (after loadJp).
-export { toolOnlyReads, describeCall, policyExceeds };
+// describeCall(name, args): what a permission question shows of a call, as `jp query` shows it;
+// agentTool, askBeforeCall, agentResult: the core's agent surface, as `jp mcp` and `jp query` use
+// it (all after loadJp).
+export { describeCall, policyExceeds, agentTool, askBeforeCall, agentResult };
 import * as cli from '@bytecodealliance/preview2-shim/cli';
 import * as io from '@bytecodealliance/preview2-shim/io';
 import * as clocks from '@bytecodealliance/preview2-shim/clocks';

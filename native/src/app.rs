@@ -296,8 +296,10 @@ impl App {
         }));
         let vfs = Arc::new(vfs);
         let builtin = BuiltinRuntime::new(vfs.services().clone(), jp_fs_tools::TOOLS);
-        let mcp =
-            Arc::new(McpRuntime::new(&workspace, mcp_servers, options.env.clone(), options.sandbox, options.timeout));
+        let mcp = Arc::new(
+            McpRuntime::new(&workspace, mcp_servers, options.env.clone(), options.sandbox, options.timeout)
+                .with_trace(options.trace.clone()),
+        );
         let stdio = StdioRuntime::new(&workspace).env(options.env).sandbox(options.sandbox).timeout(options.timeout);
         let learn = runtimes::Learn { wasm: wasm.clone(), kb_files, workspace: workspace.clone() };
         let runtimes = runtimes::Runtimes::new(stdio, vfs.clone(), wasm, builtin, mcp.clone(), learn);
@@ -359,6 +361,11 @@ impl App {
     pub async fn discover(&self) {
         let mut done = self.discovered.lock().await;
         for (server, sc) in self.mcp.servers() {
+            // The server said its tools changed: its new tools are listed (one gone stays until
+            // a call of it fails).
+            if self.mcp.hub().take_tools_changed(server) {
+                done.remove(server);
+            }
             if !matches!(sc.tools, Some(McpToolsImport::All(_))) || done.contains(server) {
                 continue;
             }
@@ -368,12 +375,13 @@ impl App {
                     for t in listed {
                         match mcp_entry(server, &t.name, sc, None, "the configuration", &self.policy_context) {
                             Ok(entry) => match tools.get(&entry.name) {
-                                Some(other) => eprintln!(
+                                // Listed again (its tools changed): the same tool, refreshed.
+                                Some(other) if other.config.source != entry.config.source => eprintln!(
                                     "jp: tool '{}' of MCP server '{server}' is not offered: the name is already {}; give the server a `prefix`",
                                     entry.name,
                                     describe_entry(other)
                                 ),
-                                None => {
+                                _ => {
                                     tools.insert(entry.name.clone(), entry);
                                 }
                             },

@@ -12,31 +12,13 @@ mod support;
 use support::approve_config;
 
 const JP: &str = env!("CARGO_BIN_EXE_jp");
-/// The Python SDK version the tests pin.
-const PYTHON_MCP: &str = "mcp==2.3.0";
-
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
-/// A venv with the pinned Python SDK, made once per machine (idempotent).
+/// The pinned Python SDK's interpreter.
 fn python() -> PathBuf {
-    let home = std::env::var("HOME").unwrap();
-    let venv = Path::new(&home).join(".cache/jp-host/venv-mcp-2.3.0");
-    let py = venv.join("bin/python");
-    let has = |py: &Path| {
-        Command::new(py)
-            .args(["-c", "import mcp, importlib.metadata as m; assert m.version('mcp') == '2.3.0'"])
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if !has(&py) {
-        let s = Command::new("/usr/bin/python3").args(["-m", "venv"]).arg(&venv).status().unwrap();
-        assert!(s.success(), "python3 -m venv failed (install the python3-venv package)");
-        let s = Command::new(venv.join("bin/pip")).args(["install", "-q", PYTHON_MCP]).status().unwrap();
-        assert!(s.success(), "pip install {PYTHON_MCP} failed");
-    }
-    py
+    support::python_sdk_venv().join("bin/python")
 }
 
 /// The workspace the client scripts expect.

@@ -21,17 +21,9 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
-/// The venv with the pinned Python SDK (made by `mcp.rs` when missing; made here too).
+/// The venv with the pinned Python SDK.
 fn venv() -> PathBuf {
-    let home = std::env::var("HOME").unwrap();
-    let venv = Path::new(&home).join(".cache/jp-host/venv-mcp-2.3.0");
-    if !venv.join("bin/python").exists()
-        || !Command::new(venv.join("bin/python")).args(["-c", "import mcp"]).status().unwrap().success()
-    {
-        assert!(Command::new("/usr/bin/python3").args(["-m", "venv"]).arg(&venv).status().unwrap().success());
-        assert!(Command::new(venv.join("bin/pip")).args(["install", "-q", "mcp==2.3.0"]).status().unwrap().success());
-    }
-    venv
+    support::python_sdk_venv()
 }
 
 fn site_packages(venv: &Path) -> PathBuf {

@@ -6,6 +6,8 @@
 
 #![cfg(target_os = "linux")]
 
+mod support;
+
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
@@ -94,4 +96,36 @@ async fn a_2026_07_28_client_that_denies_gets_the_denial_as_a_tool_error() {
     assert!(is_error, "{text}");
     assert!(!text.contains("hunter2"), "{text}");
     assert_eq!(asked.len(), 1, "{asked:?}");
+}
+
+/// The official Python SDK's high-level `Client` on 2026-07-28: its input-required driver
+/// answers jp's questions through the elicitation callback (allow once, then deny), and content
+/// blocks and argument errors arrive as the spec says (`tests/mcp/python_mrtr.py`).
+#[test]
+fn the_python_sdk_on_2026_07_28_is_asked_by_result_and_gets_typed_blocks() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join(".env"), "TOKEN=hunter2\n").unwrap();
+    std::fs::create_dir_all(ws.path().join(".jp")).unwrap();
+    let picture = r#"{"content": [{"type": "text", "text": "a picture"}, {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="}], "structuredContent": {"width": 1, "height": 1}}"#;
+    std::fs::write(ws.path().join("picture.py"), format!("import sys\nsys.stdin.read()\nprint({picture:?})\n"))
+        .unwrap();
+    std::fs::write(
+        ws.path().join(".jp/config.toml"),
+        "[conversation.tools.picture]\nsource = \"local\"\ncommand = \"/usr/bin/python3 picture.py\"\nparameters = {}\n",
+    )
+    .unwrap();
+    support::approve_config(ws.path());
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    let out = std::process::Command::new(support::python_sdk_venv().join("bin/python"))
+        .arg(repo.join("tests/mcp/python_mrtr.py"))
+        .args([JP, ws.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    for check in
+        ["speaks 2026-07-28", "asked once through input_required", "deny keeps", "an image block", "a wrong argument"]
+    {
+        assert!(stdout.contains(&format!("ok {check}")), "{check:?} missing:\n{stdout}");
+    }
 }

@@ -2,7 +2,7 @@
 //! starts servers with sockets for stdin/stdout and sends SIGKILL half a second after SIGINT, so
 //! a `jp mcp` that waits for stdin to close never ends cleanly. Each case starts a `run` handle
 //! (a `sleep` under the sandbox) and checks that the signal ends `jp` itself, with its handle's
-//! process gone.
+//! process gone — on sockets, pipes, a pty and over HTTP.
 
 #![cfg(target_os = "linux")]
 
@@ -37,6 +37,8 @@ fn workspace() -> tempfile::TempDir {
 enum Connected {
     Pipes,
     Socket,
+    /// A terminal (raw mode, so that the JSON lines pass unchanged).
+    Pty,
 }
 
 /// `jp mcp` in `ws` with its stdio connected as `how`; the client's reader and writer.
@@ -61,6 +63,32 @@ fn start(ws: &Path, how: Connected) -> (Child, Box<dyn BufRead>, Box<dyn Write>)
             let reader = Box::new(BufReader::new(ours.try_clone().unwrap()));
             (child, reader, Box::new(ours))
         }
+        Connected::Pty => {
+            let (master, slave) = pty();
+            let slave_out = slave.try_clone().unwrap();
+            let child = command.stdin(Stdio::from(slave)).stdout(Stdio::from(slave_out)).spawn().unwrap();
+            let master = std::fs::File::from(master);
+            let reader = Box::new(BufReader::new(master.try_clone().unwrap()));
+            (child, reader, Box::new(master))
+        }
+    }
+}
+
+/// A pseudo-terminal in raw mode: (master, slave).
+fn pty() -> (OwnedFd, OwnedFd) {
+    use std::os::fd::FromRawFd;
+    let (mut master, mut slave) = (-1, -1);
+    // SAFETY: openpty writes two new descriptors we then own; the termios is read and set on
+    // the slave we own.
+    #[allow(unsafe_code)]
+    unsafe {
+        let made = libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null());
+        assert_eq!(made, 0, "openpty: {}", std::io::Error::last_os_error());
+        let mut mode: libc::termios = std::mem::zeroed();
+        assert_eq!(libc::tcgetattr(slave, &mut mode), 0);
+        libc::cfmakeraw(&mut mode);
+        assert_eq!(libc::tcsetattr(slave, libc::TCSANOW, &mode), 0);
+        (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave))
     }
 }
 
@@ -160,6 +188,16 @@ fn sigterm_ends_jp_mcp_on_sockets() {
 #[test]
 fn sigint_ends_jp_mcp_on_sockets() {
     ends_on(libc::SIGINT, Connected::Socket);
+}
+
+#[test]
+fn sigint_ends_jp_mcp_on_a_pty() {
+    ends_on(libc::SIGINT, Connected::Pty);
+}
+
+#[test]
+fn sigterm_ends_jp_mcp_on_a_pty() {
+    ends_on(libc::SIGTERM, Connected::Pty);
 }
 
 #[test]

@@ -239,7 +239,20 @@ fn run_policy_group(group: &Value) -> Result<(), Vec<String>> {
             continue;
         }
         let decision = match op {
-            "http" => policy.check_http(target),
+            "http" => {
+                // `method` (default GET) and `headers` ({name: value}, as the tool wrote them).
+                let headers: Vec<(String, String)> = case["headers"]
+                    .as_object()
+                    .map(|h| h.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_owned())).collect())
+                    .unwrap_or_default();
+                let method = case["method"].as_str().unwrap_or("GET");
+                policy.check_request(&jp_core::policy::HttpCheck { method, url: target, headers: &headers })
+            }
+            "connect" => {
+                // `target` is `host:port` (an IPv6 host in brackets).
+                let (host, port) = target.rsplit_once(':').unwrap_or((target, "0"));
+                policy.check_connect(host, port.parse().unwrap_or(0))
+            }
             "header_env" => policy.check_header_env(target),
             "env" => policy.check_env(target),
             "process" => policy.check_process(

@@ -1,7 +1,10 @@
 // MCP Streamable HTTP for the edge function (`/mcp`): JSON-RPC over POST, answered with JSON
 // (no SSE stream, no sessions: each request stands alone, which the protocol allows). The tools
 // are the host's — the same list, schemas (the core's D06 → JSON Schema) and policy as
-// everywhere — and a call goes through `Host.callTool` like a `POST /` call.
+// everywhere — described and answered by the core's agent surface (`agentTool`, `agentResult`,
+// as `jp mcp` does), and a call goes through `Host.callTool` like a `POST /` call.
+
+import { agentTool, agentResult } from '../../www/jp.js';
 
 /** The protocol versions served, newest first; a client asking for another gets the newest. */
 export const PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'];
@@ -13,29 +16,6 @@ const INVALID_PARAMS = -32602;
 
 const reply = (id, result) => ({ jsonrpc: '2.0', id, result });
 const failure = (id, code, message) => ({ jsonrpc: '2.0', id: id ?? null, error: { code, message } });
-
-/** An MCP tool as `tools/list` shows it. */
-export function mcpTool(tool, hints) {
-  const description = [tool.summary, tool.description].filter((s) => s).join('\n\n');
-  const annotations = { readOnlyHint: !hints.writes, openWorldHint: hints.network, idempotentHint: !hints.writes };
-  if (hints.writes) annotations.destructiveHint = hints.destructive;
-  return { name: tool.name, description, inputSchema: tool.inputSchema, annotations };
-}
-
-/** A tool outcome as a `tools/call` result: content blocks, `isError` for a tool's failure. */
-export function callResult(outcome) {
-  switch (outcome.tag) {
-    case 'success':
-      return { content: [{ type: 'text', text: outcome.val }], isError: false };
-    case 'error':
-      return { content: [{ type: 'text', text: outcome.val.message }], isError: true };
-    default:
-      return {
-        content: [{ type: 'text', text: `the tool asks: ${outcome.val.text} — answer by calling it again with the answer in its arguments` }],
-        isError: true,
-      };
-  }
-}
 
 /**
  * Answer one JSON-RPC message (already parsed) with `{ status, body }`; `body` is undefined for
@@ -70,7 +50,7 @@ export async function answer(message, session) {
       return { status: 200, body: reply(id, {}) };
     case 'tools/list': {
       const hints = session.hints();
-      return { status: 200, body: reply(id, { tools: session.tools().map((t) => mcpTool(t, hints)) }) };
+      return { status: 200, body: reply(id, { tools: session.tools().map((t) => agentTool(t, hints)) }) };
     }
     case 'tools/call': {
       const { name, arguments: args = {} } = params;
@@ -81,7 +61,7 @@ export async function answer(message, session) {
       if (!session.tools().some((t) => t.name === name)) {
         return { status: 200, body: failure(id, INVALID_PARAMS, `no tool '${name}'; available: ${session.tools().map((t) => t.name).join(', ')}`) };
       }
-      return { status: 200, body: reply(id, callResult(await session.call(name, args))) };
+      return { status: 200, body: reply(id, agentResult(name, await session.call(name, args))) };
     }
     default:
       return { status: 200, body: failure(id, METHOD_NOT_FOUND, `method '${method}' is not served here (initialize, ping, tools/list, tools/call are)`) };

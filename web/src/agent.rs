@@ -15,6 +15,7 @@ use jp_core::agent::turn::{Sleep, ToolOutput, Turn, TurnEvent, TurnOptions, Turn
 use jp_core::agent::{Message, Model, ToolCallRequest, ToolSpec};
 use jp_core::cancel::CancellationToken;
 use jp_core::policy::{Scrubber, StreamScrubber};
+use jp_core::state::ToolResult;
 use js_sys::{Function, Promise, Reflect};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -22,6 +23,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
 use crate::http::FetchHttpClient;
+use crate::surface::PageTool;
 
 #[wasm_bindgen(typescript_custom_section)]
 const AGENT_TYPES: &str = r#"
@@ -83,12 +85,12 @@ fn err(e: impl std::fmt::Display) -> JsValue {
     JsError::new(&e.to_string()).into()
 }
 
-fn from_js<T: serde::de::DeserializeOwned>(what: &str, value: &JsValue) -> Result<T, JsValue> {
+pub(crate) fn from_js<T: serde::de::DeserializeOwned>(what: &str, value: &JsValue) -> Result<T, JsValue> {
     let text: String = js_sys::JSON::stringify(value).map_err(|_| err(format!("{what} is not JSON")))?.into();
     serde_json::from_str(&text).map_err(|e| err(format!("{what}: {e}")))
 }
 
-fn to_js(value: &Value) -> JsValue {
+pub(crate) fn to_js(value: &Value) -> JsValue {
     js_sys::JSON::parse(&value.to_string()).unwrap_or(JsValue::NULL)
 }
 
@@ -144,18 +146,6 @@ struct JsTools {
     call: Function,
 }
 
-/// A tool as the page lists it: `{name, summary?, description?, inputSchema}`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct PageTool {
-    name: String,
-    #[serde(default)]
-    summary: String,
-    #[serde(default)]
-    description: String,
-    input_schema: Value,
-}
-
 fn message_of(e: &JsValue) -> String {
     Reflect::get(e, &JsValue::from_str("message"))
         .ok()
@@ -185,13 +175,20 @@ impl TurnTools for JsTools {
                 Ok(v) => v,
                 Err(e) => return failed(format!("tool '{}' failed: {}", call.name, message_of(&e))),
             };
-            let content = Reflect::get(&value, &JsValue::from_str("content")).ok().and_then(|c| c.as_string());
-            let is_error = Reflect::get(&value, &JsValue::from_str("isError")).ok().and_then(|c| c.as_bool());
-            match content {
-                Some(content) => ToolOutput { content, is_error: is_error.unwrap_or(false) },
-                None => {
-                    failed(format!("tool '{}': the page's callTool must resolve to {{content, isError}}", call.name))
-                }
+            // `{content, isError}`: `content` a text, or MCP's blocks (`agentResult`), which the
+            // model reads as text (an image as its one-line summary).
+            let result: Value = match from_js("the tool's result", &value) {
+                Ok(v) => v,
+                Err(e) => return failed(format!("tool '{}': {}", call.name, message_of(&e))),
+            };
+            let is_error = result.get("isError").and_then(Value::as_bool).unwrap_or(false);
+            match result.get("content") {
+                Some(Value::String(content)) => ToolOutput { content: content.clone(), is_error },
+                Some(Value::Array(_)) => match serde_json::from_value::<ToolResult>(result) {
+                    Ok(r) => ToolOutput { content: r.to_text(), is_error },
+                    Err(e) => failed(format!("tool '{}': its content blocks are not MCP's: {e}", call.name)),
+                },
+                _ => failed(format!("tool '{}': the page's callTool must resolve to {{content, isError}}", call.name)),
             }
         })
     }
@@ -224,13 +221,6 @@ impl Sleep for JsSleep {
             let _ = JsFuture::from(promise).await;
         })
     }
-}
-
-/// Whether tool `name` only reads (the first-party fs tools that do): before its calls the page
-/// does not ask, as `jp query` does not for them.
-#[wasm_bindgen(js_name = toolOnlyReads)]
-pub fn tool_only_reads(name: &str) -> bool {
-    jp_fs_tools::READ_ONLY_TOOLS.contains(&name)
 }
 
 /// What the page's permission question shows of a call of `name` with `args` — the same as
@@ -269,18 +259,7 @@ pub async fn run_agent_turn(
     let mut messages: Vec<Message> = from_js("the messages", &messages)?;
     let tools: Vec<PageTool> = from_js("the tools", &tools)?;
     let model = model(provider)?;
-    let specs = tools
-        .into_iter()
-        .map(|t| ToolSpec {
-            name: t.name,
-            description: [t.summary, t.description]
-                .into_iter()
-                .filter(|s| !s.is_empty())
-                .collect::<Vec<_>>()
-                .join("\n\n"),
-            input_schema: t.input_schema,
-        })
-        .collect();
+    let specs = tools.into_iter().map(PageTool::spec).collect();
     let tools = JsTools { specs, call: call_tool };
 
     let scrub = |v: Value| {

@@ -8,6 +8,8 @@
 //!   `ProjectStorage` (edge functions) — and the snapshot/commit every call runs on.
 //! - `agent`: `runAgentTurn`, the core turn loop in the page (model through `fetch`, tool calls
 //!   through a JS callback).
+//! - `surface`: the core's agent surface for JS — `agentTool`, `askBeforeCall`, `agentResult`
+//!   (the page's agent and the edge's `/mcp` describe, gate and answer calls as `jp mcp` does).
 //! - `http::FetchHttpClient`, `http::JsInquirer`: `fetch` and a JS callback behind the core's
 //!   `HttpClient` and `Inquirer`.
 
@@ -18,5 +20,6 @@ pub mod files;
 pub mod host;
 pub mod http;
 pub mod store;
+pub mod surface;
 
 pub use host::{CallSession, JpHost};

@@ -8,6 +8,7 @@ pub mod anthropic;
 pub mod openai;
 pub mod prompt;
 pub mod scripted;
+pub mod surface;
 pub mod turn;
 
 use serde::{Deserialize, Serialize};

@@ -1,9 +1,10 @@
 //! `http.get` / `http.post`: `${VAR}` substitution in header values, and redirects followed by
-//! the dispatcher so that every hop is checked against the policy.
+//! the dispatcher so that every hop is checked against the policy — its method, URL and the
+//! headers as the tool wrote them (a secret substituted by the host is never compared).
 
 use std::collections::BTreeMap;
 
-use crate::policy::{AccessPolicy, Decision};
+use crate::policy::{AccessPolicy, Decision, HttpCheck};
 use crate::protocol::{Header, HostResponse, HttpResult, Id};
 
 use super::{DispatchEvents, Dispatcher, HostError, HttpMethod, HttpRequest, MAX_REDIRECTS};
@@ -61,16 +62,28 @@ impl Dispatcher {
             HttpMethod::Get => "http.get",
             HttpMethod::Post => "http.post",
         };
-        let mut headers = substitute_headers(&self.policy, &self.env, headers)?;
+        // What is sent (secrets substituted), whether it carries a secret, and the header as the
+        // tool wrote it (what the policy's header conditions are checked against).
+        let mut headers: Vec<(Header, bool, (String, String))> = substitute_headers(&self.policy, &self.env, headers)?
+            .into_iter()
+            .zip(headers)
+            .map(|((sent, secret), written)| (sent, secret, (written.name.clone(), written.value.clone())))
+            .collect();
         let mut request = HttpRequest {
             method,
             url: url.to_owned(),
-            headers: headers.iter().map(|(h, _)| h.clone()).collect(),
+            headers: headers.iter().map(|(h, _, _)| h.clone()).collect(),
             body,
             max_body: self.max_content,
         };
         for _ in 0..=MAX_REDIRECTS {
-            self.enforce(name, &request.url, self.policy.check_http(&request.url), id, events).await?;
+            let written: Vec<(String, String)> = headers.iter().map(|(_, _, w)| w.clone()).collect();
+            let method = match request.method {
+                HttpMethod::Get => "GET",
+                HttpMethod::Post => "POST",
+            };
+            let decision = self.policy.check_request(&HttpCheck { method, url: &request.url, headers: &written });
+            self.enforce(name, &request.url, decision, id, events).await?;
             let response = self.http.send(request.clone()).await?;
             let location =
                 response.headers.iter().find(|h| h.name.eq_ignore_ascii_case("location")).map(|h| h.value.clone());
@@ -90,10 +103,10 @@ impl Dispatcher {
                     // chain), as browsers and curl do.
                     let here = url::Url::parse(&request.url).map(|u| u.origin());
                     if here.ok() != Some(next.origin()) {
-                        headers.retain(|(h, secret)| {
+                        headers.retain(|(h, secret, _)| {
                             !secret && !CREDENTIAL_HEADERS.iter().any(|c| h.name.eq_ignore_ascii_case(c))
                         });
-                        request.headers = headers.iter().map(|(h, _)| h.clone()).collect();
+                        request.headers = headers.iter().map(|(h, _, _)| h.clone()).collect();
                     }
                     request.url = next.to_string();
                 }

@@ -46,7 +46,10 @@ impl AccessPolicy {
             }
         }
         for rule in self.net_rules.iter().filter(|r| r.allow) {
-            if let Decision::Deny(_) = ceiling.check_http(&rule.text) {
+            let refused = rule.methods().into_iter().any(|method| {
+                matches!(ceiling.check_request(&super::HttpCheck::new(method, &rule.url)), Decision::Deny(_))
+            });
+            if refused {
                 out.push(format!("network: {}", rule.text));
             }
         }

@@ -25,6 +25,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::network::NetRuleConfig;
+
 /// RFD 016 / D11 `sandbox` table.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -59,9 +61,10 @@ pub struct SandboxFilesystem {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SandboxNetwork {
-    /// URL prefixes (`https://api.example.com`); the prefix pins scheme and host.
+    /// URL prefixes (`https://api.example.com`; the prefix pins scheme and host) or rule tables
+    /// (see [`NetRuleConfig`]).
     #[serde(default)]
-    pub allow: Vec<String>,
+    pub allow: Vec<NetRuleConfig>,
     /// Host environment variables that `${VAR}` in header values may substitute.
     #[serde(default)]
     pub envs: Vec<String>,
@@ -134,12 +137,12 @@ pub enum CapabilityName {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NetworkRulesConfig {
-    /// Allowed URL prefixes.
+    /// Allowed URL prefixes or rule tables (see [`NetRuleConfig`]).
     #[serde(default)]
-    pub allow: Vec<String>,
-    /// Denied URL prefixes (the longest matching prefix wins; a tie denies).
+    pub allow: Vec<NetRuleConfig>,
+    /// Denied URL prefixes or rule tables (the longest matching prefix wins; a tie denies).
     #[serde(default)]
-    pub deny: Vec<String>,
+    pub deny: Vec<NetRuleConfig>,
     /// Host environment variables that `${VAR}` in header values may substitute.
     #[serde(default)]
     pub envs: Vec<String>,

@@ -25,6 +25,7 @@ mod ceiling;
 mod commands;
 mod config;
 mod grant;
+mod network;
 mod path;
 mod scrub;
 
@@ -37,6 +38,8 @@ pub use config::{
     SandboxNetwork,
 };
 pub use grant::{PolicyHints, ProcessGrant, WorkspaceGrant};
+use network::NetRule;
+pub use network::{HeaderRules, HttpCheck, METHODS, NetRuleConfig, NetRuleTable};
 pub use path::{MAX_COMPONENT_BYTES, MAX_PATH_BYTES, PathError, WorkspacePath};
 pub use scrub::{MIN_SECRET_LEN, REDACTED, Scrubber, StreamScrubber};
 
@@ -179,50 +182,6 @@ struct FsRule {
     path: WorkspacePath,
     caps: Caps,
     origin: String,
-}
-
-#[derive(Debug, Clone)]
-struct UrlPrefix {
-    scheme: String,
-    host: String,
-    port: Option<u16>,
-    path: String,
-}
-
-impl UrlPrefix {
-    fn parse(text: &str) -> Result<Self, String> {
-        let url = url::Url::parse(text).map_err(|e| format!("{text:?} is not an absolute URL ({e})"))?;
-        Self::from_url(&url).map_err(|e| format!("{text:?}: {e}"))
-    }
-
-    fn from_url(url: &url::Url) -> Result<Self, String> {
-        let scheme = url.scheme().to_owned();
-        if scheme != "http" && scheme != "https" {
-            return Err(format!("scheme '{scheme}' is not supported; only http and https URLs are"));
-        }
-        let host = url.host_str().ok_or("the URL has no host")?.to_ascii_lowercase();
-        if !url.username().is_empty() || url.password().is_some() {
-            return Err("URLs with credentials (user@host) are not allowed; send them in a header".into());
-        }
-        let path = url.path().trim_end_matches('/').to_owned();
-        Ok(Self { scheme, host, port: url.port_or_known_default(), path })
-    }
-
-    /// Whether `self` (a rule) covers `url` (a request). Returns the rule's path length.
-    fn covers(&self, url: &UrlPrefix) -> Option<usize> {
-        let same_origin = self.scheme == url.scheme && self.host == url.host && self.port == url.port;
-        let path_ok = url.path == self.path
-            || (url.path.starts_with(&self.path) && url.path.as_bytes().get(self.path.len()) == Some(&b'/'));
-        (same_origin && path_ok).then_some(self.path.len())
-    }
-}
-
-#[derive(Debug, Clone)]
-struct NetRule {
-    prefix: UrlPrefix,
-    allow: bool,
-    origin: String,
-    text: String,
 }
 
 /// Built-in sensitive paths (RFD 075). Home-relative entries apply when the workspace contains
@@ -408,11 +367,7 @@ impl AccessPolicy {
             p.fs_fallback = Fallback::Ask;
             p.net_fallback = if sb.network.is_some() { Fallback::Ask } else { Fallback::Deny };
             if let Some(net) = &sb.network {
-                for (i, url) in net.allow.iter().enumerate() {
-                    let key = format!("sandbox.network.allow[{i}]");
-                    let prefix = UrlPrefix::parse(url).map_err(|e| err(key.clone(), e))?;
-                    p.net_rules.push(NetRule { prefix, allow: true, origin: key, text: url.clone() });
-                }
+                p.add_net_rules(&net.allow, true, "sandbox.network.allow").map_err(|(k, e)| err(k, e))?;
                 p.net_envs.extend(net.envs.iter().cloned());
             }
             p.commands_fallback = if sb.commands.is_some() { Fallback::Ask } else { Fallback::Deny };
@@ -439,13 +394,8 @@ impl AccessPolicy {
                 p.fs_fallback = Fallback::Ask;
             }
             if let Some(net) = &ac.network {
-                for (list, allow) in [(&net.allow, true), (&net.deny, false)] {
-                    for (i, url) in list.iter().enumerate() {
-                        let key = format!("access.network.{}[{i}]", if allow { "allow" } else { "deny" });
-                        let prefix = UrlPrefix::parse(url).map_err(|e| err(key.clone(), e))?;
-                        p.net_rules.push(NetRule { prefix, allow, origin: key, text: url.clone() });
-                    }
-                }
+                p.add_net_rules(&net.allow, true, "access.network.allow").map_err(|(k, e)| err(k, e))?;
+                p.add_net_rules(&net.deny, false, "access.network.deny").map_err(|(k, e)| err(k, e))?;
                 p.net_envs.extend(net.envs.iter().cloned());
                 p.net_fallback = Fallback::Deny;
             } else if sandbox.is_none() {
@@ -625,57 +575,6 @@ impl AccessPolicy {
         match WorkspacePath::parse(path) {
             Ok(p) => self.check_fs(cap, &p),
             Err(e) => Decision::Deny(format!("Access denied: {e}")),
-        }
-    }
-
-    /// Decide an HTTP request to `url` (any method).
-    pub fn check_http(&self, url: &str) -> Decision {
-        let own = self.check_http_own(url);
-        self.bounded(own, |c| c.check_http(url))
-    }
-
-    fn check_http_own(&self, url: &str) -> Decision {
-        let parsed = match url::Url::parse(url) {
-            Ok(u) => u,
-            Err(e) => {
-                return Decision::Deny(format!(
-                    "Access denied: {url:?} is not an absolute URL ({e}); use e.g. \"https://api.example.com/path\""
-                ));
-            }
-        };
-        let target = match UrlPrefix::from_url(&parsed) {
-            Ok(t) => t,
-            Err(e) => return Decision::Deny(format!("Access denied: {url:?}: {e}")),
-        };
-        let mut best: Option<(usize, &NetRule)> = None;
-        for rule in &self.net_rules {
-            if let Some(len) = rule.prefix.covers(&target) {
-                let better = match best {
-                    None => true,
-                    Some((l, b)) => len > l || (len == l && b.allow && !rule.allow),
-                };
-                if better {
-                    best = Some((len, rule));
-                }
-            }
-        }
-        match best {
-            Some((_, rule)) if rule.allow => {
-                Decision::Allow(format!("GET/POST {url} allowed by {} ({:?})", rule.origin, rule.text))
-            }
-            Some((_, rule)) => Decision::Deny(format!(
-                "Access denied: {url} is denied by {} ({:?}); remove that rule to allow it",
-                rule.origin, rule.text
-            )),
-            None => match self.net_fallback {
-                Fallback::Deny => Decision::Deny(format!(
-                    "Access denied: no network rule allows {url}; add its origin to the tool's network allow list (e.g. \"{}://{}\")",
-                    target.scheme, target.host
-                )),
-                Fallback::Ask => Decision::Ask(format!(
-                    "network request to {url} is not covered by the tool's sandbox configuration"
-                )),
-            },
         }
     }
 

@@ -10,6 +10,9 @@ use serde_json::{Map, Value};
 use crate::policy::{AccessConfig, AccessPolicy, SandboxConfig};
 use crate::schema::{ParameterConfig, StatefulAction};
 
+mod mcp;
+pub use mcp::{McpConfig, McpForward, McpServerConfig, McpToolsImport};
+
 /// How a local tool executes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -255,97 +258,6 @@ pub struct ConversationConfig {
     pub tools: BTreeMap<String, ToolConfig>,
 }
 
-/// `tools = "*"` (every tool of the server) or a list of names.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum McpToolsImport {
-    /// `"*"`.
-    All(String),
-    /// These tools.
-    Some(Vec<String>),
-}
-
-impl McpToolsImport {
-    /// Whether `tool` is imported.
-    pub fn includes(&self, tool: &str) -> bool {
-        match self {
-            Self::All(star) => star == "*",
-            Self::Some(names) => names.iter().any(|n| n == tool),
-        }
-    }
-}
-
-/// One `[mcp.servers.<name>]` table: an MCP server jp-host starts (under the OS sandbox) and
-/// whose tools it offers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct McpServerConfig {
-    /// The program (on `PATH` or a path relative to the workspace).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub command: Option<String>,
-    /// Its arguments.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub args: Vec<String>,
-    /// A Streamable-HTTP server's URL (instead of `command`); its `access` network rules must
-    /// allow it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub url: Option<String>,
-    /// Programs the server may start besides itself (by name on `PATH`, or a path); by default
-    /// it may execute nothing but its own program (and, for a script, its interpreter).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub exec: Vec<String>,
-    /// The host variable holding a bearer token for a `url` server.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub token_env: Option<String>,
-    /// Host environment variables forwarded to it (nothing else is).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub env: Vec<String>,
-    /// Read-only host paths for the server's own files (its package, its interpreter's libraries).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub read_paths: Vec<String>,
-    /// What the server process may touch (RFD 076 shape).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub access: Option<AccessConfig>,
-    /// The same in the RFD 016 / D11 shape.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sandbox: Option<SandboxConfig>,
-    /// Import tools as `<prefix><tool>` without a table each.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tools: Option<McpToolsImport>,
-    /// What the names of its imported tools start with (default `"<server>."`; `""` offers them
-    /// under their own names — a clash with another tool is a configuration error).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prefix: Option<String>,
-}
-
-impl McpServerConfig {
-    /// The name tool `tool` of server `server` is offered under: `<prefix><tool>`.
-    pub fn offered_name(&self, server: &str, tool: &str) -> String {
-        match &self.prefix {
-            Some(prefix) => format!("{prefix}{tool}"),
-            None => format!("{server}.{tool}"),
-        }
-    }
-
-    /// The server process's policy: its `access`/`sandbox` table, or the workspace read-only with
-    /// no network.
-    pub fn policy(&self) -> Result<AccessPolicy, crate::policy::PolicyConfigError> {
-        if self.sandbox.is_none() && self.access.is_none() {
-            return Ok(AccessPolicy::vfs_default());
-        }
-        AccessPolicy::from_config(self.sandbox.as_ref(), self.access.as_ref())
-    }
-}
-
-/// `[mcp]`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct McpConfig {
-    /// Servers by name.
-    #[serde(default)]
-    pub servers: BTreeMap<String, McpServerConfig>,
-}
-
 /// A `.jp/config.toml` file.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -469,7 +381,7 @@ impl Config {
                 }
                 (None, Some(url)) => {
                     let policy = server.policy().map_err(|e| err(key(&e.key), e.message))?;
-                    if !policy.check_http(url).is_allow() {
+                    if !policy.check_request(&crate::policy::HttpCheck::new("POST", url)).is_allow() {
                         return Err(err(
                             key("url"),
                             format!(

@@ -297,6 +297,11 @@ mod tests {
             ),
             ("[conversation.tools.t\n", ".", "not valid TOML"),
             (
+                "[mcp.servers.s]\ncommand = \"x\"\nforward = [\"elicitation\", \"everything\"]",
+                "mcp.servers.s.forward[1]",
+                "expected one of `elicitation`, `sampling`, `roots`; use one of the listed values",
+            ),
+            (
                 "[conversation.tools.t]\nsource = \"mcp.gh.x\"",
                 "conversation.tools.t.source",
                 "add an [mcp.servers.gh] table",

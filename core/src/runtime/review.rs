@@ -7,7 +7,7 @@
 //! the file's comments claim. Text from the file is quoted with [`quote`]: control characters and
 //! line breaks are shown escaped, so a hostile value cannot draw lines of its own.
 
-use super::{Config, McpToolsImport, RunMode, ToolConfig, ToolSource, default_policy, resolve_runtime};
+use super::{Config, McpForward, McpToolsImport, RunMode, ToolConfig, ToolSource, default_policy, resolve_runtime};
 use crate::policy::AccessPolicy;
 
 /// One table of the configuration and what it grants: a headline and its details.
@@ -47,6 +47,14 @@ pub fn grants(config: &Config) -> Vec<Grant> {
         }
         if let Some(var) = &server.token_env {
             details.push(format!("sends the token in ${} to its URL", quote(var)));
+        }
+        let forwarded: Vec<String> = [McpForward::Elicitation, McpForward::Sampling, McpForward::Roots]
+            .into_iter()
+            .filter(|f| server.forwards(*f))
+            .map(|f| f.as_str().to_owned())
+            .collect();
+        if !forwarded.is_empty() {
+            details.push(format!("may ask your agent's client through jp mcp: {}", forwarded.join(", ")));
         }
         match &server.tools {
             Some(McpToolsImport::All(_)) => details.push("offers every tool it lists".into()),
@@ -113,7 +121,9 @@ fn policy_line(policy: Result<AccessPolicy, String>) -> String {
         Ok(p) => {
             let env: Vec<String> = p.resolvable_env().map(str::to_owned).collect();
             let env = if env.is_empty() { String::new() } else { format!("; environment: {}", list(&env)) };
-            format!("{}{env}", p.summary())
+            // The summary holds the configuration's own text (URLs, header values): escaped, so
+            // that it cannot draw on the terminal.
+            format!("{}{env}", crate::display::escape(&p.summary()))
         }
         Err(e) => format!("policy: invalid ({})", quote(&e)),
     }
@@ -209,6 +219,15 @@ api_key_env = "OPENAI_API_KEY"
         ] {
             assert!(shown.contains(needle), "{needle:?} missing from:\n{shown}");
         }
+    }
+
+    #[test]
+    fn network_rules_are_shown_whole_and_cannot_draw_on_the_terminal() {
+        let text = "[conversation.tools.api]\nsource = \"local\"\ncommand = \"./api\"\n[conversation.tools.api.access]\nnetwork = { allow = [{ url = \"https://api.github.com/repos/o/r\", methods = [\"GET\"], headers = { require = { accept = \"x\\u001b[2J\\u202e\" } } }] }\n";
+        let config = Config::from_toml(text, "c.toml").unwrap();
+        let shown = render(&grants(&config));
+        assert!(shown.contains("https://api.github.com/repos/o/r [GET] with accept: x\\x1b[2J\\u{202e}"), "{shown}");
+        assert!(!shown.contains('\u{1b}') && !shown.contains('\u{202e}'), "{shown}");
     }
 
     #[test]

@@ -16,28 +16,20 @@ use jp_core::BoxFuture;
 use jp_core::agent::ToolCallRequest;
 use jp_core::agent::ToolSpec;
 use jp_core::agent::prompt::describe_call;
+use jp_core::agent::surface::{self, AgentTool, Gate};
 use jp_core::agent::turn::{ToolOutput, TurnTools};
 use jp_core::cancel::CancellationToken;
 use jp_core::policy::Scrubber;
-use jp_core::runtime::{ExecutionOutcome, RunMode, ToolCall};
-use jp_core::state::ToolState;
+use jp_core::runtime::{RunMode, ToolCall};
 use serde_json::Value;
 
 use crate::app::{Answerer, App, CallReply, Handles, NoAnswerer};
 use crate::terminal::{TerminalAnswerer, ask_line};
 
-/// Whether a call needs the user's yes first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Gate {
-    Run,
-    Ask,
-    Skip,
-}
-
 /// The tools of one turn.
 pub struct NativeTools {
     app: Arc<App>,
-    specs: Vec<ToolSpec>,
+    tools: Vec<AgentTool>,
     handles: Arc<Handles>,
     interactive: bool,
     /// Tools the user allowed for the rest of the turn.
@@ -50,7 +42,7 @@ pub struct NativeTools {
 
 impl std::fmt::Debug for NativeTools {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NativeTools").field("tools", &self.specs.len()).finish_non_exhaustive()
+        f.debug_struct("NativeTools").field("tools", &self.tools.len()).finish_non_exhaustive()
     }
 }
 
@@ -59,24 +51,16 @@ impl NativeTools {
     /// about them; `interactive`: whether there is a terminal to ask on.
     pub async fn new(app: Arc<App>, interactive: bool, secrets: &[String]) -> Result<Self, String> {
         app.discover().await;
-        let mut specs = Vec::new();
+        let mut tools = Vec::new();
         for entry in app.tools() {
             if entry.config.run == Some(RunMode::Skip) {
                 continue;
             }
-            let definition = app.definition(&entry.name).await.map_err(|e| e.to_string())?;
-            let schema = app.agent_schema(&entry.name, false).await.map_err(|e| e.to_string())?;
-            let description = [definition.summary, definition.description]
-                .into_iter()
-                .flatten()
-                .filter(|s| !s.is_empty())
-                .collect::<Vec<_>>()
-                .join("\n\n");
-            specs.push(ToolSpec { name: entry.name.clone(), description, input_schema: schema });
+            tools.push(app.agent_tool(&entry.name).await.map_err(|e| e.to_string())?);
         }
         Ok(Self {
             app,
-            specs,
+            tools,
             handles: Arc::new(Handles::new()),
             interactive,
             always: Mutex::default(),
@@ -90,22 +74,13 @@ impl NativeTools {
         &self.handles
     }
 
-    /// RFD 009's rule for this call.
+    /// RFD 009's rule for this call ([`AgentTool::gate`]).
     fn gate(&self, name: &str, arguments: &Value) -> Result<Gate, String> {
-        let entry = self.app.tool(name).map_err(|e| e.to_string())?;
-        match entry.config.run {
-            Some(RunMode::Unattended) => return Ok(Gate::Run),
-            Some(RunMode::Skip) => return Ok(Gate::Skip),
-            Some(RunMode::Ask) => return Ok(Gate::Ask),
-            None => {}
+        match self.tools.iter().find(|t| t.name == name) {
+            Some(tool) => Ok(tool.gate(arguments)),
+            // Not offered to the model (`run = "skip"`), or no such tool.
+            None => self.app.tool(name).map(|_| Gate::Skip).map_err(|e| e.to_string()),
         }
-        if !self.app.stateful_actions(name).is_empty() {
-            // Asked before a spawn; never before fetch, apply or abort of a running handle.
-            let action = arguments.get("action").and_then(Value::as_str).unwrap_or("spawn");
-            return Ok(if action == "spawn" { Gate::Ask } else { Gate::Run });
-        }
-        let hints = entry.policy().hints();
-        Ok(if hints.writes || hints.commands { Gate::Ask } else { Gate::Run })
     }
 
     /// Ask on the terminal whether `name` may run with `arguments` (as the tool will get them);
@@ -134,30 +109,17 @@ fn failed(content: String) -> ToolOutput {
     ToolOutput { content, is_error: true }
 }
 
-/// A call's reply as the model sees it: text. An image, audio or blob block reaches the model as
-/// its one-line summary (`[image/png, 1.2 KiB]`), a link as `[link URI]`: passing images and audio
-/// to providers that take them is not done yet.
+/// A call's reply as the model sees it: the agent surface's result as text. An image, audio or
+/// blob block reaches the model as its one-line summary (`[image/png, 1.2 KiB]`), a link as
+/// `[link URI]`: passing images and audio to providers that take them is not done yet.
 fn output(name: &str, reply: CallReply) -> ToolOutput {
-    match reply {
-        CallReply::Outcome(ExecutionOutcome::Completed { result: Ok(r), .. }) => {
-            ToolOutput { content: r.to_text(), is_error: false }
-        }
-        CallReply::Outcome(ExecutionOutcome::Completed { result: Err(e), .. }) => failed(e.message),
-        CallReply::Outcome(ExecutionOutcome::NeedsInput { question, .. }) => failed(format!(
-            "tool '{name}' asks: {} — nobody answered; call it again with the answer in its arguments if it takes one",
-            question.text
-        )),
-        CallReply::Outcome(ExecutionOutcome::Cancelled { .. }) => failed(format!("tool '{name}' was cancelled")),
-        CallReply::Handle { id, state } => {
-            let is_error = matches!(state, ToolState::Stopped { result: Err(_) });
-            ToolOutput { content: state.to_handle_response(&id).to_string(), is_error }
-        }
-    }
+    let result = surface::call_result(name, reply);
+    ToolOutput { content: result.to_text(), is_error: result.is_error }
 }
 
 impl TurnTools for NativeTools {
     fn specs(&self) -> Vec<ToolSpec> {
-        self.specs.clone()
+        self.tools.iter().map(AgentTool::spec).collect()
     }
 
     fn call<'a>(&'a self, call: &'a ToolCallRequest, cancel: &'a CancellationToken) -> BoxFuture<'a, ToolOutput> {

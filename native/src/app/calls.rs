@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use jp_core::BoxFuture;
+use jp_core::agent::surface::{AgentTool, ToolFacts};
 use jp_core::cancel::CancellationToken;
 use jp_core::handles::{AnyToolHandle, ApplyInput, HandleRegistry};
 use jp_core::runtime::{ExecutionOutcome, RuntimeChoice, RuntimeError, ToolCall, ToolRuntimeKind, resolve_runtime};
@@ -16,6 +17,7 @@ use jp_core::state::{Question, ToolCommand, ToolError, ToolResult, ToolState};
 use serde_json::Value;
 
 use super::{App, RUN, run_tool};
+use crate::sandbox::SandboxMode;
 
 /// Who answers a tool's own questions (a `waiting` state, a `NeedsInput`) during a call that
 /// runs to its end. `None`: nobody can answer.
@@ -34,19 +36,8 @@ impl Answerer for NoAnswerer {
     }
 }
 
-/// What an agent's call produced.
-#[derive(Debug)]
-pub enum CallReply {
-    /// A call that ran to its end.
-    Outcome(ExecutionOutcome),
-    /// A stateful command: the handle and its state (RFD 009's `{"id","state",…}`).
-    Handle {
-        /// `h_1`, …
-        id: String,
-        /// The state.
-        state: ToolState,
-    },
-}
+/// What an agent's call produced (the core's agent surface owns it).
+pub use jp_core::agent::surface::CallReply;
 
 /// The live handles of one agent session (an MCP connection; later, a turn). Closing it aborts
 /// every handle, including one a call is working with when it closes.
@@ -214,6 +205,28 @@ impl App {
             (false, false) => flat_stateful_schema(&spawn, &actions),
             (false, true) => stateful_schema(&spawn, &actions),
         })
+    }
+
+    /// Tool `name` as every agent sees it (the core's agent surface): description, schema,
+    /// annotations from its policy, and the rule that says when the user is asked. Without the
+    /// OS sandbox, what touches files directly (a stdio tool, the programs a tool runs) is held
+    /// by nothing: it is described as able to do anything.
+    pub async fn agent_tool(&self, name: &str) -> Result<AgentTool, RuntimeError> {
+        let entry = self.tool(name).map_err(|e| RuntimeError::Config(e.to_string()))?;
+        let definition = self.definition(name).await?;
+        let input_schema = self.agent_schema(name, false).await?;
+        let hints = entry.policy().hints();
+        let direct = entry.runtime_label() == "stdio" || hints.commands;
+        Ok(AgentTool::new(ToolFacts {
+            name,
+            summary: definition.summary.as_deref(),
+            description: definition.description.as_deref(),
+            input_schema,
+            hints,
+            stateful: !self.stateful_actions(name).is_empty(),
+            unconfined: self.sandbox_mode() == SandboxMode::Disabled && direct,
+            run: entry.config.run,
+        }))
     }
 
     /// Whether a stateful tool keeps a live process between commands (VFS tools and `run`); the

@@ -15,18 +15,21 @@
 //!   (ping, roots, sampling, elicitation — each answered by rmcp at once) are held to
 //!   [`MAX_UNANSWERED`] not yet sent back: at that many, nothing more is read from the server until
 //!   an answer has been written (a server that does not read its stdin stops being read; its own
-//!   pipe then holds it back). Notifications are dropped before rmcp sees them: jp's client
-//!   reacts to none (it declares no capability and caches nothing), and rmcp would spawn a task
-//!   for each, so a flood of `notifications/message` or progress costs reading it, nothing more.
+//!   pipe then holds it back). Notifications never reach rmcp (it would spawn a task for each):
+//!   they are handed to the server's [`Inbox`], which queues what goes on
+//!   to the agent without waiting and drops what does not fit (without one, they are dropped), so
+//!   a flood of `notifications/message` or progress costs reading it, nothing more.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::RoleClient;
-use rmcp::model::{JsonRpcMessage, PaginatedRequestParams, RequestId, Tool};
+use rmcp::model::{ClientRequest, GetMeta, JsonRpcMessage, PaginatedRequestParams, RequestId, Tool};
 use rmcp::service::{Peer, RxJsonRpcMessage, ServiceError, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::sync::Notify;
+
+use super::forward::Inbox;
 
 /// Longest message a server may send: one line over stdio, one JSON body or SSE event over HTTP
 /// (rmcp's own default for both).
@@ -155,16 +158,17 @@ impl Unanswered {
 }
 
 /// rmcp's client transport `T`, with the server's requests held to [`MAX_UNANSWERED`] and its
-/// notifications dropped (see the module's doc).
+/// notifications handed to `inbox` (see the module's doc).
 pub struct BoundedTransport<T> {
     inner: T,
     unanswered: Arc<Unanswered>,
+    inbox: Option<Arc<Inbox>>,
 }
 
 impl<T> BoundedTransport<T> {
-    /// Wrap `inner`.
-    pub fn new(inner: T) -> Self {
-        Self { inner, unanswered: Arc::default() }
+    /// Wrap `inner`; the server's notifications go to `inbox` (none: dropped).
+    pub fn new(inner: T, inbox: Option<Arc<Inbox>>) -> Self {
+        Self { inner, unanswered: Arc::default(), inbox }
     }
 }
 
@@ -173,8 +177,17 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for BoundedTransport<T> {
 
     fn send(
         &mut self,
-        item: TxJsonRpcMessage<RoleClient>,
+        mut item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        if let (Some(inbox), JsonRpcMessage::Request(r)) = (&self.inbox, &mut item) {
+            // rmcp keeps its progress token beside the params until it serialises the request.
+            let token = r.request.get_meta().get_progress_token();
+            if let ClientRequest::CallToolRequest(call) = &mut r.request
+                && let Some(meta) = call.params.meta.as_mut()
+            {
+                inbox.outgoing(meta, token);
+            }
+        }
         let answers = match &item {
             JsonRpcMessage::Response(r) => Some(r.id.clone()),
             JsonRpcMessage::Error(e) => e.id.clone(),
@@ -200,7 +213,12 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for BoundedTransport<T> {
                 self.unanswered.answered.notified().await;
             }
             match self.inner.receive().await? {
-                JsonRpcMessage::Notification(_) => continue,
+                JsonRpcMessage::Notification(n) => {
+                    if let Some(inbox) = &self.inbox {
+                        inbox.take(n.notification);
+                    }
+                    continue;
+                }
                 JsonRpcMessage::Request(r) => {
                     self.unanswered.ids.lock().unwrap_or_else(PoisonError::into_inner).insert(r.id.clone());
                     return Some(JsonRpcMessage::Request(r));

@@ -9,15 +9,18 @@
 //! Each server starts on first use, once per `jp` process, and is shared by all its tools; one
 //! that died is started again on the next call. Its stderr is drained (the tail kept for error
 //! messages). It is an rmcp client over the pipes we spawned; requests the server makes of us
-//! (sampling, roots, elicitation) are declined — our client declares none of them. What a server
-//! sends is capped ([`bounds`](super::bounds)): one message, the pages, tools and bytes of
-//! `tools/list`, its requests waiting for an answer; its notifications are dropped.
+//! (elicitation, sampling, roots) reach the agent's client through `jp mcp` as its `forward`
+//! says, and are declined otherwise ([`forward`](super::forward)), as are its notifications
+//! passed on. What a server sends is capped ([`bounds`](super::bounds)): one message, the pages,
+//! tools and bytes of `tools/list`, its requests waiting for an answer, its notifications queued.
+//! Its prompts, resources, completions and logging level: [`requests`](super::requests).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use jp_core::host::DispatchEvents;
 use jp_core::runtime::{ExecutionOutcome, McpServerConfig, RuntimeError};
 use jp_core::state::ToolError;
 use rmcp::ServiceExt;
@@ -27,7 +30,9 @@ use rustix::process::Signal;
 use tokio::io::AsyncReadExt;
 
 use super::bounds::{BoundedTransport, ListError, MAX_MESSAGE};
+use super::forward::{Hub, Inbox};
 use super::relay::{RelayError, ServerPipes};
+use super::wrapped::Wrapped;
 use crate::process::{GroupGuard, find_program, private_env, signal_group};
 use crate::sandbox::{ChildCommand, PROCESS_CONFIG_READ, SandboxMode, SandboxSpec, read_paths};
 
@@ -67,8 +72,8 @@ pub const START_TIMEOUT: Duration = Duration::from_secs(30);
 const STDERR_TAIL: usize = 8 * 1024;
 
 /// A started server (or a connection to a remote one: no process, no stderr).
-struct Server {
-    service: RunningService<RoleClient, ()>,
+pub(super) struct Server {
+    pub(super) service: RunningService<RoleClient, Wrapped>,
     /// A stdio server's pipes, which the relay shares with rmcp.
     pipes: Option<Arc<ServerPipes>>,
     stderr: Arc<Mutex<Vec<u8>>>,
@@ -78,14 +83,14 @@ struct Server {
 }
 
 impl Server {
-    fn tail(&self) -> String {
+    pub(super) fn tail(&self) -> String {
         let tail = self.stderr.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         String::from_utf8_lossy(&tail).trim().to_owned()
     }
 
     /// What became of a server whose connection is gone, as a clause to append: jp closed it (a
     /// message over the cap), or it exited.
-    fn gone(&self) -> String {
+    pub(super) fn gone(&self) -> String {
         match self.pipes.as_ref().and_then(|p| p.broken()) {
             Some(why) => format!(" ({why}; the next call starts it again)"),
             None => " (it exited; the next call starts it again)".into(),
@@ -101,6 +106,10 @@ pub struct McpRuntime {
     timeout: Duration,
     servers: BTreeMap<String, McpServerConfig>,
     running: tokio::sync::Mutex<HashMap<String, Arc<Server>>>,
+    /// Where the servers' notifications and requests go (`jp mcp`'s sessions).
+    hub: Arc<Hub>,
+    /// `--trace`: the requests passed on to servers.
+    trace: Option<Arc<dyn DispatchEvents>>,
 }
 
 impl std::fmt::Debug for McpRuntime {
@@ -109,7 +118,7 @@ impl std::fmt::Debug for McpRuntime {
     }
 }
 
-fn with_tail(message: String, tail: &str) -> String {
+pub(super) fn with_tail(message: String, tail: &str) -> String {
     if tail.is_empty() { message } else { format!("{message}; its stderr ends with:\n{tail}") }
 }
 
@@ -129,7 +138,30 @@ impl McpRuntime {
             timeout,
             servers,
             running: tokio::sync::Mutex::new(HashMap::new()),
+            hub: Arc::default(),
+            trace: None,
         }
+    }
+
+    /// Report the requests passed on to servers to `trace` (`--trace`).
+    #[must_use]
+    pub fn with_trace(mut self, trace: Option<Arc<dyn DispatchEvents>>) -> Self {
+        self.trace = trace;
+        self
+    }
+
+    pub(super) fn tracer(&self) -> Option<&Arc<dyn DispatchEvents>> {
+        self.trace.as_ref()
+    }
+
+    /// The names of the servers running now.
+    pub async fn running(&self) -> Vec<String> {
+        self.running.lock().await.iter().filter(|(_, s)| !s.service.is_closed()).map(|(n, _)| n.clone()).collect()
+    }
+
+    /// Where the servers' notifications and requests go.
+    pub fn hub(&self) -> &Arc<Hub> {
+        &self.hub
     }
 
     /// The configured servers.
@@ -138,7 +170,7 @@ impl McpRuntime {
     }
 
     /// The running server `name`, started (again) when needed.
-    async fn server(&self, name: &str) -> Result<Arc<Server>, RuntimeError> {
+    pub(super) async fn server(&self, name: &str) -> Result<Arc<Server>, RuntimeError> {
         let mut running = self.running.lock().await;
         if let Some(s) = running.get(name) {
             if !s.service.is_closed() {
@@ -148,6 +180,8 @@ impl McpRuntime {
         }
         let server = Arc::new(self.start(name).await?);
         running.insert(name.to_owned(), server.clone());
+        drop(running);
+        self.log_at_level(name, &server).await;
         Ok(server)
     }
 
@@ -273,7 +307,8 @@ impl McpRuntime {
         let (read, write) = tokio::io::split(transport);
         let transport =
             rmcp::transport::async_rw::AsyncRwTransport::new_client(read, write).with_max_line_length(MAX_MESSAGE);
-        let started = tokio::time::timeout(START_TIMEOUT, ().serve(BoundedTransport::new(transport))).await;
+        let transport = BoundedTransport::new(transport, Some(Inbox::start(name, &self.hub)));
+        let started = tokio::time::timeout(START_TIMEOUT, Wrapped::new(name, config, &self.hub).serve(transport)).await;
         let tail_now = || {
             String::from_utf8_lossy(&tail.lock().unwrap_or_else(std::sync::PoisonError::into_inner)).trim().to_owned()
         };
@@ -317,7 +352,7 @@ impl McpRuntime {
         use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
         let who = format!("MCP server '{name}'");
         let policy = config.policy().map_err(|e| RuntimeError::Config(format!("[mcp.servers.{name}] {e}")))?;
-        if !policy.check_http(url).is_allow() {
+        if !policy.check_request(&jp_core::policy::HttpCheck::new("POST", url)).is_allow() {
             return Err(RuntimeError::Config(format!("{who}: {url} is not allowed by its network rules")));
         }
         let mut transport = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
@@ -330,8 +365,12 @@ impl McpRuntime {
         // One JSON body, one SSE event: one message (rmcp's defaults, named here).
         transport.max_json_response_size = MAX_MESSAGE;
         transport.max_sse_event_size = MAX_MESSAGE;
-        let transport = BoundedTransport::new(StreamableHttpClientTransport::from_config(transport));
-        let connected = tokio::time::timeout(START_TIMEOUT, ().serve(transport)).await;
+        let transport = BoundedTransport::new(
+            StreamableHttpClientTransport::from_config(transport),
+            Some(Inbox::start(name, &self.hub)),
+        );
+        let connected =
+            tokio::time::timeout(START_TIMEOUT, Wrapped::new(name, config, &self.hub).serve(transport)).await;
         let service = match connected {
             Ok(Ok(s)) => s,
             Ok(Err(e)) => {
@@ -349,7 +388,7 @@ impl McpRuntime {
     }
 
     /// A server that died: its group is killed and the next call starts it again.
-    async fn forget(&self, name: &str, server: &Arc<Server>) {
+    pub(super) async fn forget(&self, name: &str, server: &Arc<Server>) {
         // Give the tail a moment to arrive when the server just died.
         tokio::time::sleep(Duration::from_millis(50)).await;
         if let Some(pgid) = server.pgid {
@@ -431,100 +470,6 @@ impl McpRuntime {
         Err(RuntimeError::Protocol { tool: format!("mcp.{name}"), message: with_tail(message, &server.tail()) })
     }
 
-    /// One request `what` (`prompts/get`, …) of server `name`, with the call time limit; a
-    /// failure names the server and the request (a connection gone: the server is dropped).
-    async fn request<T, F, Fut>(&self, name: &str, what: &str, send: F) -> Result<T, RuntimeError>
-    where
-        F: FnOnce(rmcp::Peer<RoleClient>) -> Fut,
-        Fut: std::future::Future<Output = Result<T, ListError>>,
-    {
-        let server = self.server(name).await?;
-        let peer = server.service.peer().clone();
-        let message = match tokio::time::timeout(self.timeout, send(peer)).await {
-            Ok(Ok(v)) => return Ok(v),
-            Ok(Err(ListError::Cap(cap))) => format!("MCP server '{name}' sent {cap} (cap)"),
-            Ok(Err(ListError::Service(e))) => {
-                let dead = !matches!(e, rmcp::ServiceError::McpError(_)) || server.service.is_closed();
-                if dead {
-                    self.forget(name, &server).await;
-                }
-                format!("MCP server '{name}' failed on {what}: {e}{}", if dead { server.gone() } else { String::new() })
-            }
-            Err(_) => {
-                return Err(RuntimeError::Timeout { tool: format!("mcp.{name}"), seconds: self.timeout.as_secs() });
-            }
-        };
-        Err(RuntimeError::Protocol { tool: format!("mcp.{name}"), message: with_tail(message, &server.tail()) })
-    }
-
-    /// Whether server `name` declared prompts (`true`) or resources (`false`); a server that
-    /// cannot be started declares nothing.
-    pub async fn offers(&self, name: &str, prompts: bool) -> bool {
-        let Ok(server) = self.server(name).await else { return false };
-        let Some(info) = server.service.peer().peer_info() else { return false };
-        if prompts { info.capabilities.prompts.is_some() } else { info.capabilities.resources.is_some() }
-    }
-
-    /// The prompts of server `name`, within the list caps.
-    pub async fn list_prompts(&self, name: &str) -> Result<Vec<rmcp::model::Prompt>, RuntimeError> {
-        self.request(name, "prompts/list", |peer| async move {
-            super::bounds::list_all("prompts/list", |cursor| {
-                let peer = peer.clone();
-                async move {
-                    let page = peer
-                        .list_prompts(Some(rmcp::model::PaginatedRequestParams::default().with_cursor(cursor)))
-                        .await?;
-                    Ok((page.prompts, page.next_cursor))
-                }
-            })
-            .await
-        })
-        .await
-    }
-
-    /// Prompt `params.name` of server `name`.
-    pub async fn get_prompt(
-        &self,
-        name: &str,
-        params: rmcp::model::GetPromptRequestParams,
-    ) -> Result<rmcp::model::GetPromptResult, RuntimeError> {
-        self.request(
-            name,
-            "prompts/get",
-            |peer| async move { peer.get_prompt(params).await.map_err(ListError::Service) },
-        )
-        .await
-    }
-
-    /// The resources of server `name`, within the list caps.
-    pub async fn list_resources(&self, name: &str) -> Result<Vec<rmcp::model::Resource>, RuntimeError> {
-        self.request(name, "resources/list", |peer| async move {
-            super::bounds::list_all("resources/list", |cursor| {
-                let peer = peer.clone();
-                async move {
-                    let page = peer
-                        .list_resources(Some(rmcp::model::PaginatedRequestParams::default().with_cursor(cursor)))
-                        .await?;
-                    Ok((page.resources, page.next_cursor))
-                }
-            })
-            .await
-        })
-        .await
-    }
-
-    /// Resource `params.uri` of server `name`.
-    pub async fn read_resource(
-        &self,
-        name: &str,
-        params: rmcp::model::ReadResourceRequestParams,
-    ) -> Result<rmcp::model::ReadResourceResult, RuntimeError> {
-        self.request(name, "resources/read", |peer| async move {
-            peer.read_resource(params).await.map_err(ListError::Service)
-        })
-        .await
-    }
-
     /// Call `tool` of server `name`. Its result's content blocks (typed, `super::content`) and
     /// `structuredContent` become the tool's; `isError`
     /// becomes a tool error; a server that fails or dies is a protocol error with its stderr tail.
@@ -538,13 +483,36 @@ impl McpRuntime {
         let mut params = CallToolRequestParams::new(tool.to_owned());
         params.arguments = Some(call.arguments.clone());
         let peer = server.service.peer().clone();
-        let result = tokio::select! {
-            r = peer.call_tool(params) => r,
-            () = call.cancel.cancelled() => return Ok(ExecutionOutcome::Cancelled { id: call.id }),
-            () = tokio::time::sleep(self.timeout) => {
-                return Err(RuntimeError::Timeout { tool: call.name, seconds: self.timeout.as_secs() });
+        // Served for an agent's call (`jp mcp`): the server's progress and questions go to it.
+        let caller = super::forward::CALLER.try_with(Clone::clone).ok();
+        let (guard, mut rx) = match caller.map(|c| self.hub.start_call(name, c)) {
+            Some((guard, meta, rx)) => {
+                params.meta = meta;
+                (Some(guard), rx)
+            }
+            None => (None, None),
+        };
+        let answer = peer.call_tool(params);
+        tokio::pin!(answer);
+        let deadline = tokio::time::sleep(self.timeout);
+        tokio::pin!(deadline);
+        let result = loop {
+            tokio::select! {
+                r = &mut answer => break r,
+                Some(p) = async { match rx.as_mut() { Some(rx) => rx.recv().await, None => None } } => {
+                    if let Some(guard) = &guard {
+                        guard.forward(p).await;
+                    }
+                }
+                () = call.cancel.cancelled() => return Ok(ExecutionOutcome::Cancelled { id: call.id }),
+                () = &mut deadline => {
+                    return Err(RuntimeError::Timeout { tool: call.name, seconds: self.timeout.as_secs() });
+                }
             }
         };
+        if let Some(guard) = &guard {
+            guard.finish(rx.as_mut()).await;
+        }
         let result = match result {
             Ok(r) => r,
             Err(e) => {

@@ -76,10 +76,9 @@ fn contents_from_rmcp(contents: model::ResourceContents) -> ResourceContents {
 
 /// A tool's result as an MCP `CallToolResult`: every block in its MCP form, `structuredContent`
 /// as it came, `isError` as given.
-pub fn to_rmcp(result: ToolResult, is_error: bool) -> CallToolResult {
+pub fn to_rmcp(result: ToolResult) -> CallToolResult {
     let blocks = result.content.into_iter().map(block_to_rmcp).collect();
-    let mut out =
-        if is_error || result.is_error { CallToolResult::error(blocks) } else { CallToolResult::success(blocks) };
+    let mut out = if result.is_error { CallToolResult::error(blocks) } else { CallToolResult::success(blocks) };
     out.structured_content = result.structured_content;
     out
 }
@@ -163,7 +162,7 @@ mod tests {
             "structuredContent": {"n": 1},
         });
         let ours: ToolResult = serde_json::from_value(wire.clone()).unwrap();
-        let theirs = to_rmcp(ours.clone(), false);
+        let theirs = to_rmcp(ours.clone());
         let mut as_json = serde_json::to_value(&theirs).unwrap();
         let obj = as_json.as_object_mut().unwrap();
         obj.remove("resultType");

@@ -30,28 +30,36 @@ const DENY: &str = "deny";
 /// protocol 2026-07-28, which has no server-to-client requests — by an `input_required` result
 /// of the call ([`mrtr`](super::mrtr)).
 #[derive(Clone)]
-struct Client {
+pub(crate) struct Client {
     peer: Option<Peer<RoleServer>>,
     /// The call's questions on their way to an `input_required` result.
     questions: Option<Questions>,
     /// The `tools/call` the question belongs to.
-    origin: RequestId,
+    origin: Option<RequestId>,
 }
 
 impl Client {
-    fn new(ctx: &RequestContext<RoleServer>, questions: Option<Questions>) -> Self {
+    pub(crate) fn new(ctx: &RequestContext<RoleServer>, questions: Option<Questions>) -> Self {
         let declared = ctx.peer.supported_elicitation_modes().contains(&ElicitationMode::Form);
         // Protocol 2026-07-28 has no server-to-client requests.
         let allowed = ctx.protocol_version().is_some_and(|v| v.has_initialize());
         let peer = (declared && allowed && questions.is_none()).then(|| ctx.peer.clone());
-        Self { peer, questions, origin: ctx.id.clone() }
+        Self { peer, questions, origin: Some(ctx.id.clone()) }
     }
 
-    fn can_ask(&self) -> bool {
+    /// The client behind `peer`, asked outside of any call (a wrapped server's question while
+    /// none of its calls runs), when it declared form elicitation.
+    pub(crate) fn for_peer(peer: Peer<RoleServer>) -> Self {
+        let declared = peer.supported_elicitation_modes().contains(&ElicitationMode::Form);
+        let allowed = peer.peer_info().is_some_and(|i| i.protocol_version.has_initialize());
+        Self { peer: (declared && allowed).then_some(peer), questions: None, origin: None }
+    }
+
+    pub(crate) fn can_ask(&self) -> bool {
         self.peer.is_some() || self.questions.is_some()
     }
 
-    async fn ask(&self, message: String, schema: ElicitationSchema) -> Option<ElicitResult> {
+    pub(crate) async fn ask(&self, message: String, schema: ElicitationSchema) -> Option<ElicitResult> {
         let params = ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema: schema };
         if let Some(questions) = &self.questions {
             return super::mrtr::ask(questions, params).await;
@@ -61,7 +69,9 @@ impl Client {
         // Tied to its call explicitly: tools ask from tasks of their own, where rmcp's
         // task-local association does not reach, and over Streamable HTTP the question must
         // travel on that call's response stream.
-        request.extensions.insert(OriginatingRequestId(self.origin.clone()));
+        if let Some(origin) = &self.origin {
+            request.extensions.insert(OriginatingRequestId(origin.clone()));
+        }
         let mut options = PeerRequestOptions::no_options();
         options.timeout = Some(ASK_TIMEOUT);
         let asked = async {

@@ -13,6 +13,9 @@
 //!   otherwise they are denied at once with the reason.
 //! - MCP tasks (`tasks`, the `io.modelcontextprotocol/tasks` extension): for a client that
 //!   declares them, a call that runs long or asks becomes a task of its session.
+//! - Wrapped servers (`[mcp.servers.*]`): their prompts, resources, templates, subscriptions,
+//!   completions and logging level are passed on (`passthrough`), their progress, log messages
+//!   and requests of a client forwarded to this session's client within bounds ([`forward`]).
 //! - [`http`]: Streamable HTTP on a loopback address, behind a bearer token and an `Origin` check.
 //! - [`relay`]: over stdio, a `tools/call` of a running stdio MCP server's tool is relayed as raw
 //!   JSON, past rmcp's typed model on both sides (the same tool resolution and argument check).
@@ -21,32 +24,33 @@ pub mod bounds;
 pub mod client;
 pub mod content;
 pub mod elicit;
+pub mod forward;
 mod hints;
 pub mod http;
 mod mrtr;
 mod passthrough;
 pub mod relay;
+pub mod requests;
 mod tasks;
+pub mod wrapped;
 
 pub use tasks::TaskStore;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use jp_core::agent::surface;
 use jp_core::cancel::CancellationToken;
-use jp_core::runtime::{ExecutionOutcome, RuntimeError, ToolCall};
-use jp_core::state::ToolState;
+use jp_core::runtime::{RuntimeError, ToolCall};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
-use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use crate::app::{App, CallReply, Handles};
-use crate::sandbox::SandboxMode;
 
 /// How often a call with a `progressToken` reports that it is still running.
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(1);
@@ -71,6 +75,8 @@ pub struct JpMcp {
     app: Arc<App>,
     handles: Arc<Handles>,
     slots: Arc<Semaphore>,
+    /// This session's client, as wrapped servers' messages see it.
+    session: Arc<forward::Session>,
     tasks: tasks::SessionTasks,
     _session: Arc<SessionEnd>,
 }
@@ -120,8 +126,8 @@ impl JpMcp {
 
     fn with_tasks(app: Arc<App>, slots: Arc<Semaphore>, tasks: tasks::SessionTasks) -> Self {
         let handles = Arc::new(Handles::new());
-        let session = Arc::new(SessionEnd { handles: handles.clone(), tasks: tasks.clone() });
-        Self { app, slots, tasks, _session: session, handles }
+        let end = Arc::new(SessionEnd { handles: handles.clone(), tasks: tasks.clone() });
+        Self { app, slots, session: Arc::default(), tasks, _session: end, handles }
     }
 
     /// This session's handles.
@@ -129,37 +135,10 @@ impl JpMcp {
         &self.handles
     }
 
+    /// Tool `name` as `tools/list` shows it: the core's agent surface, in rmcp's model.
     async fn tool(&self, name: &str) -> Result<Tool, RuntimeError> {
-        let entry = self.app.tool(name).map_err(|e| RuntimeError::Config(e.to_string()))?;
-        let definition = self.app.definition(name).await?;
-        let schema = match self.app.agent_schema(name, false).await? {
-            Value::Object(m) => m,
-            _ => JsonObject::new(),
-        };
-        let description = match (definition.summary, definition.description) {
-            (Some(s), Some(d)) if !d.is_empty() => format!("{s}\n\n{d}"),
-            (Some(s), _) => s,
-            (None, Some(d)) => d,
-            (None, None) => String::new(),
-        };
-        let mut hints = entry.policy().hints();
-        // Without the OS sandbox, what touches files directly (a stdio tool, the programs a
-        // tool runs) is held by nothing: say it may do anything.
-        let direct = entry.runtime_label() == "stdio" || hints.commands;
-        if self.app.sandbox_mode() == SandboxMode::Disabled && direct {
-            hints.writes = true;
-            hints.destructive = true;
-            hints.network = true;
-        }
-        let stateful = !self.app.stateful_actions(name).is_empty();
-        let mut annotations = ToolAnnotations::new().read_only(!hints.writes).open_world(hints.network);
-        if hints.writes {
-            annotations = annotations.destructive(hints.destructive);
-        }
-        if !stateful {
-            annotations = annotations.idempotent(!hints.writes);
-        }
-        Ok(Tool::new(name.to_owned(), description, schema).with_annotations(annotations))
+        let tool = self.app.agent_tool(name).await?;
+        serde_json::from_value(tool.to_mcp()).map_err(|e| RuntimeError::Config(format!("tool '{name}': {e}")))
     }
 
     /// Serve `call` until it ends, reporting progress to `ctx` when asked to.
@@ -169,21 +148,20 @@ impl JpMcp {
         ctx: &RequestContext<RoleServer>,
         questions: Option<mrtr::Questions>,
     ) -> Result<CallReply, RuntimeError> {
+        // A wrapped server's progress and questions go to this call (see `forward`).
+        let caller = forward::Caller::new(&self.session, ctx, questions.clone());
         let answerer = elicit::Elicitor::new(ctx, questions);
-        let work = self.app.agent_call(call, &self.handles, &answerer);
-        let Some(token) = ctx.meta.get_progress_token() else { return work.await };
+        let work = forward::CALLER.scope(caller.clone(), self.app.agent_call(call, &self.handles, &answerer));
+        if !caller.wants_progress() {
+            return work.await;
+        }
         tokio::pin!(work);
-        let mut ticks = 0u32;
         loop {
             tokio::select! {
                 r = &mut work => return r,
-                () = tokio::time::sleep(PROGRESS_EVERY) => {
-                    ticks += 1;
-                    let p = ProgressNotificationParam::new(token.clone(), f64::from(ticks))
-                        .with_message(format!("running for {ticks} s"));
-                    // Sent and flushed before the next select: the result cannot overtake it.
-                    let _ = ctx.peer.notify_progress(p).await;
-                }
+                // jp's own ticks, unless a wrapped server reports progress itself; sent and
+                // flushed before the next select: the result cannot overtake them.
+                () = tokio::time::sleep(PROGRESS_EVERY) => caller.tick().await,
             }
         }
     }
@@ -201,43 +179,34 @@ fn tool_error(message: impl Into<String>) -> CallToolResponse {
     CallToolResult::error(vec![ContentBlock::text(message.into())]).into()
 }
 
-/// The answer to `tools/call`: results as their content blocks and `structuredContent`, a tool's
-/// failure or the caller's input mistake as `isError`, a stateful command as RFD 009's JSON
-/// (text and `structuredContent`).
+/// The answer to `tools/call`: the core's agent surface ([`surface::call_result`]) in rmcp's
+/// model. Bad arguments, an unknown or stopped handle, an unsupported action (MCP SEP-1303), and
+/// every other failure are a result the model reads and can act on; only an unknown tool is a
+/// protocol error, answered before the call.
 fn response(name: &str, reply: Result<CallReply, RuntimeError>) -> CallToolResponse {
     match reply {
-        Ok(CallReply::Outcome(ExecutionOutcome::Completed { result: Ok(r), .. })) => content::to_rmcp(r, false).into(),
-        Ok(CallReply::Outcome(ExecutionOutcome::Completed { result: Err(e), .. })) => tool_error(e.message),
-        Ok(CallReply::Outcome(ExecutionOutcome::NeedsInput { question, .. })) => tool_error(format!(
-            "tool '{name}' asks: {} — the client did not answer (it has no elicitation, or declined); answer by calling the tool again with the answer in its arguments if it takes one",
-            question.text
-        )),
-        Ok(CallReply::Outcome(ExecutionOutcome::Cancelled { .. })) => {
-            tool_error(format!("tool '{name}' was cancelled"))
-        }
-        Ok(CallReply::Handle { id, state }) => {
-            let json = state.to_handle_response(&id);
-            let failed = matches!(state, ToolState::Stopped { result: Err(_) });
-            let mut r = if failed {
-                CallToolResult::error(vec![ContentBlock::text(json.to_string())])
-            } else {
-                CallToolResult::success(vec![ContentBlock::text(json.to_string())])
-            };
-            r.structured_content = Some(json);
-            r.into()
-        }
-        // Bad arguments, an unknown or stopped handle, an unsupported action (MCP SEP-1303), and
-        // every other failure: a result the model reads and can act on. Only an unknown tool
-        // is a protocol error, answered before the call.
+        Ok(reply) => content::to_rmcp(surface::call_result(name, reply)).into(),
         Err(e) => tool_error(e.to_string()),
     }
 }
 
 impl ServerHandler for JpMcp {
+    #[allow(deprecated, reason = "logging is what 2025-11-25 clients speak")]
     fn get_info(&self) -> ServerConfig {
-        // Wrapped servers' prompts and resources are offered through jp (see `passthrough`).
+        // Wrapped servers' prompts, resources, completions and logging are offered through jp
+        // (see `passthrough`).
         let capabilities = if passthrough::any(&self.app) {
-            ServerCapabilities::builder().enable_tools().enable_prompts().enable_resources().build()
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .enable_prompts()
+                .enable_prompts_list_changed()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .enable_resources_list_changed()
+                .enable_logging()
+                .enable_completions()
+                .build()
         } else {
             ServerCapabilities::builder().enable_tools().build()
         };
@@ -287,6 +256,89 @@ impl ServerHandler for JpMcp {
     ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
         passthrough::declared(&self.app, "resources/read")?;
         passthrough::read_resource(&self.app, request).await.map(Into::into)
+    }
+
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        // Wrapped servers' notifications reach this session from now on.
+        self.session.attach(&context.peer);
+        self.app.mcp().hub().join(&self.session);
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
+        passthrough::declared(&self.app, "resources/templates/list")?;
+        Ok(passthrough::list_resource_templates(&self.app).await)
+    }
+
+    #[allow(deprecated, reason = "resources/subscribe is what 2025-11-25 clients speak")]
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        passthrough::declared(&self.app, "resources/subscribe")?;
+        self.session.attach(&context.peer);
+        passthrough::subscribe(&self.app, &self.session, &request.uri, true).await
+    }
+
+    /// MCP 2026-07-28 `subscriptions/listen`: offered when a wrapped server is configured; the
+    /// client gets what it asked for of what jp declares (the SDK intersects the two).
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        passthrough::any(&self.app).then(|| requested.clone())
+    }
+
+    /// One listen stream: the resources it names subscribed at their servers, its change
+    /// notifications sent on it until the client cancels it; then the resources unsubscribed.
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
+        self.session.attach(&context.request_context().peer);
+        let uris = context.accepted().resource_subscriptions.clone().unwrap_or_default();
+        for uri in &uris {
+            passthrough::subscribe(&self.app, &self.session, uri, true).await?;
+        }
+        let id = context.sink().id().clone();
+        self.session.listen(context.sink().clone());
+        context.cancelled().await;
+        self.session.unlisten(&id);
+        for uri in &uris {
+            let _ = passthrough::subscribe(&self.app, &self.session, uri, false).await;
+        }
+        Ok(())
+    }
+
+    #[allow(deprecated, reason = "resources/unsubscribe is what 2025-11-25 clients speak")]
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        passthrough::declared(&self.app, "resources/unsubscribe")?;
+        passthrough::subscribe(&self.app, &self.session, &request.uri, false).await
+    }
+
+    async fn complete(
+        &self,
+        request: rmcp::model::CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, ErrorData> {
+        passthrough::declared(&self.app, "completion/complete")?;
+        passthrough::complete(&self.app, request).await
+    }
+
+    #[allow(deprecated, reason = "logging/setLevel is what 2025-11-25 clients speak")]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        passthrough::declared(&self.app, "logging/setLevel")?;
+        self.session.attach(&context.peer);
+        passthrough::set_level(&self.app, &self.session, request.level).await
     }
 
     async fn list_tools(
@@ -403,12 +455,17 @@ impl ServerHandler for JpMcp {
 
 /// Which `tools/call`s the stdio front relays: tools of a running stdio MCP server, not
 /// stateful, with arguments that pass the same check as every call.
-struct AppRouter(Arc<App>);
+/// A server whose requests may be forwarded to this client is not relayed: they are tied to
+/// the call through rmcp (see `forward`).
+struct AppRouter(Arc<App>, Arc<forward::Session>);
 
 impl relay::Router for AppRouter {
     async fn route(&self, name: &str, arguments: &serde_json::value::RawValue) -> Option<relay::Route> {
         let entry = self.0.tool(name).ok()?;
         let jp_core::runtime::ToolSource::Mcp { server, tool } = &entry.config.source else { return None };
+        if self.0.mcp().servers().get(server).is_some_and(|sc| self.1.forwards_any(sc)) {
+            return None;
+        }
         let mcp = self.0.mcp();
         let pipes = mcp.relay_pipes(server).await?;
         let args: JsonObject = serde_json::from_str(arguments.get()).ok()?;
@@ -432,7 +489,13 @@ pub async fn serve_stdio(app: Arc<App>, options: McpOptions) -> Result<(), Strin
     // Non-blocking pipes when stdin/stdout are pipes (a pending read can be dropped; no
     // blocking-pool thread per read and write), tokio's blocking handles otherwise.
     let (input, output) = rmcp::transport::stdio_pipes();
-    let front = tokio::spawn(relay::serve_front(Arc::new(AppRouter(app)), server.slots.clone(), input, output, front));
+    let front = tokio::spawn(relay::serve_front(
+        Arc::new(AppRouter(app, server.session.clone())),
+        server.slots.clone(),
+        input,
+        output,
+        front,
+    ));
     let session = async {
         let running = server.serve(tokio::io::split(rmcp_side)).await.map_err(|e| format!("MCP session: {e}"))?;
         running.waiting().await.map(|_| ()).map_err(|e| format!("MCP session: {e}"))

@@ -36,7 +36,7 @@ use tokio::sync::{OwnedSemaphorePermit, oneshot};
 use tokio::task::JoinHandle;
 
 use super::mrtr::{self, Asked, Running};
-use super::{JpMcp, elicit, response, tool_error};
+use super::{JpMcp, elicit, forward, response, tool_error};
 use crate::app::CallReply;
 
 /// How long a call of a task-declaring client may run before it becomes a task.
@@ -534,11 +534,16 @@ pub(crate) async fn call(
     let (questions, asked) = mrtr::channel();
     let questions = can_elicit(ctx).then_some(questions);
     call.inquirer = Some(Arc::new(elicit::ElicitInquirer::new(ctx, questions.clone())));
+    // A wrapped server's questions go to the task too; its progress nowhere (the extension has
+    // no progress for tasks): the call's caller is given no progress token.
+    let mut quiet = ctx.clone();
+    quiet.meta.remove("progressToken");
+    let caller = forward::Caller::new(&server.session, &quiet, questions.clone());
     let answerer = elicit::Elicitor::new(ctx, questions);
     let (app, handles) = (server.app.clone(), server.handles.clone());
     let work = tokio::spawn(async move {
         let _slot = slot;
-        app.agent_call(call, &handles, &answerer).await
+        forward::CALLER.scope(caller, app.agent_call(call, &handles, &answerer)).await
     });
     let mut running = Running { work, questions: asked };
     let inline = tokio::time::sleep(INLINE_FOR);

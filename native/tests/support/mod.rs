@@ -1,15 +1,12 @@
 //! Helpers shared by the `jp` command's integration tests.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 /// Approve the workspace's configuration as its user would (`jp trust --yes`): jp uses a
 /// workspace's `.jp/config.toml` only once approved.
 pub(crate) fn approve_config(ws: &Path) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_jp"))
-        .args(["trust", "--yes", "--workspace"])
-        .arg(ws)
-        .output()
-        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_jp")).args(["trust", "--yes", "--workspace"]).arg(ws).output().unwrap();
     assert!(out.status.success(), "jp trust: {}", String::from_utf8_lossy(&out.stderr));
 }
 
@@ -18,12 +15,34 @@ pub(crate) fn approve_config(ws: &Path) {
 /// itself. Whether it was approved.
 #[allow(dead_code)]
 pub(crate) fn try_approve_config(ws: &Path) -> bool {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_jp"))
-        .args(["trust", "--yes", "--workspace"])
-        .arg(ws)
-        .output()
-        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_jp")).args(["trust", "--yes", "--workspace"]).arg(ws).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() || stderr.contains("nothing to approve"), "jp trust: {stderr}");
     out.status.success()
+}
+
+/// The Python SDK version the tests pin.
+#[allow(dead_code)]
+pub(crate) const PYTHON_MCP: &str = "mcp==2.3.0";
+
+/// A venv with the pinned Python SDK (`~/.cache/jp-host/venv-mcp-2.3.0`), made when missing
+/// (idempotent); returns the venv's directory.
+#[allow(dead_code)]
+pub(crate) fn python_sdk_venv() -> PathBuf {
+    let home = std::env::var("HOME").unwrap();
+    let venv = Path::new(&home).join(".cache/jp-host/venv-mcp-2.3.0");
+    let py = venv.join("bin/python");
+    let has = |py: &Path| {
+        Command::new(py)
+            .args(["-c", "import mcp, importlib.metadata as m; assert m.version('mcp') == '2.3.0'"])
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !has(&py) {
+        let s = Command::new("/usr/bin/python3").args(["-m", "venv"]).arg(&venv).status().unwrap();
+        assert!(s.success(), "python3 -m venv failed (install the python3-venv package)");
+        let s = Command::new(venv.join("bin/pip")).args(["install", "-q", PYTHON_MCP]).status().unwrap();
+        assert!(s.success(), "pip install {PYTHON_MCP} failed");
+    }
+    venv
 }

@@ -1,0 +1,120 @@
+//! The core's agent surface ([`jp_core::agent::surface`]) for JS: what an agent sees of a tool
+//! (`agentTool`), whether the user is asked before a call (`askBeforeCall`), and what a call's
+//! outcome becomes (`agentResult`) — the same functions `jp mcp` and `jp query` use, so that the
+//! page's agent and the edge's `/mcp` describe, gate and answer calls exactly as they do.
+
+use jp_core::agent::ToolSpec;
+use jp_core::agent::surface::{self, AgentTool, Gate, ToolFacts};
+use jp_core::policy::PolicyHints;
+use jp_core::runtime::ExecutionOutcome;
+use jp_core::state::{AnswerType, Question, ToolError, ToolResult};
+use serde::Deserialize;
+use serde_json::Value;
+use wasm_bindgen::prelude::*;
+
+use crate::agent::{from_js, to_js};
+
+/// A tool as the host lists it: `{name, summary?, description?, inputSchema}`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PageTool {
+    pub name: String,
+    #[serde(default)]
+    pub summary: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub input_schema: Value,
+}
+
+/// `host.policyHints()`: `{writes, destructive, network, commands}`.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Hints {
+    writes: bool,
+    destructive: bool,
+    network: bool,
+    commands: bool,
+}
+
+impl PageTool {
+    /// As every agent sees it, under a policy with `hints`. The page's and the edge's tools share
+    /// the project's policy; a first-party tool that only reads never writes, whatever it allows.
+    pub(crate) fn agent_tool(self, hints: Option<PolicyHints>) -> AgentTool {
+        let mut hints =
+            hints.unwrap_or(PolicyHints { writes: false, destructive: false, network: false, commands: false });
+        if jp_fs_tools::READ_ONLY_TOOLS.contains(&self.name.as_str()) {
+            hints.writes = false;
+            hints.destructive = false;
+            hints.commands = false;
+        }
+        AgentTool::new(ToolFacts {
+            name: &self.name,
+            summary: self.summary.as_deref(),
+            description: self.description.as_deref(),
+            input_schema: self.input_schema,
+            hints,
+            stateful: false,
+            unconfined: false,
+            run: None,
+        })
+    }
+
+    /// As a model provider is told about it (its description and schema; no policy needed).
+    pub(crate) fn spec(self) -> ToolSpec {
+        self.agent_tool(None).spec()
+    }
+}
+
+fn agent_tool(tool: &JsValue, hints: &JsValue) -> Result<AgentTool, JsValue> {
+    let tool: PageTool = from_js("the tool", tool)?;
+    let h: Hints = from_js("the policy hints", hints)?;
+    let hints = PolicyHints { writes: h.writes, destructive: h.destructive, network: h.network, commands: h.commands };
+    Ok(tool.agent_tool(Some(hints)))
+}
+
+/// Tool `tool` (`{name, summary, description, inputSchema}`, as `host.listTools()` gives it) as
+/// MCP's `tools/list` shows it under a policy with `hints` (`host.policyHints()`):
+/// `{name, description, inputSchema, annotations}`.
+#[wasm_bindgen(js_name = agentTool)]
+pub fn agent_tool_js(tool: JsValue, hints: JsValue) -> Result<JsValue, JsValue> {
+    Ok(to_js(&agent_tool(&tool, &hints)?.to_mcp()))
+}
+
+/// Whether the user is asked before a call of `tool` with `args` under a policy with `hints`
+/// (RFD 009's rule, as `jp query` applies it): before a tool that may write or run commands.
+#[wasm_bindgen(js_name = askBeforeCall)]
+pub fn ask_before_call(tool: JsValue, hints: JsValue, args: JsValue) -> Result<bool, JsValue> {
+    let args: Value = from_js("the arguments", &args)?;
+    Ok(agent_tool(&tool, &hints)?.gate(&args) == Gate::Ask)
+}
+
+/// A component call's outcome (`host.callTool`: `{tag: 'success' | 'error' | 'needs-input',
+/// val}`) as the agent gets it: MCP's `{content, structuredContent?, isError}`, a question that
+/// nobody answered and a failure as `isError` with a text that says what to do.
+#[wasm_bindgen(js_name = agentResult)]
+pub fn agent_result(name: &str, outcome: JsValue) -> Result<JsValue, JsValue> {
+    let outcome: Value = from_js("the outcome", &outcome)?;
+    let id = String::new();
+    let val = outcome.get("val");
+    let text = |key: &str| match val {
+        Some(Value::String(s)) => s.clone(),
+        Some(v) => v.get(key).and_then(Value::as_str).map_or_else(|| v.to_string(), str::to_owned),
+        None => String::new(),
+    };
+    let outcome = match outcome.get("tag").and_then(Value::as_str) {
+        Some("success") => ExecutionOutcome::Completed { id, result: Ok(ToolResult::text(text(""))) },
+        Some("error") => ExecutionOutcome::Completed { id, result: Err(ToolError::new(text("message"))) },
+        Some("needs-input") => ExecutionOutcome::NeedsInput {
+            id,
+            question: Question { id: String::new(), text: text("text"), answer_type: AnswerType::Text, default: None },
+        },
+        other => {
+            return Err(JsError::new(&format!(
+                "tool '{name}': an outcome's tag is success, error or needs-input, not {other:?}"
+            ))
+            .into());
+        }
+    };
+    Ok(to_js(&surface::to_mcp(&surface::outcome_result(name, outcome))))
+}
