@@ -32,6 +32,7 @@ fn request(ws: &Path, program: &str, args: &[&str], grant: Result<ProcessGrant, 
         cwd: Some(ws.to_string_lossy().into_owned()),
         max_output: 1 << 20,
         grant,
+        egress: None,
     }
 }
 
