@@ -297,8 +297,18 @@ impl App {
         let vfs = Arc::new(vfs);
         let builtin = BuiltinRuntime::new(vfs.services().clone(), jp_fs_tools::TOOLS);
         let mcp =
-            Arc::new(McpRuntime::new(&workspace, mcp_servers, options.env.clone(), options.sandbox, options.timeout));
-        let stdio = StdioRuntime::new(&workspace).env(options.env).sandbox(options.sandbox).timeout(options.timeout);
+            Arc::new(
+                McpRuntime::new(&workspace, mcp_servers, options.env.clone(), options.sandbox, options.timeout)
+                    .egress_observers(options.inquirer.clone(), options.trace.clone()),
+            );
+        let mut stdio = StdioRuntime::new(&workspace)
+            .env(options.env)
+            .inquirer(options.inquirer.clone())
+            .sandbox(options.sandbox)
+            .timeout(options.timeout);
+        if let Some(trace) = &options.trace {
+            stdio = stdio.trace(trace.clone());
+        }
         let learn = runtimes::Learn { wasm: wasm.clone(), kb_files, workspace: workspace.clone() };
         let runtimes = runtimes::Runtimes::new(stdio, vfs.clone(), wasm, builtin, mcp.clone(), learn);
         Ok(Self {
