@@ -296,11 +296,10 @@ impl App {
         }));
         let vfs = Arc::new(vfs);
         let builtin = BuiltinRuntime::new(vfs.services().clone(), jp_fs_tools::TOOLS);
-        let mcp =
-            Arc::new(
-                McpRuntime::new(&workspace, mcp_servers, options.env.clone(), options.sandbox, options.timeout)
-                    .egress_observers(options.inquirer.clone(), options.trace.clone()),
-            );
+        let mcp = Arc::new(
+            McpRuntime::new(&workspace, mcp_servers, options.env.clone(), options.sandbox, options.timeout)
+                .egress_observers(options.inquirer.clone(), options.trace.clone()),
+        );
         let mut stdio = StdioRuntime::new(&workspace)
             .env(options.env)
             .inquirer(options.inquirer.clone())

@@ -174,7 +174,8 @@ impl TokioProcessRunner {
             .ok_or_else(|| BackendError::NotFound(format!("program '{}' not found on PATH", request.program)))?;
         let mut command = ChildCommand::new(&program);
         // No proxy variables of the host's: the sandbox sets its own (or there is no network).
-        let proxy_var = |k: &str| ["http_proxy", "https_proxy", "all_proxy", "no_proxy"].iter().any(|p| k.eq_ignore_ascii_case(p));
+        let proxy_var =
+            |k: &str| ["http_proxy", "https_proxy", "all_proxy", "no_proxy"].iter().any(|p| k.eq_ignore_ascii_case(p));
         command
             .args(&request.args)
             .envs(request.env.iter().filter(|(k, _)| !proxy_var(k)).map(|(k, v)| (k, v)))
@@ -191,9 +192,11 @@ impl TokioProcessRunner {
             .spawn(sandbox)
             .map_err(|e| BackendError::Failed(format!("cannot start '{}': {e}", request.program)))?;
         // Without a gate nobody serves the listener: the program reaches nothing.
-        let egress = child.egress.take().zip(request.egress.clone()).map(|(listener, gate)| {
-            crate::egress::serve(listener, gate, crate::egress::EgressLimits::default())
-        });
+        let egress = child
+            .egress
+            .take()
+            .zip(request.egress.clone())
+            .map(|(listener, gate)| crate::egress::serve(listener, gate, crate::egress::EgressLimits::default()));
         Ok(Started { child, scratch, egress })
     }
 }

@@ -62,7 +62,8 @@ impl Server {
                 let text = String::from_utf8_lossy(&head);
                 s.lock().unwrap().push(text.lines().next().unwrap_or_default().to_owned());
                 let body = format!("hello from {name}");
-                let _ = write!(c, "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+                let _ =
+                    write!(c, "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
             }
         });
         Self { port, seen, stop }

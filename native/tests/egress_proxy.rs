@@ -104,15 +104,18 @@ async fn exchange(port: u16, bytes: &[u8]) -> String {
 #[tokio::test]
 async fn a_connect_to_a_denied_host_is_403_with_the_reason_and_reaches_nothing() {
     let (a, b) = (Upstream::start(OK).await, Upstream::start(OK).await);
-    let (_p, port, trace) = proxy(&format!("{{ allow = [\"http://127.0.0.1:{}\"] }}", a.port), Default::default()).await;
-    let denied = exchange(port, format!("CONNECT 127.0.0.1:{} HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n", b.port).as_bytes()).await;
+    let (_p, port, trace) =
+        proxy(&format!("{{ allow = [\"http://127.0.0.1:{}\"] }}", a.port), Default::default()).await;
+    let denied =
+        exchange(port, format!("CONNECT 127.0.0.1:{} HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n", b.port).as_bytes()).await;
     assert!(denied.starts_with("HTTP/1.1 403 ") && denied.contains("Access denied"), "{denied}");
     let other = exchange(port, format!("CONNECT 127.0.0.2:{} HTTP/1.1\r\n\r\n", a.port).as_bytes()).await;
     assert!(other.starts_with("HTTP/1.1 403 "), "{other}");
     let named = exchange(port, format!("CONNECT localhost:{} HTTP/1.1\r\n\r\n", a.port).as_bytes()).await;
     assert!(named.starts_with("HTTP/1.1 403 "), "another name for the same address: {named}");
     // The allowed one tunnels, bytes sent with the CONNECT included.
-    let ok = exchange(port, format!("CONNECT 127.0.0.1:{} HTTP/1.1\r\n\r\nGET /t HTTP/1.1\r\n\r\n", a.port).as_bytes()).await;
+    let ok = exchange(port, format!("CONNECT 127.0.0.1:{} HTTP/1.1\r\n\r\nGET /t HTTP/1.1\r\n\r\n", a.port).as_bytes())
+        .await;
     assert!(ok.starts_with("HTTP/1.1 200 Connection established\r\n\r\nHTTP/1.1 200 OK"), "{ok}");
     assert_eq!(b.received(), "", "B was reached");
     assert!(a.received().starts_with("GET /t HTTP/1.1"), "{}", a.received());

@@ -158,7 +158,8 @@ async fn the_network_is_closed_unless_the_grant_opens_it_and_then_only_through_t
          \x20   print(s.recv(100).decode().split('\\r')[0])\n"
     );
     let gate = |allow: &str| {
-        let cfg: jp_core::policy::AccessConfig = toml::from_str(&format!("network = {{ allow = [{allow:?}] }}")).unwrap();
+        let cfg: jp_core::policy::AccessConfig =
+            toml::from_str(&format!("network = {{ allow = [{allow:?}] }}")).unwrap();
         let policy = Arc::new(AccessPolicy::from_config(None, Some(&cfg)).unwrap());
         Arc::new(jp_core::host::EgressGate::new(
             "t",
@@ -173,7 +174,8 @@ async fn the_network_is_closed_unless_the_grant_opens_it_and_then_only_through_t
         req.egress = egress;
         async move { runner().run(req).await.unwrap() }
     };
-    let text = |o: &ProcessOutput| format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    let text =
+        |o: &ProcessOutput| format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     let closed = run(false, None).await;
     assert_eq!(text(&closed), "refused\n");
     // Granted: still no direct connection, but a tunnel to what the gate allows…

@@ -19,8 +19,7 @@ async fn sandboxed_python_with(script: &str, egress: bool) -> (String, Option<to
     let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
     let listener = child.egress.take();
     let (mut stdout, mut stderr) = (String::new(), String::new());
-    let (_, _, status) =
-        tokio::join!(out.read_to_string(&mut stdout), err.read_to_string(&mut stderr), child.wait());
+    let (_, _, status) = tokio::join!(out.read_to_string(&mut stdout), err.read_to_string(&mut stderr), child.wait());
     assert!(status.unwrap().success(), "{stdout} {stderr}");
     (stdout, listener)
 }

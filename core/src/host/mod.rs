@@ -16,8 +16,8 @@ mod http;
 pub mod testing;
 
 pub use backends::*;
-pub use egress::{CONNECT_METHOD, EgressGate, HTTP_METHOD};
 use egress::Gate;
+pub use egress::{CONNECT_METHOD, EgressGate, HTTP_METHOD};
 pub use error::{BackendError, HostError};
 
 use std::collections::BTreeMap;

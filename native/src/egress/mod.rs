@@ -147,8 +147,9 @@ impl Refusal {
 
 async fn handle(mut client: TcpStream, gate: &EgressGate, limits: &EgressLimits) {
     if let Err(Refusal(code, status, body)) = serve_one(&mut client, gate, limits).await {
-        let _ = tokio::time::timeout(Duration::from_secs(5), client.write_all(response(code, status, &body).as_bytes()))
-            .await;
+        let _ =
+            tokio::time::timeout(Duration::from_secs(5), client.write_all(response(code, status, &body).as_bytes()))
+                .await;
     }
 }
 
@@ -250,7 +251,8 @@ fn authority(target: &str) -> Result<(String, u16), Refusal> {
 
 /// jp resolves the name and connects (the process has no DNS of its own).
 async fn connect(host: &str, port: u16, limits: &EgressLimits) -> Result<TcpStream, Refusal> {
-    let fail = |why: String| Refusal(502, "Bad Gateway", format!("jp egress proxy: cannot reach {host}:{port}: {why}\n"));
+    let fail =
+        |why: String| Refusal(502, "Bad Gateway", format!("jp egress proxy: cannot reach {host}:{port}: {why}\n"));
     let attempt = async {
         let addrs = tokio::net::lookup_host((host, port)).await.map_err(|e| fail(e.to_string()))?;
         let mut last = fail("the name resolved to no address".into());
@@ -262,9 +264,9 @@ async fn connect(host: &str, port: u16, limits: &EgressLimits) -> Result<TcpStre
         }
         Err(last)
     };
-    tokio::time::timeout(limits.connect_timeout, attempt).await.map_err(|_| {
-        fail(format!("no connection within {} s", limits.connect_timeout.as_secs()))
-    })?
+    tokio::time::timeout(limits.connect_timeout, attempt)
+        .await
+        .map_err(|_| fail(format!("no connection within {} s", limits.connect_timeout.as_secs())))?
 }
 
 /// Headers that belong to one hop (and `Host`, set from the URL).

@@ -253,9 +253,8 @@ impl McpRuntime {
                 if grant.network {
                     network = true;
                     spec.egress = true;
-                    spec.read_only.extend(
-                        crate::sandbox::NETWORK_READ.iter().map(PathBuf::from).filter(|p| p.exists()),
-                    );
+                    spec.read_only
+                        .extend(crate::sandbox::NETWORK_READ.iter().map(PathBuf::from).filter(|p| p.exists()));
                     env = crate::egress::with_proxy_env(env);
                 }
                 Some(spec.prepare().map_err(|e| RuntimeError::Sandbox(format!("{who}: {e}")))?)
@@ -384,7 +383,15 @@ impl McpRuntime {
             }
         };
         service.peer().set_response_cache_config(rmcp::ClientCacheConfig::disabled()).await;
-        Ok(Server { service, pipes: None, stderr: Arc::default(), pgid: None, _guard: None, _scratch: None, _egress: None })
+        Ok(Server {
+            service,
+            pipes: None,
+            stderr: Arc::default(),
+            pgid: None,
+            _guard: None,
+            _scratch: None,
+            _egress: None,
+        })
     }
 
     /// A server that died: its group is killed and the next call starts it again.

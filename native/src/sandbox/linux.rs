@@ -332,7 +332,10 @@ impl PreparedSandbox {
     fn apply_in_child(&self, steps: SandboxSteps) -> io::Result<()> {
         if self.egress.is_some() {
             // The namespaces are made by the clone of `ChildCommand::spawn`.
-            return Err(io::Error::new(io::ErrorKind::Unsupported, "an egress sandbox is started by ChildCommand::spawn"));
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "an egress sandbox is started by ChildCommand::spawn",
+            ));
         }
         self.apply_raw(steps).map_err(io::Error::from_raw_os_error)
     }

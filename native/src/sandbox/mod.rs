@@ -31,11 +31,11 @@ mod netns;
 #[cfg(target_os = "linux")]
 mod spawn;
 #[cfg(target_os = "linux")]
-pub use netns::{EGRESS_PORT, proxy_url, user_namespaces};
-#[cfg(target_os = "linux")]
 pub use child::{ChildCommand, SandboxedChild};
 #[cfg(target_os = "linux")]
 pub use linux::*;
+#[cfg(target_os = "linux")]
+pub use netns::{EGRESS_PORT, proxy_url, user_namespaces};
 
 #[cfg(not(target_os = "linux"))]
 mod unsupported;
@@ -302,17 +302,25 @@ mod tests {
 
     #[test]
     fn fails_closed_naming_the_missing_feature_and_the_opt_out() {
-        let old = SandboxProbe { landlock_abi: Some(3), landlock_note: None, seccomp: true, user_namespaces_note: None };
+        let old =
+            SandboxProbe { landlock_abi: Some(3), landlock_note: None, seccomp: true, user_namespaces_note: None };
         assert!(!old.can_enforce());
         let why = old.missing().unwrap();
         assert!(why.contains("ABI 4") && why.contains("ABI 3"), "{why}");
         let message = SandboxError(why).to_string();
         assert!(message.contains(OPT_OUT_FLAG) && message.contains("was not started"), "{message}");
-        let none = SandboxProbe { landlock_abi: None, landlock_note: Some("disabled at boot".into()), seccomp: true, user_namespaces_note: None };
+        let none = SandboxProbe {
+            landlock_abi: None,
+            landlock_note: Some("disabled at boot".into()),
+            seccomp: true,
+            user_namespaces_note: None,
+        };
         assert!(none.missing().unwrap().contains("disabled at boot"));
-        let no_seccomp = SandboxProbe { landlock_abi: Some(7), landlock_note: None, seccomp: false, user_namespaces_note: None };
+        let no_seccomp =
+            SandboxProbe { landlock_abi: Some(7), landlock_note: None, seccomp: false, user_namespaces_note: None };
         assert!(no_seccomp.missing().unwrap().contains("seccomp"));
-        let full = SandboxProbe { landlock_abi: Some(7), landlock_note: None, seccomp: true, user_namespaces_note: None };
+        let full =
+            SandboxProbe { landlock_abi: Some(7), landlock_note: None, seccomp: true, user_namespaces_note: None };
         assert!(full.can_enforce() && full.scoping() && full.missing().is_none());
     }
 

@@ -253,7 +253,9 @@ fn probe() -> Result<(), String> {
             Some(libc::EINVAL) => "the kernel was built without user or network namespaces",
             _ => "",
         };
-        return Err(if why.is_empty() { format!("clone(CLONE_NEWUSER | CLONE_NEWNET) failed: {e}") } else {
+        return Err(if why.is_empty() {
+            format!("clone(CLONE_NEWUSER | CLONE_NEWNET) failed: {e}")
+        } else {
             format!("{why}: {e}")
         });
     }
@@ -264,7 +266,9 @@ fn probe() -> Result<(), String> {
         libc::waitpid(pid as libc::pid_t, &mut status, 0);
     }
     match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
-        (true, 0) => egress.receive().map(drop).map_err(|e| format!("the namespace's listener was not handed over: {e}")),
+        (true, 0) => {
+            egress.receive().map(drop).map_err(|e| format!("the namespace's listener was not handed over: {e}"))
+        }
         (true, errno) => Err(format!(
             "a new user and network namespace could not be set up (mapping the ids, bringing lo up, listening on 127.0.0.1:{EGRESS_PORT}): {}",
             io::Error::from_raw_os_error(errno)
