@@ -374,6 +374,9 @@ impl Dispatcher {
             })?;
             env.push((name.clone(), value.clone()));
         }
+        // (On wasm32 nothing is `Send`, as everywhere in core: `MaybeSend`.)
+        #[allow(clippy::arc_with_non_send_sync)]
+        let egress = Some(Arc::new(self.egress_gate()));
         Ok(crate::host::ProcessRequest {
             program: p.program.clone(),
             args: p.args.clone(),
@@ -381,14 +384,20 @@ impl Dispatcher {
             cwd,
             max_output: self.max_content,
             grant: self.policy.process_grant(),
-            egress: Some(Arc::new(EgressGate::new(
-                self.tool.clone(),
-                self.policy.clone(),
-                self.inquirer.clone(),
-                self.trace.clone(),
-                self.approve_all.clone(),
-            ))),
+            egress,
         })
+    }
+
+    /// The gate of the processes this dispatcher starts: its tool, policy, inquirer and trace,
+    /// and its "allow for the rest of this call".
+    pub fn egress_gate(&self) -> EgressGate {
+        EgressGate::new(
+            self.tool.clone(),
+            self.policy.clone(),
+            self.inquirer.clone(),
+            self.trace.clone(),
+            self.approve_all.clone(),
+        )
     }
 
     async fn serve(

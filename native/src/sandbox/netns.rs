@@ -219,7 +219,7 @@ fn recv_fd(socket: libc::c_int) -> io::Result<OwnedFd> {
 }
 
 /// Whether this kernel lets an unprivileged process make a user and network namespace with
-/// loopback up (what [`EgressChild`] needs): `Err` with why not. Probed once per process, in a
+/// loopback up (what an egress sandbox needs): `Err` with why not. Probed once per process, in a
 /// throwaway child.
 pub fn user_namespaces() -> Result<(), String> {
     static PROBE: OnceLock<Result<(), String>> = OnceLock::new();
