@@ -298,9 +298,17 @@ impl App {
         let builtin = BuiltinRuntime::new(vfs.services().clone(), jp_fs_tools::TOOLS);
         let mcp = Arc::new(
             McpRuntime::new(&workspace, mcp_servers, options.env.clone(), options.sandbox, options.timeout)
-                .with_trace(options.trace.clone()),
+                .with_trace(options.trace.clone())
+                .egress_observers(options.inquirer.clone(), options.trace.clone()),
         );
-        let stdio = StdioRuntime::new(&workspace).env(options.env).sandbox(options.sandbox).timeout(options.timeout);
+        let mut stdio = StdioRuntime::new(&workspace)
+            .env(options.env)
+            .inquirer(options.inquirer.clone())
+            .sandbox(options.sandbox)
+            .timeout(options.timeout);
+        if let Some(trace) = &options.trace {
+            stdio = stdio.trace(trace.clone());
+        }
         let learn = runtimes::Learn { wasm: wasm.clone(), kb_files, workspace: workspace.clone() };
         let runtimes = runtimes::Runtimes::new(stdio, vfs.clone(), wasm, builtin, mcp.clone(), learn);
         Ok(Self {

@@ -25,6 +25,7 @@
 pub mod agent;
 pub mod app;
 pub mod builtin;
+pub mod egress;
 pub mod files;
 pub mod http;
 pub mod mcp;

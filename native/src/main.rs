@@ -293,6 +293,8 @@ fn sandbox_status(json: bool) -> ExitCode {
                 "network": p.network(),
                 "scoping": p.scoping(),
                 "seccomp": p.seccomp,
+                "egress": p.egress(),
+                "egress_note": p.user_namespaces_note,
                 "can_enforce": p.can_enforce(),
                 "missing": p.missing(),
             })
@@ -307,6 +309,14 @@ fn sandbox_status(json: bool) -> ExitCode {
         println!("TCP bind/connect:        {}", yes(p.network()));
         println!("signal/socket scoping:   {}", yes(p.scoping()));
         println!("seccomp filters:         {}", yes(p.seccomp));
+        match &p.user_namespaces_note {
+            None => println!(
+                "per-host egress:         enforced (a direct-access process whose policy allows URLs gets a network namespace of its own; its only way out is jp's proxy)"
+            ),
+            Some(why) => println!(
+                "per-host egress:         NOT available ({why}); a stdio tool, MCP server or process.run child whose policy allows URLs will NOT run"
+            ),
+        }
         match p.missing() {
             None => println!("tools run under the OS sandbox"),
             Some(why) => println!("tools will NOT run: {why} (pass {OPT_OUT_FLAG} to run them without the OS sandbox)"),

@@ -5,9 +5,10 @@
 //! what the policy forwards), in the materialised project root, in its own process group, under
 //! the OS sandbox (see [`crate::sandbox`]): the system directories and the program read+execute,
 //! the workspace as the policy's [`ProcessGrant`](jp_core::policy::ProcessGrant) says, a private
-//! `HOME`/`TMPDIR`, no network unless the policy allows some URL (then any — the kernel cannot
-//! narrow it by URL). A policy the kernel cannot hold it to is refused, unless the user opted out
-//! of the OS sandbox. Its output is read concurrently and capped; however the call ends (exit,
+//! `HOME`/`TMPDIR`, no network unless the policy allows some URL — then a network namespace of
+//! its own whose only way out is jp's egress proxy ([`crate::egress`]), each connection decided
+//! per host and port by the request's [`EgressGate`](jp_core::host::EgressGate). A policy the
+//! kernel cannot hold it to is refused, unless the user opted out of the OS sandbox. Its output is read concurrently and capped; however the call ends (exit,
 //! timeout, over-long output, cancellation) the whole group is killed, so grandchildren cannot
 //! outlive the call or hold its pipes open — and the sandbox forbids leaving the group.
 
@@ -125,7 +126,7 @@ impl TokioProcessRunner {
         }
         let grant = request.grant.as_ref().map_err(|why| {
             BackendError::Unavailable(format!(
-                "'{}' was not started: a process.run child runs under the OS sandbox, which can grant it only the whole workspace (read-only or read-write) and the network all or nothing, and this tool's policy cannot be held that way: {why}. Give the tool a policy without that rule, or pass {OPT_OUT_FLAG} to run programs without the OS sandbox",
+                "'{}' was not started: a process.run child runs under the OS sandbox, which can grant it only the whole workspace (read-only or read-write) and the network per host and port (through jp's egress proxy), and this tool's policy cannot be held that way: {why}. Give the tool a policy without that rule, or pass {OPT_OUT_FLAG} to run programs without the OS sandbox",
                 request.program
             ))
         })?;
@@ -139,6 +140,9 @@ impl TokioProcessRunner {
         let spec = SandboxSpec::for_process((!inside).then_some(program), &workspace, grant, scratch.path());
         let prepared = spec.prepare().map_err(|e| BackendError::Unavailable(e.to_string()))?;
         command.envs([("HOME", scratch.path()), ("TMPDIR", scratch.path())]);
+        if grant.network {
+            command.envs(crate::egress::proxy_env());
+        }
         Ok(Some((prepared, scratch)))
     }
 }
@@ -150,6 +154,8 @@ pub struct Started {
     pub child: crate::sandbox::SandboxedChild,
     /// Its private `HOME`/`TMPDIR`, when sandboxed.
     pub scratch: Option<tempfile::TempDir>,
+    /// The egress proxy of a program whose policy allows some URLs (drop it with the group).
+    pub egress: Option<crate::egress::EgressProxy>,
 }
 
 impl TokioProcessRunner {
@@ -167,7 +173,13 @@ impl TokioProcessRunner {
         let program = find_program(&request.program, path_var, &cwd)
             .ok_or_else(|| BackendError::NotFound(format!("program '{}' not found on PATH", request.program)))?;
         let mut command = ChildCommand::new(&program);
-        command.args(&request.args).envs(request.env.iter().map(|(k, v)| (k, v))).current_dir(&cwd);
+        // No proxy variables of the host's: the sandbox sets its own (or there is no network).
+        let proxy_var =
+            |k: &str| ["http_proxy", "https_proxy", "all_proxy", "no_proxy"].iter().any(|p| k.eq_ignore_ascii_case(p));
+        command
+            .args(&request.args)
+            .envs(request.env.iter().filter(|(k, _)| !proxy_var(k)).map(|(k, v)| (k, v)))
+            .current_dir(&cwd);
         if !stdin {
             command.stdin_null();
         }
@@ -176,17 +188,23 @@ impl TokioProcessRunner {
             None => (None, None),
         };
         // In its own process group, without fork (see `sandbox`).
-        let child = command
+        let mut child = command
             .spawn(sandbox)
             .map_err(|e| BackendError::Failed(format!("cannot start '{}': {e}", request.program)))?;
-        Ok(Started { child, scratch })
+        // Without a gate nobody serves the listener: the program reaches nothing.
+        let egress = child
+            .egress
+            .take()
+            .zip(request.egress.clone())
+            .map(|(listener, gate)| crate::egress::serve(listener, gate, crate::egress::EgressLimits::default()));
+        Ok(Started { child, scratch, egress })
     }
 }
 
 impl ProcessRunner for TokioProcessRunner {
     fn run(&self, request: ProcessRequest) -> BoxFuture<'_, Result<ProcessOutput, BackendError>> {
         Box::pin(async move {
-            let Started { mut child, scratch: _scratch } = self.start(&request, false)?;
+            let Started { mut child, scratch: _scratch, egress: _egress } = self.start(&request, false)?;
             let pgid = child.id();
             // However the call ends — done, timed out, over the cap, or this future dropped
             // because the tool's call was cancelled — nothing the program started survives it.

@@ -137,7 +137,7 @@ pub async fn spawn(
         Ok(r) => r,
         Err(e) => return refused(e.to_string()),
     };
-    let Started { mut child, scratch } = match runner.start(&request, true) {
+    let Started { mut child, scratch, egress } = match runner.start(&request, true) {
         Ok(s) => s,
         Err(e) => return refused(e.to_string()),
     };
@@ -156,8 +156,10 @@ pub async fn spawn(
     let task = {
         let (shared, stop) = (shared.clone(), stop.clone());
         tokio::spawn(async move {
-            // Declared after the scratch directory: the group dies before its HOME is removed.
+            // Declared after the scratch directory and the proxy: the group dies before its HOME
+            // is removed and its proxy stops.
             let _scratch = scratch;
+            let _egress = egress;
             let guard = GroupGuard(pgid);
             let pump = |pipe: Option<tokio::net::unix::pipe::Receiver>| {
                 let shared = shared.clone();

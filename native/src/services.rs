@@ -86,12 +86,15 @@ impl HostServices {
     /// The dispatcher serving one call of a tool under `policy`; the call's own inquirer, if it
     /// brings one, answers its inquiries.
     pub fn dispatcher(&self, call: &ToolCall, policy: Arc<AccessPolicy>) -> Dispatcher {
-        Dispatcher::builder(call.name.clone(), policy, self.files.clone())
+        let mut builder = Dispatcher::builder(call.name.clone(), policy, self.files.clone())
             .http(self.http.clone())
             .process(self.process.clone())
             .inquirer(call.inquirer.clone().unwrap_or_else(|| self.inquirer.clone()))
             .env(self.env.clone())
-            .max_line(self.max_line)
-            .build()
+            .max_line(self.max_line);
+        if let Some(trace) = &self.trace {
+            builder = builder.trace(trace.clone());
+        }
+        builder.build()
     }
 }

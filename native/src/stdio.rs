@@ -6,14 +6,19 @@
 //! `ToolState` JSON, a `{"content":[…]}` object (RFD 058), or plain text. Unlike a VFS tool it
 //! touches the workspace directly, so the OS sandbox grants it the workspace as a whole per its
 //! policy (RFD 075 default: read-write), a private temporary directory (`HOME` and `TMPDIR`), the
-//! system directories and its own program — and no network. A policy the kernel cannot hold a
-//! direct-access tool to (rules below the workspace root, allowed URLs) fails closed.
+//! system directories and its own program — and no network, unless its policy allows some URLs:
+//! then a network namespace of its own whose only way out is jp's egress proxy
+//! ([`crate::egress`]), each connection decided per host and port and traced. A policy the kernel
+//! cannot hold a direct-access tool to (rules below the workspace root, network rules finer than
+//! their origin) fails closed.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use jp_core::BoxFuture;
+use jp_core::host::{DenyInquirer, DispatchEvents, EgressGate, Inquirer};
 use jp_core::runtime::{ExecutionOutcome, RuntimeError, ToolCall, ToolConfig, ToolRuntime};
 use jp_core::state::{Printed, ToolError, ToolResult, ToolState};
 use rustix::process::Signal;
@@ -21,14 +26,18 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::process::{GroupGuard, private_env, read_capped, signal_group};
-use crate::sandbox::{ChildCommand, SandboxMode, SandboxSpec, configured_read_paths};
+use crate::sandbox::{ChildCommand, NETWORK_READ, SandboxMode, SandboxSpec, configured_read_paths};
 use crate::vfs::ProgramLine;
 
 /// Runs `runtime = "stdio"` tools (the default for local tools).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct StdioRuntime {
     workspace: PathBuf,
     env: BTreeMap<String, String>,
+    /// Who answers the inquiries of a tool's connections, unless the call brings its own.
+    inquirer: Arc<dyn Inquirer>,
+    /// Where its connections' decisions are reported.
+    trace: Option<Arc<dyn DispatchEvents>>,
     sandbox: SandboxMode,
     timeout: Duration,
     cancel_grace: Duration,
@@ -42,6 +51,8 @@ impl StdioRuntime {
         Self {
             workspace: workspace.into(),
             env: BTreeMap::new(),
+            inquirer: Arc::new(DenyInquirer),
+            trace: None,
             sandbox: SandboxMode::Enforce,
             timeout: Duration::from_secs(60),
             cancel_grace: Duration::from_secs(5),
@@ -52,6 +63,16 @@ impl StdioRuntime {
     /// The host environment (filtered by each tool's policy).
     pub fn env(mut self, env: BTreeMap<String, String>) -> Self {
         self.env = env;
+        self
+    }
+    /// Who answers the inquiries of a tool's connections (default: nobody, denied).
+    pub fn inquirer(mut self, inquirer: Arc<dyn Inquirer>) -> Self {
+        self.inquirer = inquirer;
+        self
+    }
+    /// Where the decisions on a tool's connections are reported (`--trace`, logs).
+    pub fn trace(mut self, events: Arc<dyn DispatchEvents>) -> Self {
+        self.trace = Some(events);
         self
     }
     /// Enforce the OS sandbox (default) or run without it.
@@ -81,7 +102,7 @@ impl StdioRuntime {
             Some(resolved) => resolved.clone(),
             None => {
                 let default = jp_core::runtime::default_policy(&name, config, false);
-                std::sync::Arc::new(config.policy(default).map_err(|e| RuntimeError::Config(e.to_string()))?)
+                Arc::new(config.policy(default).map_err(|e| RuntimeError::Config(e.to_string()))?)
             }
         };
         let workspace = std::fs::canonicalize(&self.workspace).map_err(|e| RuntimeError::Spawn {
@@ -93,13 +114,19 @@ impl StdioRuntime {
             message: format!("cannot create the tool's temporary directory: {e}"),
         })?;
 
-        let env = private_env(&self.env, |k| policy.check_env(k).is_allow(), scratch.path());
+        let mut env = private_env(&self.env, |k| policy.check_env(k).is_allow(), scratch.path());
 
+        let mut network = false;
         let sandbox = match self.sandbox {
             SandboxMode::Enforce => {
                 let grant = policy.workspace_grant().map_err(|why| {
                     RuntimeError::Sandbox(format!(
                         "stdio tool '{name}' was not started: the OS sandbox grants a direct-access tool the whole workspace or nothing, and its policy cannot be held that way: {why}. Give the tool `runtime = \"vfs\"` (every request is then checked against the rules) or make its policy cover the whole workspace"
+                    ))
+                })?;
+                network = policy.network_grant().map_err(|why| {
+                    RuntimeError::Sandbox(format!(
+                        "stdio tool '{name}' was not started: a tool that reaches the network itself is held per host and port (through jp's egress proxy), and its network rules cannot be held that way: {why}"
                     ))
                 })?;
                 let mut spec = SandboxSpec::for_tool(
@@ -113,7 +140,12 @@ impl StdioRuntime {
                 } else if grant.read {
                     spec.read_only.push(workspace.clone());
                 }
-                Some(spec.prepare().map_err(|e| RuntimeError::Sandbox(e.to_string()))?)
+                if network {
+                    spec.egress = true;
+                    spec.read_only.extend(NETWORK_READ.iter().map(PathBuf::from).filter(|p| p.exists()));
+                    env = crate::egress::with_proxy_env(env);
+                }
+                Some(spec.prepare().map_err(|e| RuntimeError::Sandbox(format!("stdio tool '{name}': {e}")))?)
             }
             SandboxMode::Disabled => None,
         };
@@ -123,6 +155,12 @@ impl StdioRuntime {
                 |e| RuntimeError::Spawn { tool: name.clone(), message: format!("{}: {e}", cmd.program.display()) },
             )?;
         let pgid = child.id();
+        // Dropped after the group is killed (declared before its guard).
+        let _egress = child.egress.take().filter(|_| network).map(|listener| {
+            let inquirer = call.inquirer.clone().unwrap_or_else(|| self.inquirer.clone());
+            let gate = EgressGate::new(name.clone(), policy.clone(), inquirer, self.trace.clone(), Arc::default());
+            crate::egress::serve(listener, Arc::new(gate), crate::egress::EgressLimits::default())
+        });
         let _guard = GroupGuard(pgid);
         let (mut stdin, stdout, mut stderr) = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
             (Some(i), Some(o), Some(e)) => (i, o, e),
@@ -227,6 +265,12 @@ fn failed(id: &str, message: String) -> ExecutionOutcome {
     ExecutionOutcome::Completed {
         id: id.to_owned(),
         result: Err(ToolError { message, trace: Vec::new(), transient: false }),
+    }
+}
+
+impl std::fmt::Debug for StdioRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StdioRuntime").field("workspace", &self.workspace).finish_non_exhaustive()
     }
 }
 

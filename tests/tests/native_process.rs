@@ -32,6 +32,7 @@ fn request(ws: &Path, program: &str, args: &[&str], grant: Result<ProcessGrant, 
         cwd: Some(ws.to_string_lossy().into_owned()),
         max_output: 1 << 20,
         grant,
+        egress: None,
     }
 }
 
@@ -140,27 +141,53 @@ async fn git_and_make_still_work_in_a_writable_workspace() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn the_network_is_closed_unless_the_grant_opens_it() {
+async fn the_network_is_closed_unless_the_grant_opens_it_and_then_only_through_the_proxy() {
     let ws = tempfile::tempdir().unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port();
+    // A direct connection, then a tunnel through the proxy the environment names.
     let script = format!(
-        "import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=10)\n    print('connected')\nexcept OSError as e:\n    print('refused', e)\n"
+        "import os, socket\n\
+         try:\n    socket.create_connection(('127.0.0.1', {port}), timeout=10); print('connected')\n\
+         except OSError as e:\n    print('refused')\n\
+         proxy = os.environ.get('HTTPS_PROXY')\n\
+         if proxy:\n\
+         \x20   s = socket.create_connection(('127.0.0.1', int(proxy.rsplit(':', 1)[1])), timeout=10)\n\
+         \x20   s.sendall(b'CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\n\\r\\n')\n\
+         \x20   print(s.recv(100).decode().split('\\r')[0])\n"
     );
-    let run = |network| {
-        let req = request(ws.path(), "python3", &["-c", &script], Ok(ProcessGrant { network, ..READ_ONLY }));
+    let gate = |allow: &str| {
+        let cfg: jp_core::policy::AccessConfig =
+            toml::from_str(&format!("network = {{ allow = [{allow:?}] }}")).unwrap();
+        let policy = Arc::new(AccessPolicy::from_config(None, Some(&cfg)).unwrap());
+        Arc::new(jp_core::host::EgressGate::new(
+            "t",
+            policy,
+            Arc::new(jp_core::host::DenyInquirer),
+            None,
+            Arc::default(),
+        ))
+    };
+    let run = |network, egress| {
+        let mut req = request(ws.path(), "python3", &["-c", &script], Ok(ProcessGrant { network, ..READ_ONLY }));
+        req.egress = egress;
         async move { runner().run(req).await.unwrap() }
     };
-    let closed = run(false).await;
-    let text = String::from_utf8_lossy(&closed.stdout);
-    assert!(text.starts_with("refused"), "{text} {}", String::from_utf8_lossy(&closed.stderr));
-    assert_eq!(listener.accept().map(|_| ()).unwrap_err().kind(), ErrorKind::WouldBlock, "nothing connected");
-    let open = run(true).await;
-    let text = String::from_utf8_lossy(&open.stdout);
-    assert_eq!(text, "connected\n", "{}", String::from_utf8_lossy(&open.stderr));
+    let text =
+        |o: &ProcessOutput| format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    let closed = run(false, None).await;
+    assert_eq!(text(&closed), "refused\n");
+    // Granted: still no direct connection, but a tunnel to what the gate allows…
+    let open = run(true, Some(gate(&format!("http://127.0.0.1:{port}")))).await;
+    assert_eq!(text(&open), "refused\nHTTP/1.1 200 Connection established\n");
     listener.set_nonblocking(false).unwrap();
-    assert!(listener.accept().is_ok(), "the listener saw the connection");
+    assert!(listener.accept().is_ok(), "the listener saw the tunnelled connection");
+    listener.set_nonblocking(true).unwrap();
+    // …and nothing it refuses.
+    let other = run(true, Some(gate("http://127.0.0.1:1"))).await;
+    assert!(text(&other).starts_with("refused\nHTTP/1.1 403 "), "{}", text(&other));
+    assert_eq!(listener.accept().map(|_| ()).unwrap_err().kind(), ErrorKind::WouldBlock, "nothing connected");
 }
 
 #[tokio::test(flavor = "multi_thread")]

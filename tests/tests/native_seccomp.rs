@@ -3,23 +3,29 @@
 
 #![cfg(all(not(target_arch = "wasm32"), target_os = "linux"))]
 
-use std::net::TcpListener;
 use std::path::Path;
-use std::sync::Arc;
 
-use jp_native::sandbox::SandboxSpec;
+use jp_native::sandbox::{ChildCommand, EGRESS_PORT, SandboxSpec};
+use tokio::io::AsyncReadExt;
 
-/// Runs `python3 -c script` sandboxed as a tool, with or without the network; its stdout.
-async fn sandboxed_python(script: &str, network: bool) -> String {
+/// Runs `python3 -c script` sandboxed as a tool, with or without the egress network; its stdout
+/// and, with the network, the listener of the child's namespace (served from the host's).
+async fn sandboxed_python_with(script: &str, egress: bool) -> (String, Option<tokio::net::TcpListener>) {
     let mut spec = SandboxSpec::for_tool(Path::new("/usr/bin/python3"), &[], &[]);
-    spec.network = network;
-    let mut command = tokio::process::Command::new("/usr/bin/python3");
-    command.args(["-c", script]).env_clear().env("PATH", "/usr/bin:/bin").current_dir("/").kill_on_drop(true);
-    Arc::new(spec.prepare().unwrap()).install(&mut command);
-    let out = command.output().await.unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{stdout} {}", String::from_utf8_lossy(&out.stderr));
-    stdout
+    spec.egress = egress;
+    let mut command = ChildCommand::new("/usr/bin/python3");
+    command.args(["-c", script]).envs([("PATH", "/usr/bin:/bin")]).current_dir("/").stdin_null();
+    let mut child = command.spawn(Some(spec.prepare().unwrap())).unwrap();
+    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let listener = child.egress.take();
+    let (mut stdout, mut stderr) = (String::new(), String::new());
+    let (_, _, status) = tokio::join!(out.read_to_string(&mut stdout), err.read_to_string(&mut stderr), child.wait());
+    assert!(status.unwrap().success(), "{stdout} {stderr}");
+    (stdout, listener)
+}
+
+async fn sandboxed_python(script: &str, egress: bool) -> String {
+    sandboxed_python_with(script, egress).await.0
 }
 
 /// Whether this kernel runs x32 syscalls for an unsandboxed process (for the log: the filter
@@ -61,21 +67,26 @@ const LISTEN: &str = "import socket\n\
     except OSError as e:\n    print('accept', e.errno)\n";
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_child_with_the_network_connects_but_cannot_listen() {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
+async fn a_child_with_the_egress_network_connects_to_its_proxy_only_and_cannot_listen() {
     let script = format!(
-        "{LISTEN}import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=10)\nprint('connected')\n"
+        "{LISTEN}import socket\n\
+         for port in ({EGRESS_PORT}, 80):\n\
+         \x20   try:\n\
+         \x20       socket.create_connection(('127.0.0.1', port), timeout=10); print('connected', port)\n\
+         \x20   except OSError as e:\n\
+         \x20       print('refused', port, e.errno)\n"
     );
-    let text = sandboxed_python(&script, true).await;
+    let (text, listener) = sandboxed_python_with(&script, true).await;
     let eperm = libc::EPERM;
     // Before: `listen` bound an ephemeral port (Landlock's bind rule never saw it); `accept` on a
     // socket that does not listen was EINVAL.
     assert!(text.contains(&format!("listen {eperm}\n")), "{text}");
     assert!(text.contains(&format!("accept {eperm}\n")), "{text}");
-    assert!(text.ends_with("connected\n"), "a client connection still works: {text}");
-    listener.set_nonblocking(true).unwrap();
-    assert!(listener.accept().is_ok(), "the listener saw the connection");
+    assert!(text.contains(&format!("connected {EGRESS_PORT}\n")), "the proxy's port is reachable: {text}");
+    assert!(text.contains(&format!("refused 80 {}\n", libc::EACCES)), "Landlock refuses every other port: {text}");
+    // The connection waits in the namespace listener's backlog, accepted from the host's side.
+    let accepted = tokio::time::timeout(std::time::Duration::from_secs(10), listener.unwrap().accept()).await;
+    assert!(accepted.is_ok_and(|a| a.is_ok()), "the listener saw the connection");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -66,7 +66,7 @@ pub trait HttpClient: MaybeSend + MaybeSync {
 }
 
 /// One process to run.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ProcessRequest {
     /// Program name.
     pub program: String,
@@ -83,6 +83,10 @@ pub struct ProcessRequest {
     /// says why the policy cannot be held by a kernel sandbox (a runner that sandboxes refuses
     /// to run it).
     pub grant: Result<ProcessGrant, String>,
+    /// Who decides the connections of a process whose grant has the network (through jp's
+    /// egress proxy): the tool's policy, inquirer and trace. `None`: nobody — a runner then
+    /// gives such a process no network.
+    pub egress: Option<std::sync::Arc<super::EgressGate>>,
 }
 
 /// What a process produced.

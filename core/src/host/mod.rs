@@ -9,17 +9,20 @@
 //! map to D11 error codes.
 
 mod backends;
+mod egress;
 mod error;
 mod fs;
 mod http;
 pub mod testing;
 
 pub use backends::*;
+use egress::Gate;
+pub use egress::{CONNECT_METHOD, EgressGate, HTTP_METHOD};
 pub use error::{BackendError, HostError};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 use serde_json::Value;
 
@@ -46,7 +49,10 @@ pub struct Dispatcher {
     scrubber: Scrubber,
     max_content: usize,
     max_line: usize,
-    approve_all: AtomicBool,
+    /// "Allow for the rest of this call": shared with the egress gate of its processes.
+    approve_all: Arc<AtomicBool>,
+    /// Where the egress decisions of its processes are reported (see [`EgressGate`]).
+    trace: Option<Arc<dyn DispatchEvents>>,
 }
 
 impl std::fmt::Debug for Dispatcher {
@@ -80,6 +86,14 @@ impl DispatcherBuilder {
     /// Who answers inquiries.
     pub fn inquirer(mut self, inquirer: Arc<dyn Inquirer>) -> Self {
         self.inner.inquirer = inquirer;
+        self
+    }
+
+    /// Where the connections of the processes it starts are reported: a `process.run` child
+    /// reaches the network through jp's egress proxy, which outlives the request that started
+    /// it, so it needs an observer of its own (the runtime's trace).
+    pub fn trace(mut self, events: Arc<dyn DispatchEvents>) -> Self {
+        self.inner.trace = Some(events);
         self
     }
 
@@ -151,7 +165,8 @@ impl Dispatcher {
                 scrubber: Scrubber::default(),
                 max_content: DEFAULT_MAX_CONTENT,
                 max_line: DEFAULT_MAX_LINE,
-                approve_all: AtomicBool::new(false),
+                approve_all: Arc::new(AtomicBool::new(false)),
+                trace: None,
             },
             secret_names: Vec::new(),
         }
@@ -271,48 +286,8 @@ impl Dispatcher {
         id: &Id,
         events: &dyn DispatchEvents,
     ) -> Result<(), HostError> {
-        let kind = decision.kind();
-        let rule = decision.reason().to_owned();
-        let result = match decision {
-            Decision::Allow(_) => Ok(()),
-            Decision::Deny(reason) => Err(HostError::AccessDenied(reason)),
-            Decision::Ask(reason) => {
-                if self.approve_all.load(Ordering::SeqCst) {
-                    Ok(())
-                } else {
-                    events.pending(id, &format!("awaiting user approval: {reason}"));
-                    let inquiry = Inquiry {
-                        tool: self.tool.clone(),
-                        method: method.into(),
-                        target: target.into(),
-                        reason: reason.clone(),
-                    };
-                    match self.inquirer.ask(&inquiry).await {
-                        InquiryAnswer::Allow => Ok(()),
-                        InquiryAnswer::AllowAll => {
-                            self.approve_all.store(true, Ordering::SeqCst);
-                            Ok(())
-                        }
-                        InquiryAnswer::Deny(why) => {
-                            Err(HostError::AccessDenied(format!("Access denied: {reason}; {why}")))
-                        }
-                    }
-                }
-            }
-        };
-        // The rule that decided (for an allow or an answered inquiry), or why it was refused.
-        let reason = match &result {
-            Ok(()) => rule,
-            Err(e) => e.to_string(),
-        };
-        events.decided(&TraceEvent {
-            method: method.into(),
-            target: target.into(),
-            decision: kind,
-            reason,
-            allowed: result.is_ok(),
-        });
-        result
+        let gate = Gate { tool: &self.tool, inquirer: self.inquirer.as_ref(), approve_all: &self.approve_all };
+        gate.settle(method, target, decision, Some(id), events).await.map(drop).map_err(HostError::AccessDenied)
     }
 
     fn too_large(&self, what: &str, size: usize) -> HostError {
@@ -399,6 +374,9 @@ impl Dispatcher {
             })?;
             env.push((name.clone(), value.clone()));
         }
+        // (On wasm32 nothing is `Send`, as everywhere in core: `MaybeSend`.)
+        #[allow(clippy::arc_with_non_send_sync)]
+        let egress = Some(Arc::new(self.egress_gate()));
         Ok(crate::host::ProcessRequest {
             program: p.program.clone(),
             args: p.args.clone(),
@@ -406,7 +384,20 @@ impl Dispatcher {
             cwd,
             max_output: self.max_content,
             grant: self.policy.process_grant(),
+            egress,
         })
+    }
+
+    /// The gate of the processes this dispatcher starts: its tool, policy, inquirer and trace,
+    /// and its "allow for the rest of this call".
+    pub fn egress_gate(&self) -> EgressGate {
+        EgressGate::new(
+            self.tool.clone(),
+            self.policy.clone(),
+            self.inquirer.clone(),
+            self.trace.clone(),
+            self.approve_all.clone(),
+        )
     }
 
     async fn serve(

@@ -19,7 +19,8 @@ pub struct WorkspaceGrant {
 pub struct ProcessGrant {
     /// The workspace as a whole.
     pub workspace: WorkspaceGrant,
-    /// Whether the process may open network connections at all (the policy allows some URL).
+    /// Whether the process reaches the network — through jp's egress proxy, each connection
+    /// decided per host and port ([`AccessPolicy::network_grant`]).
     pub network: bool,
 }
 
@@ -64,11 +65,37 @@ impl AccessPolicy {
         }
     }
 
+    /// Whether a process that reaches the network itself (a stdio tool, an MCP server, a
+    /// `process.run` child) gets it: `Ok(true)` when the policy allows some URL — its traffic
+    /// then leaves through jp's egress proxy, each connection decided by
+    /// [`check_connect`](Self::check_connect) —, `Ok(false)` when it allows none. A network rule
+    /// finer than its origin (a path, methods, path patterns, headers) cannot hold a tunnel, so
+    /// such a policy is an error with `check_connect`'s reason (fail closed, before anything
+    /// starts).
+    pub fn network_grant(&self) -> Result<bool, String> {
+        if let Some(ceiling) = &self.ceiling {
+            let (own, theirs) = (self.unbounded().network_grant()?, ceiling.network_grant()?);
+            return Ok(own && theirs);
+        }
+        if !self.net_rules.iter().any(|r| r.allow) {
+            return Ok(false);
+        }
+        if let Some(rule) = self.net_rules.iter().find(|r| r.finer_than_origin()) {
+            let port = rule.prefix.port.unwrap_or(0);
+            return Err(match self.check_connect(&rule.prefix.host, port) {
+                super::Decision::Deny(why) => why,
+                // (check_connect refuses every connection a finer rule is on; never reached.)
+                other => other.reason().to_owned(),
+            });
+        }
+        Ok(true)
+    }
+
     /// What an OS sandbox must grant a tool that touches the workspace directly (a legacy stdio
     /// tool): the workspace as a whole, read-only or read-write. Kernel sandboxes grant whole
-    /// directory trees, so a policy with rules below the root, or one that allows network access
-    /// (which a direct-access tool could not be held to per URL), cannot be enforced and is an
+    /// directory trees, so a policy with rules below the root cannot be enforced and is an
     /// error naming the rule. Sensitive-path inquiries cannot be asked for direct file access.
+    /// (Its network is [`network_grant`](Self::network_grant).)
     pub fn workspace_grant(&self) -> Result<WorkspaceGrant, String> {
         if let Some(ceiling) = &self.ceiling {
             let (own, theirs) = (self.unbounded().workspace_grant()?, ceiling.workspace_grant()?);
@@ -81,12 +108,6 @@ impl AccessPolicy {
                 rule.origin
             ));
         }
-        if let Some(rule) = self.net_rules.iter().find(|r| r.allow) {
-            return Err(format!(
-                "it allows network access ({}), which can only be checked per URL through the protocol",
-                rule.text
-            ));
-        }
         let caps = self.fs_rules.iter().rev().find(|r| r.path.is_root()).map_or(Caps::default(), |r| r.caps);
         let write = [Capability::Create, Capability::Update, Capability::Delete].into_iter().any(|c| caps.contains(c));
         Ok(WorkspaceGrant { read: caps.contains(Capability::Read) || write, write })
@@ -94,7 +115,8 @@ impl AccessPolicy {
 
     /// What an OS sandbox must grant a process started by `process.run` on this tool's behalf:
     /// the workspace as a whole (read-only or read-write, from the rule for the root) and the
-    /// network when any URL is allowed (the kernel cannot narrow it to those URLs). A process
+    /// network through jp's egress proxy when any URL is allowed ([`network_grant`](Self::network_grant):
+    /// a rule finer than its origin is an error). A process
     /// touches files directly, so a rule below the root that takes away a capability the root
     /// grants (e.g. `secrets` with no access under a readable workspace) cannot be held by the
     /// kernel and is an error naming the rule. Rules below the root that grant *more* are not
@@ -147,7 +169,7 @@ impl AccessPolicy {
                 ));
             }
         }
-        Ok(ProcessGrant { workspace, network: self.net_rules.iter().any(|r| r.allow) })
+        Ok(ProcessGrant { workspace, network: self.network_grant()? })
     }
 }
 
@@ -209,7 +231,28 @@ mod tests {
         assert_eq!(none.workspace_grant(), Ok(WorkspaceGrant { read: false, write: false }));
         let finer = access(r#"filesystem = [{ path = ".", allow = ["read"] }, { path = "src", allow = ["write"] }]"#);
         assert!(finer.workspace_grant().unwrap_err().contains("'src'"));
+        // The network is not the workspace's business (see `network_grant`).
         let net = access(r#"network = { allow = ["https://api.example.com/"] }"#);
-        assert!(net.workspace_grant().unwrap_err().contains("network"));
+        assert_eq!(net.workspace_grant(), Ok(WorkspaceGrant { read: false, write: false }));
+    }
+
+    #[test]
+    fn network_grant_is_per_origin_or_an_error_naming_the_rule() {
+        assert_eq!(AccessPolicy::stdio_default().network_grant(), Ok(false));
+        let origin = access(r#"network = { allow = ["https://api.example.com/", "http://127.0.0.1:8080"] }"#);
+        assert_eq!(origin.network_grant(), Ok(true));
+        assert!(origin.process_grant().unwrap().network);
+        for finer in [
+            r#"network = { allow = ["https://api.example.com/v1"] }"#,
+            r#"network = { allow = [{ url = "https://api.example.com", methods = ["GET"] }] }"#,
+            r#"network = { allow = ["https://api.example.com"], deny = ["https://api.example.com/admin"] }"#,
+        ] {
+            let why = access(finer).network_grant().unwrap_err();
+            assert!(why.contains("api.example.com:443") && why.contains("per host and port"), "{finer}: {why}");
+            assert!(access(finer).process_grant().is_err(), "{finer}");
+        }
+        // Denying a whole origin is held per host and port.
+        let deny = access(r#"network = { allow = ["https://a.example"], deny = ["https://b.example"] }"#);
+        assert_eq!(deny.network_grant(), Ok(true));
     }
 }

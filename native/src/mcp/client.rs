@@ -2,8 +2,9 @@
 //! sandbox**. An MCP server touches files directly, so — like a stdio tool — the kernel holds it
 //! to the workspace as a whole (read-only or read-write per the server's policy), system
 //! directories read+exec, its own program files and `read_paths` read, a private `HOME`/`TMPDIR`,
-//! no network unless its policy allows some URL (then any host: the kernel cannot narrow it), a
-//! clean environment plus the variables it names, its own process group. A policy the kernel
+//! no network unless its policy allows some URL (then only through jp's egress proxy, per host
+//! and port, for as long as the server runs: [`crate::egress`]), a clean environment plus the
+//! variables it names, its own process group. A policy the kernel
 //! cannot hold it to is refused with the reason.
 //!
 //! Each server starts on first use, once per `jp` process, and is shared by all its tools; one
@@ -80,6 +81,8 @@ pub(super) struct Server {
     pgid: Option<u32>,
     _guard: Option<GroupGuard>,
     _scratch: Option<tempfile::TempDir>,
+    /// Its egress proxy (after the guard: the group dies first).
+    _egress: Option<crate::egress::EgressProxy>,
 }
 
 impl Server {
@@ -108,8 +111,10 @@ pub struct McpRuntime {
     running: tokio::sync::Mutex<HashMap<String, Arc<Server>>>,
     /// Where the servers' notifications and requests go (`jp mcp`'s sessions).
     hub: Arc<Hub>,
-    /// `--trace`: the requests passed on to servers.
+    /// `--trace`: the requests passed on to servers, and the decisions on their connections.
     trace: Option<Arc<dyn DispatchEvents>>,
+    /// Who is asked about a server's connections.
+    inquirer: Arc<dyn jp_core::host::Inquirer>,
 }
 
 impl std::fmt::Debug for McpRuntime {
@@ -139,6 +144,7 @@ impl McpRuntime {
             servers,
             running: tokio::sync::Mutex::new(HashMap::new()),
             hub: Arc::default(),
+            inquirer: Arc::new(jp_core::host::DenyInquirer),
             trace: None,
         }
     }
@@ -146,6 +152,19 @@ impl McpRuntime {
     /// Report the requests passed on to servers to `trace` (`--trace`).
     #[must_use]
     pub fn with_trace(mut self, trace: Option<Arc<dyn DispatchEvents>>) -> Self {
+        self.trace = trace;
+        self
+    }
+
+    /// Who answers the inquiries about the servers' connections (default: nobody, denied) and
+    /// where their decisions are reported.
+    #[must_use]
+    pub fn egress_observers(
+        mut self,
+        inquirer: Arc<dyn jp_core::host::Inquirer>,
+        trace: Option<Arc<dyn DispatchEvents>>,
+    ) -> Self {
+        self.inquirer = inquirer;
         self.trace = trace;
         self
     }
@@ -218,12 +237,13 @@ impl McpRuntime {
             .prefix("jp-mcp-")
             .tempdir()
             .map_err(|e| RuntimeError::Spawn { tool: who.clone(), message: format!("no private HOME: {e}") })?;
-        let env = private_env(&self.env, |k| config.env.iter().any(|e| e == k), scratch.path());
+        let mut env = private_env(&self.env, |k| config.env.iter().any(|e| e == k), scratch.path());
+        let mut network = false;
         let sandbox = match self.sandbox {
             SandboxMode::Enforce => {
                 let grant = policy.process_grant().map_err(|why| {
                     RuntimeError::Sandbox(format!(
-                        "{who} was not started: a server touches files directly, so the OS sandbox can grant it only the whole workspace (read-only or read-write) and the network all or nothing, and its policy cannot be held that way: {why}"
+                        "{who} was not started: a server touches files and the network directly, so the OS sandbox can grant it only the whole workspace (read-only or read-write) and the network per host and port (through jp's egress proxy), and its policy cannot be held that way: {why}"
                     ))
                 })?;
                 let mut spec =
@@ -263,8 +283,14 @@ impl McpRuntime {
                 } else if grant.workspace.read {
                     spec.read_only.push(workspace.clone());
                 }
-                spec.network = grant.network;
-                Some(spec.prepare().map_err(|e| RuntimeError::Sandbox(e.to_string()))?)
+                if grant.network {
+                    network = true;
+                    spec.egress = true;
+                    spec.read_only
+                        .extend(crate::sandbox::NETWORK_READ.iter().map(PathBuf::from).filter(|p| p.exists()));
+                    env = crate::egress::with_proxy_env(env);
+                }
+                Some(spec.prepare().map_err(|e| RuntimeError::Sandbox(format!("{who}: {e}")))?)
             }
             SandboxMode::Disabled => None,
         };
@@ -273,6 +299,16 @@ impl McpRuntime {
                 |e| RuntimeError::Spawn { tool: who.clone(), message: format!("{}: {e}", program.display()) },
             )?;
         let pgid = child.id();
+        let egress = child.egress.take().filter(|_| network).map(|listener| {
+            let gate = jp_core::host::EgressGate::new(
+                format!("mcp.{name}"),
+                Arc::new(policy.clone()),
+                self.inquirer.clone(),
+                self.trace.clone(),
+                Arc::default(),
+            );
+            crate::egress::serve(listener, Arc::new(gate), crate::egress::EgressLimits::default())
+        });
         let guard = GroupGuard(pgid);
         let (stdin, stdout, stderr) = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
             (Some(i), Some(o), Some(e)) => (i, o, e),
@@ -342,6 +378,7 @@ impl McpRuntime {
             pgid: Some(pgid),
             _guard: Some(guard),
             _scratch: Some(scratch),
+            _egress: egress,
         })
     }
 
@@ -384,7 +421,15 @@ impl McpRuntime {
             }
         };
         service.peer().set_response_cache_config(rmcp::ClientCacheConfig::disabled()).await;
-        Ok(Server { service, pipes: None, stderr: Arc::default(), pgid: None, _guard: None, _scratch: None })
+        Ok(Server {
+            service,
+            pipes: None,
+            stderr: Arc::default(),
+            pgid: None,
+            _guard: None,
+            _scratch: None,
+            _egress: None,
+        })
     }
 
     /// A server that died: its group is killed and the next call starts it again.

@@ -75,7 +75,7 @@ impl ChildCommand {
         let args: Vec<&OsStr> = self.args.iter().map(OsString::as_os_str).collect();
         let env: Vec<(&OsStr, &OsStr)> = self.env.iter().map(|(k, v)| (k.as_os_str(), v.as_os_str())).collect();
         let stdio: [BorrowedFd<'_>; 3] = [child_in.as_fd(), child_out.as_fd(), child_err.as_fd()];
-        let raw = spawn_raw(
+        let (raw, egress) = spawn_raw(
             sandbox.as_ref(),
             self.program.as_os_str(),
             &args,
@@ -87,6 +87,11 @@ impl ChildCommand {
         // The host's copies of the child's ends close now, so EOF comes when the child's do.
         drop((child_in, child_out, child_err, sandbox));
         let mut child = SandboxedChild::adopt(raw)?;
+        if let Some(listener) = egress {
+            let listener = std::net::TcpListener::from(listener);
+            listener.set_nonblocking(true)?;
+            child.egress = Some(tokio::net::TcpListener::from_std(listener)?);
+        }
         if self.stdin {
             child.stdin = Some(pipe::Sender::from_owned_fd_unchecked(nonblocking(host_in)?)?);
         }
@@ -141,6 +146,9 @@ pub struct SandboxedChild {
     pub stdout: Option<pipe::Receiver>,
     /// Its stderr (until taken).
     pub stderr: Option<pipe::Receiver>,
+    /// With an egress sandbox: the socket listening on `127.0.0.1:EGRESS_PORT` in the child's
+    /// own network namespace, for jp's egress proxy to serve (until taken).
+    pub egress: Option<tokio::net::TcpListener>,
 }
 
 impl std::fmt::Debug for SandboxedChild {
@@ -186,7 +194,7 @@ impl SandboxedChild {
                 return Err(e.into());
             }
         };
-        Ok(Self { pid: raw as u32, waiter, status: None, stdin: None, stdout: None, stderr: None })
+        Ok(Self { pid: raw as u32, waiter, status: None, stdin: None, stdout: None, stderr: None, egress: None })
     }
 
     /// Its pid, which is also its process group id.

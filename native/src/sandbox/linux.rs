@@ -5,13 +5,14 @@ use std::os::unix::process::CommandExt as _;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, NetPort, PathBeneath, PathFd, Ruleset, RulesetAttr,
     RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope,
 };
 use libc::sock_filter;
 use rustix::process::{Resource, Rlimit, Signal};
 
 use super::bpf::{self, Arg, Refusal};
+use super::netns::{EGRESS_PORT, EgressChild};
 use super::{Limits, SandboxError, SandboxProbe, SandboxSpec, SandboxSteps};
 
 /// Ask the kernel what it enforces, without restricting anything.
@@ -37,7 +38,8 @@ pub fn probe() -> SandboxProbe {
     // PR_GET_SECCOMP succeeds (returning the current mode) wherever seccomp is built in.
     #[allow(unsafe_code)]
     let seccomp = unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) } >= 0;
-    SandboxProbe { landlock_abi, landlock_note, seccomp }
+    let user_namespaces_note = super::netns::user_namespaces().err();
+    SandboxProbe { landlock_abi, landlock_note, seccomp, user_namespaces_note }
 }
 
 /// Syscalls a tool never needs and that could undo or bypass the sandbox.
@@ -208,13 +210,9 @@ fn landlock_ruleset(spec: &SandboxSpec, abi: i32) -> Result<RulesetCreated, Sand
         .set_compatibility(CompatLevel::HardRequirement)
         .handle_access(AccessFs::from_all(ABI::V1))
         .map_err(|e| fail(&e))?
-        // A child granted the network may connect anywhere (the kernel cannot narrow by URL),
-        // never listen.
-        .handle_access(if spec.network {
-            AccessNet::BindTcp.into()
-        } else {
-            AccessNet::BindTcp | AccessNet::ConnectTcp
-        })
+        // No TCP bind, no connect — but to the egress proxy's port in the child's own network
+        // namespace (its only interface is loopback).
+        .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
         .map_err(|e| fail(&e))?
         // What newer kernels add, where present: refer/truncate/ioctl rights and scoping.
         .set_compatibility(CompatLevel::BestEffort)
@@ -230,6 +228,9 @@ fn landlock_ruleset(spec: &SandboxSpec, abi: i32) -> Result<RulesetCreated, Sand
         ruleset = ruleset.scope(scope).map_err(|e| fail(&e))?;
     }
     let mut created = ruleset.create().map_err(|e| fail(&e))?;
+    if spec.egress {
+        created = created.add_rule(NetPort::new(EGRESS_PORT, AccessNet::ConnectTcp)).map_err(|e| fail(&e))?;
+    }
     let read = AccessFs::ReadFile | AccessFs::ReadDir;
     let groups: [(&[std::path::PathBuf], landlock::BitFlags<AccessFs>); 3] = [
         (&spec.read_exec, AccessFs::from_read(known)),
@@ -258,6 +259,8 @@ pub struct PreparedSandbox {
     ruleset: Mutex<Option<RulesetCreated>>,
     seccomp: Seccomp,
     limits: Limits,
+    /// The namespaces of a child that reaches the network through the egress proxy.
+    pub(super) egress: Option<EgressChild>,
 }
 
 impl std::fmt::Debug for PreparedSandbox {
@@ -280,16 +283,28 @@ impl SandboxSpec {
         if let Some(missing) = probe.missing() {
             return Err(SandboxError(missing));
         }
+        if self.egress
+            && let Some(why) = &probe.user_namespaces_note
+        {
+            return Err(SandboxError(format!(
+                "its policy allows some URLs, and holding a process that reaches the network itself to them needs a network namespace of its own (unprivileged user namespaces), which is not available: {why}. Without it the process could reach any host, so it was not started; enable unprivileged user namespaces, or remove the tool's network rules"
+            )));
+        }
         let abi = probe.landlock_abi.unwrap_or(0);
         let signals = abi < 6 || self.force_signal_filter;
-        let program = SECCOMP[usize::from(self.network)][usize::from(signals)]
-            .get_or_init(|| seccomp_program(self.network, signals))
+        let program = SECCOMP[usize::from(self.egress)][usize::from(signals)]
+            .get_or_init(|| seccomp_program(self.egress, signals))
             .as_ref()
             .map_err(Clone::clone)?;
         Ok(PreparedSandbox {
             ruleset: Mutex::new(Some(landlock_ruleset(self, abi)?)),
             seccomp: if signals { Seccomp::Patched(Mutex::new(program.clone())) } else { Seccomp::Shared(program) },
             limits: self.limits,
+            egress: if self.egress {
+                Some(EgressChild::new().map_err(|e| SandboxError(format!("egress: cannot make a socket pair: {e}")))?)
+            } else {
+                None
+            },
         })
     }
 }
@@ -315,6 +330,13 @@ fn attach(program: &[sock_filter]) -> Result<(), i32> {
 impl PreparedSandbox {
     /// Apply in the current process. Only ever called in a child before `exec`.
     fn apply_in_child(&self, steps: SandboxSteps) -> io::Result<()> {
+        if self.egress.is_some() {
+            // The namespaces are made by the clone of `ChildCommand::spawn`.
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "an egress sandbox is started by ChildCommand::spawn",
+            ));
+        }
         self.apply_raw(steps).map_err(io::Error::from_raw_os_error)
     }
 

@@ -11,10 +11,11 @@
 //!
 //! In the child, in order: parent-death `SIGKILL`, rlimits (address space, open files, processes,
 //! core dumps), Landlock (`no_new_privs`; read/execute only on what the program needs to start;
-//! TCP bind and connect denied — connect allowed for a `process.run` child whose policy allows
-//! some URL; abstract Unix sockets and signals scoped to the sandbox where the kernel has ABI 6),
+//! TCP bind and connect denied — connect to the egress proxy's port allowed for a process whose
+//! policy allows some URL, which runs in a network namespace of its own (`netns.rs`); abstract
+//! Unix sockets and signals scoped to the sandbox where the kernel has ABI 6),
 //! then seccomp — one BPF program, a binary search over syscall numbers (`bpf.rs`) — (no sockets — only unnamed Unix socket pairs, plus Internet sockets with the
-//! network —, no `listen`/`accept`, no ptrace, no namespaces, mounts, keyrings, BPF, io_uring or
+//! egress —, no `listen`/`accept`, no ptrace, no namespaces, mounts, keyrings, BPF, io_uring or
 //! file-handle tricks, no leaving the process group, no x32 syscalls on x86_64; below ABI 6, no
 //! signals outside the process group). The child runs in its own process group with an
 //! environment that holds only what the policy forwards.
@@ -26,11 +27,15 @@ mod child;
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
+mod netns;
+#[cfg(target_os = "linux")]
 mod spawn;
 #[cfg(target_os = "linux")]
 pub use child::{ChildCommand, SandboxedChild};
 #[cfg(target_os = "linux")]
 pub use linux::*;
+#[cfg(target_os = "linux")]
+pub use netns::{EGRESS_PORT, proxy_url, user_namespaces};
 
 #[cfg(not(target_os = "linux"))]
 mod unsupported;
@@ -114,9 +119,11 @@ pub struct SandboxSpec {
     pub read_write: Vec<PathBuf>,
     /// Resource limits.
     pub limits: Limits,
-    /// Open network connections (TCP and UDP to any address; `process.run` children whose policy
-    /// allows some URL). Landlock and seccomp cannot narrow this by host or URL. Default: none.
-    pub network: bool,
+    /// Reach the network through jp's egress proxy only: a user and network namespace of its
+    /// own with nothing but loopback, where `127.0.0.1:`[`EGRESS_PORT`] is the proxy (the
+    /// listener is handed to jp, [`SandboxedChild::egress`]). For a direct-access process whose
+    /// policy allows some URL. Default: no network at all.
+    pub egress: bool,
     /// For tests: behave as on a kernel without Landlock signal scoping (ABI < 6) — no Landlock
     /// signal scope, the seccomp signal filter instead — so that filter can be tested anywhere.
     pub force_signal_filter: bool,
@@ -170,7 +177,7 @@ impl SandboxSpec {
             read_only: read_paths.to_vec(),
             read_write: vec![PathBuf::from("/dev/null")],
             limits: Limits::default(),
-            network: false,
+            egress: false,
             force_signal_filter: false,
         }
     }
@@ -179,7 +186,7 @@ impl SandboxSpec {
     /// `None` for a program inside the workspace, which the workspace grant covers — or not),
     /// [`PROCESS_CONFIG_READ`] (read-only), the workspace as `grant` says (read-only also lets it
     /// run what it reads — it can run `sh` on it anyway), `scratch` read-write (its private `HOME`
-    /// and `TMPDIR`), and the network only when the grant allows it.
+    /// and `TMPDIR`), and the network — through the egress proxy — only when the grant allows it.
     pub fn for_process(
         program: Option<&std::path::Path>,
         workspace: &std::path::Path,
@@ -200,7 +207,7 @@ impl SandboxSpec {
             spec.read_exec.push(workspace.to_path_buf());
         }
         if grant.network {
-            spec.network = true;
+            spec.egress = true;
             spec.read_only.extend(existing(&NETWORK_READ));
         }
         spec
@@ -247,6 +254,9 @@ pub struct SandboxProbe {
     pub landlock_note: Option<String>,
     /// Whether seccomp filters are available.
     pub seccomp: bool,
+    /// Why unprivileged user and network namespaces are unavailable (`None`: they are), which a
+    /// direct-access process whose policy allows URLs needs (per-host egress).
+    pub user_namespaces_note: Option<String>,
 }
 
 impl SandboxProbe {
@@ -261,6 +271,10 @@ impl SandboxProbe {
     /// Signal and abstract Unix socket scoping (Landlock ABI ≥ 6).
     pub fn scoping(&self) -> bool {
         self.landlock_abi.is_some_and(|v| v >= 6)
+    }
+    /// Per-host egress for direct-access processes (a network namespace of their own).
+    pub fn egress(&self) -> bool {
+        self.user_namespaces_note.is_none()
     }
     /// Whether tools can run sandboxed at all.
     pub fn can_enforce(&self) -> bool {
@@ -288,17 +302,25 @@ mod tests {
 
     #[test]
     fn fails_closed_naming_the_missing_feature_and_the_opt_out() {
-        let old = SandboxProbe { landlock_abi: Some(3), landlock_note: None, seccomp: true };
+        let old =
+            SandboxProbe { landlock_abi: Some(3), landlock_note: None, seccomp: true, user_namespaces_note: None };
         assert!(!old.can_enforce());
         let why = old.missing().unwrap();
         assert!(why.contains("ABI 4") && why.contains("ABI 3"), "{why}");
         let message = SandboxError(why).to_string();
         assert!(message.contains(OPT_OUT_FLAG) && message.contains("was not started"), "{message}");
-        let none = SandboxProbe { landlock_abi: None, landlock_note: Some("disabled at boot".into()), seccomp: true };
+        let none = SandboxProbe {
+            landlock_abi: None,
+            landlock_note: Some("disabled at boot".into()),
+            seccomp: true,
+            user_namespaces_note: None,
+        };
         assert!(none.missing().unwrap().contains("disabled at boot"));
-        let no_seccomp = SandboxProbe { landlock_abi: Some(7), landlock_note: None, seccomp: false };
+        let no_seccomp =
+            SandboxProbe { landlock_abi: Some(7), landlock_note: None, seccomp: false, user_namespaces_note: None };
         assert!(no_seccomp.missing().unwrap().contains("seccomp"));
-        let full = SandboxProbe { landlock_abi: Some(7), landlock_note: None, seccomp: true };
+        let full =
+            SandboxProbe { landlock_abi: Some(7), landlock_note: None, seccomp: true, user_namespaces_note: None };
         assert!(full.can_enforce() && full.scoping() && full.missing().is_none());
     }
 

@@ -96,6 +96,10 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
 /// Signals back to their default (those the host catches; an ignored SIGPIPE too, as std does),
 /// an empty mask, own process group, stdio, cwd, the sandbox, then exec. Returns only on error.
 fn child_steps(child: &Child<'_>) -> Result<(), i32> {
+    // First, in the namespaces the clone made: ids, loopback, the proxy's listener (netns.rs).
+    if let Some(egress) = child.sandbox.and_then(|s| s.egress.as_ref()) {
+        egress.setup_in_child()?;
+    }
     let os = |rc: libc::c_int| {
         if rc < 0 { Err(io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL)) } else { Ok(rc) }
     };
@@ -233,12 +237,13 @@ impl PreparedSandbox {
         stdio: [BorrowedFd<'_>; 3],
         steps: SandboxSteps,
     ) -> io::Result<libc::pid_t> {
-        spawn_raw(Some(&self), program, args, env, cwd, stdio, steps)
+        spawn_raw(Some(&self), program, args, env, cwd, stdio, steps).map(|(pid, _)| pid)
     }
 }
 
 /// [`PreparedSandbox::spawn`], or the same start without any restriction (`sandbox` `None`:
-/// the user opted out of the OS sandbox).
+/// the user opted out of the OS sandbox). With an egress sandbox, the clone also makes the
+/// child's user and network namespaces, and the listener it made there comes back with its pid.
 pub(super) fn spawn_raw(
     sandbox: Option<&PreparedSandbox>,
     program: &OsStr,
@@ -247,7 +252,9 @@ pub(super) fn spawn_raw(
     cwd: &OsStr,
     stdio: [BorrowedFd<'_>; 3],
     steps: SandboxSteps,
-) -> io::Result<libc::pid_t> {
+) -> io::Result<(libc::pid_t, Option<std::os::fd::OwnedFd>)> {
+    let egress = sandbox.and_then(|s| s.egress.as_ref());
+    let namespaces = if egress.is_some() { super::netns::EgressChild::CLONE_FLAGS } else { 0 };
     let exec = Exec::new(program, args, env, cwd)?;
     let stdio = stdio.map(|fd| fd.as_raw_fd());
     if stdio.iter().any(|fd| *fd <= 2) {
@@ -273,7 +280,7 @@ pub(super) fn spawn_raw(
         let pid = libc::clone(
             child_main,
             top,
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            libc::CLONE_VM | libc::CLONE_VFORK | namespaces | libc::SIGCHLD,
             (&mut child as *mut Child<'_>).cast(),
         );
         let clone_error = io::Error::last_os_error();
@@ -285,7 +292,18 @@ pub(super) fn spawn_raw(
     };
     drop(stack);
     match child.error.load(Ordering::Relaxed) {
-        0 => Ok(pid),
+        0 => match egress.map(super::netns::EgressChild::receive).transpose() {
+            Ok(listener) => Ok((pid, listener)),
+            Err(e) => {
+                #[allow(unsafe_code)]
+                // SAFETY: kills and reaps our own child, which has exec'd.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                    libc::waitpid(pid, std::ptr::null_mut(), 0);
+                }
+                Err(e)
+            }
+        },
         errno => {
             let mut status = 0;
             #[allow(unsafe_code)]

@@ -8,7 +8,21 @@ pub fn probe() -> SandboxProbe {
         landlock_abi: None,
         landlock_note: Some(format!("jp-host has no OS sandbox for {}", std::env::consts::OS)),
         seccomp: false,
+        user_namespaces_note: Some(format!("jp-host has no network namespaces for {}", std::env::consts::OS)),
     }
+}
+
+/// The egress proxy's port (no egress sandbox on this platform).
+pub const EGRESS_PORT: u16 = 3128;
+
+/// The proxy URL a tool's environment would name.
+pub fn proxy_url() -> String {
+    format!("http://127.0.0.1:{EGRESS_PORT}")
+}
+
+/// No network namespaces here.
+pub fn user_namespaces() -> Result<(), String> {
+    Err(format!("jp-host has no network namespaces for {}", std::env::consts::OS))
 }
 
 /// Never constructed on this platform.
@@ -90,6 +104,8 @@ pub struct SandboxedChild {
     pub stdout: Option<tokio::net::unix::pipe::Receiver>,
     /// Its stderr.
     pub stderr: Option<tokio::net::unix::pipe::Receiver>,
+    /// Never set here.
+    pub egress: Option<tokio::net::TcpListener>,
 }
 
 impl SandboxedChild {

@@ -605,14 +605,15 @@ impl WasmRuntime {
         inquirer: Arc<dyn Inquirer>,
     ) -> Result<(Arc<Loaded>, Vec<Mount>, Option<Arc<Dispatcher>>), RuntimeError> {
         let dispatcher = |policy: Arc<AccessPolicy>, files: Arc<dyn ProjectFiles>| {
-            Arc::new(
-                Dispatcher::builder(name, policy, files)
-                    .http(self.http.clone())
-                    .process(self.process.clone())
-                    .inquirer(inquirer.clone())
-                    .env(self.env.clone())
-                    .build(),
-            )
+            let mut builder = Dispatcher::builder(name, policy, files)
+                .http(self.http.clone())
+                .process(self.process.clone())
+                .inquirer(inquirer.clone())
+                .env(self.env.clone());
+            if let Some(trace) = &self.trace {
+                builder = builder.trace(trace.clone());
+            }
+            Arc::new(builder.build())
         };
         match source {
             ComponentSource::Builtin { bytes, subjects, .. } => {
