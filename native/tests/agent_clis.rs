@@ -103,7 +103,7 @@ impl Session {
 
 /// Run Claude Code once in `ws` with the README's snippet (`jp mcp` as server `jp`,
 /// `--allowedTools mcp__jp`); its `Elicitation` hook answers jp's questions with `decision`.
-fn claude(ws: &Path, plan: &Value, decision: &str) -> Session {
+fn claude(ws: &Path, prompt: &str, plan: &Value, decision: &str) -> Session {
     let claude = repo().join("node_modules/.bin/claude");
     assert!(claude.exists(), "{} is missing: run `npm install` at the repository's root", claude.display());
     let scratch = tempfile::tempdir().unwrap();
@@ -131,7 +131,7 @@ fn claude(ws: &Path, plan: &Value, decision: &str) -> Session {
     std::fs::create_dir_all(&home).unwrap();
     let out = Command::new(&claude)
         .current_dir(ws)
-        .args(["-p", "do as planned", "--strict-mcp-config", "--allowedTools", "mcp__jp", "--output-format", "json"])
+        .args(["-p", prompt, "--strict-mcp-config", "--allowedTools", "mcp__jp", "--output-format", "json"])
         .arg("--mcp-config")
         .arg(scratch.path().join("mcp.json"))
         .arg("--settings")
@@ -191,7 +191,7 @@ fn claude_code_reads_sees_an_image_is_asked_and_leaves_nothing_running() {
         {"name": "mcp__jp__picture", "input": {}},
         {"name": "mcp__jp__fs_read_file", "input": {"path": ".env"}},
     ]);
-    let session = claude(ws.path(), &plan, "allow once");
+    let session = claude(ws.path(), "do as planned", &plan, "allow once");
     // The model was offered jp's tools, described.
     let first = session.requests.iter().find(|r| r["tools"].as_array().is_some_and(|t| !t.is_empty())).unwrap();
     for name in ["mcp__jp__fs_read_file", "mcp__jp__picture", "mcp__jp__run"] {
@@ -221,7 +221,7 @@ fn claude_code_reads_sees_an_image_is_asked_and_leaves_nothing_running() {
 fn claude_code_user_who_denies_keeps_the_file_from_the_model() {
     let ws = workspace();
     let plan = json!([{"name": "mcp__jp__fs_read_file", "input": {"path": ".env"}}]);
-    let session = claude(ws.path(), &plan, "deny");
+    let session = claude(ws.path(), "do as planned", &plan, "deny");
     assert_eq!(session.asked.len(), 1, "{:#?}", session.asked);
     let results = session.results();
     assert_eq!(results.len(), 1, "{results:#?}");
@@ -229,6 +229,34 @@ fn claude_code_user_who_denies_keeps_the_file_from_the_model() {
     assert!(!text.contains("s3cr3t"), "{text}");
     assert_eq!(results[0]["is_error"], true, "{text}");
     assert!(text.contains("denied"), "{text}");
+}
+
+#[test]
+fn claude_code_offers_a_wrapped_servers_prompt_and_its_tools() {
+    // server-everything (npm, pinned) wrapped by jp under the OS sandbox, as the README shows.
+    let repo = repo();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(ws.path().join(".jp")).unwrap();
+    let config = format!(
+        "[mcp.servers.everything]\ncommand = {:?}\nargs = [{:?}, \"stdio\"]\nread_paths = [{:?}]\ntools = \"*\"\n",
+        repo.join("node_modules/node/bin/node").display().to_string(),
+        repo.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js").display().to_string(),
+        repo.join("node_modules").display().to_string(),
+    );
+    std::fs::write(ws.path().join(".jp/config.toml"), config).unwrap();
+    approve_config(ws.path());
+    // The user runs the server's prompt as Claude Code offers it: a slash command.
+    let session = claude(ws.path(), "/mcp__jp__everything.simple-prompt", &json!([]), "deny");
+    let first = session.requests.first().expect("the model was asked");
+    let sent = first["messages"].to_string();
+    assert!(
+        sent.contains("This is a simple prompt without arguments."),
+        "the prompt's text did not reach the model: {sent}"
+    );
+    let tools = first["tools"].as_array().unwrap();
+    assert!(tools.iter().any(|t| t.as_str().is_some_and(|t| t.starts_with("mcp__jp__everything"))), "{tools:?}");
+    let left = left_in(ws.path());
+    assert!(left.is_empty(), "still running after the session: {left:#?}");
 }
 
 /// Run `codex exec` once in `ws` with the README's `[mcp_servers.jp]`; the `function_call_output`
