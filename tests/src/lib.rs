@@ -379,7 +379,11 @@ async fn build_dispatcher(group: &Value, backend: &dyn Backend) -> Result<(Dispa
         .http(Arc::new(StaticHttpClient::new(routes)))
         .env(env);
     if group.get("processes").is_some() {
-        builder = builder.process(Arc::new(StaticProcessRunner::new(programs)));
+        // On wasm32 (single-threaded) the runner is not Send: the requests it logs carry an
+        // egress gate whose inquirer need not be.
+        #[allow(clippy::arc_with_non_send_sync, reason = "wasm32 is single-threaded")]
+        let runner = Arc::new(StaticProcessRunner::new(programs));
+        builder = builder.process(runner);
     }
     match group["inquiry"].as_str() {
         Some("allow") => builder = builder.inquirer(Arc::new(StaticInquirer(InquiryAnswer::Allow))),
