@@ -135,7 +135,8 @@ impl World {
     }
 
     fn allow(&self) -> String {
-        format!("network = {{ allow = [\"http://127.0.0.1:{}\"] }}", self.a.port)
+        // Plain HTTP to A by checked requests, and a tunnel to it (as TLS would need).
+        format!("network = {{ allow = [\"http://127.0.0.1:{0}\", \"https://127.0.0.1:{0}\"] }}", self.a.port)
     }
 
     /// What the probe reported and what the servers saw: A reached through the proxy only, B, C

@@ -104,8 +104,11 @@ async fn exchange(port: u16, bytes: &[u8]) -> String {
 #[tokio::test]
 async fn a_connect_to_a_denied_host_is_403_with_the_reason_and_reaches_nothing() {
     let (a, b) = (Upstream::start(OK).await, Upstream::start(OK).await);
-    let (_p, port, trace) =
-        proxy(&format!("{{ allow = [\"http://127.0.0.1:{}\"] }}", a.port), Default::default()).await;
+    let (_p, port, trace) = proxy(
+        &format!("{{ allow = [\"http://127.0.0.1:{0}\", \"https://127.0.0.1:{0}\"] }}", a.port),
+        Default::default(),
+    )
+    .await;
     let denied =
         exchange(port, format!("CONNECT 127.0.0.1:{} HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n", b.port).as_bytes()).await;
     assert!(denied.starts_with("HTTP/1.1 403 ") && denied.contains("Access denied"), "{denied}");
@@ -124,6 +127,24 @@ async fn a_connect_to_a_denied_host_is_403_with_the_reason_and_reaches_nothing()
     assert_eq!(decided.len(), 4, "{decided:?}");
     assert_eq!(decided[3], (format!("127.0.0.1:{}", a.port), true));
     assert!(events.iter().all(|e| e.method == "net.connect"));
+}
+
+#[tokio::test]
+async fn a_tunnel_is_for_tls_only_and_goes_to_the_address_the_policy_decided() {
+    let a = Upstream::start(OK).await;
+    // Plain HTTP only: a tunnel would let the process say any `Host` inside it.
+    let (_p, port, _) = proxy(&format!("{{ allow = [\"http://127.0.0.1:{}\"] }}", a.port), Default::default()).await;
+    let refused = exchange(port, format!("CONNECT 127.0.0.1:{} HTTP/1.1\r\n\r\n", a.port).as_bytes()).await;
+    assert!(refused.starts_with("HTTP/1.1 403 ") && refused.contains("plain HTTP"), "{refused}");
+    assert_eq!(a.received(), "", "A was reached through a refused tunnel");
+    // An https origin tunnels; its name with a trailing dot is the same address, connected to
+    // as the IP literal the policy compared (not handed to the resolver).
+    let (_p, port, _) = proxy(&format!("{{ allow = [\"https://127.0.0.1:{}\"] }}", a.port), Default::default()).await;
+    let dotted =
+        exchange(port, format!("CONNECT 127.0.0.1.:{} HTTP/1.1\r\n\r\nGET /dot HTTP/1.1\r\n\r\n", a.port).as_bytes())
+            .await;
+    assert!(dotted.starts_with("HTTP/1.1 200 Connection established"), "{dotted}");
+    assert!(a.received().starts_with("GET /dot HTTP/1.1"), "{}", a.received());
 }
 
 #[tokio::test]
@@ -177,7 +198,8 @@ async fn a_huge_head_too_many_connections_and_a_hostile_answer_are_bounded() {
     });
     let evil = Upstream::start(hostile).await;
     let limits = EgressLimits { max_head: 4096, max_connections: 3, ..Default::default() };
-    let (proxy, port, _) = proxy(&format!("{{ allow = [\"http://127.0.0.1:{}\"] }}", evil.port), limits).await;
+    let (proxy, port, _) =
+        proxy(&format!("{{ allow = [\"http://127.0.0.1:{0}\", \"https://127.0.0.1:{0}\"] }}", evil.port), limits).await;
     let huge = format!("GET http://127.0.0.1:{}/ HTTP/1.1\r\nX: {}\r\n\r\n", evil.port, "a".repeat(8192));
     let answer = exchange(port, huge.as_bytes()).await;
     assert!(answer.starts_with("HTTP/1.1 431 "), "{}", &answer[..answer.len().min(200)]);

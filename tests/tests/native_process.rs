@@ -179,13 +179,13 @@ async fn the_network_is_closed_unless_the_grant_opens_it_and_then_only_through_t
     let closed = run(false, None).await;
     assert_eq!(text(&closed), "refused\n");
     // Granted: still no direct connection, but a tunnel to what the gate allows…
-    let open = run(true, Some(gate(&format!("http://127.0.0.1:{port}")))).await;
+    let open = run(true, Some(gate(&format!("https://127.0.0.1:{port}")))).await;
     assert_eq!(text(&open), "refused\nHTTP/1.1 200 Connection established\n");
     listener.set_nonblocking(false).unwrap();
     assert!(listener.accept().is_ok(), "the listener saw the tunnelled connection");
     listener.set_nonblocking(true).unwrap();
     // …and nothing it refuses.
-    let other = run(true, Some(gate("http://127.0.0.1:1"))).await;
+    let other = run(true, Some(gate("https://127.0.0.1:1"))).await;
     assert!(text(&other).starts_with("refused\nHTTP/1.1 403 "), "{}", text(&other));
     assert_eq!(listener.accept().map(|_| ()).unwrap_err().kind(), ErrorKind::WouldBlock, "nothing connected");
 }

@@ -188,7 +188,7 @@ mod tests {
     #[test]
     fn connections_and_requests_are_decided_and_traced() {
         let trace = Arc::new(Recorder::default());
-        let p = policy(r#"network = { allow = ["http://127.0.0.1:8080"] }"#);
+        let p = policy(r#"network = { allow = ["http://127.0.0.1:8080", "https://127.0.0.1:8080"] }"#);
         let gate = EgressGate::new("t", p, Arc::new(DenyInquirer), Some(trace.clone()), Arc::default());
         assert!(block(gate.connect("127.0.0.1", 8080)).is_ok());
         let denied = block(gate.connect("127.0.0.2", 8080)).unwrap_err();

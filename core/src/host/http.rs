@@ -64,6 +64,14 @@ impl Dispatcher {
         };
         // What is sent (secrets substituted), whether it carries a secret, and the header as the
         // tool wrote it (what the policy's header conditions are checked against).
+        // The host is the URL's, which the policy decided: a `Host` of the tool's own would send
+        // the request to another site behind the same address (virtual hosts, CDNs).
+        if let Some(h) = headers.iter().find(|h| h.name.trim().eq_ignore_ascii_case("host")) {
+            return Err(HostError::InvalidParams(format!(
+                "header {} is set from the URL by the host; remove it and put the host in the URL",
+                h.name
+            )));
+        }
         let mut headers: Vec<(Header, bool, (String, String))> = substitute_headers(&self.policy, &self.env, headers)?
             .into_iter()
             .zip(headers)

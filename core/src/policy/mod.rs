@@ -39,7 +39,7 @@ pub use config::{
 };
 pub use grant::{PolicyHints, ProcessGrant, WorkspaceGrant};
 use network::NetRule;
-pub use network::{HeaderRules, HttpCheck, METHODS, NetRuleConfig, NetRuleTable};
+pub use network::{HeaderRules, HttpCheck, METHODS, NetRuleConfig, NetRuleTable, canonical_host};
 pub use path::{MAX_COMPONENT_BYTES, MAX_PATH_BYTES, PathError, WorkspacePath};
 pub use scrub::{MIN_SECRET_LEN, REDACTED, Scrubber, StreamScrubber};
 

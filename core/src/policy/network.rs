@@ -135,6 +135,8 @@ pub(super) struct UrlPrefix {
     pub(super) host: String,
     pub(super) port: Option<u16>,
     pub(super) path: String,
+    /// What in the path servers read differently, if anything ([`ambiguity`]).
+    ambiguity: Option<&'static str>,
 }
 
 impl UrlPrefix {
@@ -152,8 +154,19 @@ impl UrlPrefix {
         if !url.username().is_empty() || url.password().is_some() {
             return Err("URLs with credentials (user@host) are not allowed; send them in a header".into());
         }
-        let path = canonical_path(url.path())?;
-        Ok(Self { scheme, host, port: url.port_or_known_default(), path: path.trim_end_matches('/').to_owned() })
+        let path = canonical_escapes(url.path())?;
+        Ok(Self {
+            scheme,
+            host,
+            port: url.port_or_known_default(),
+            path: path.trim_end_matches('/').to_owned(),
+            ambiguity: ambiguity(url.path()),
+        })
+    }
+
+    /// Whether `url` has the same scheme, host and port.
+    fn same_origin(&self, url: &UrlPrefix) -> bool {
+        self.scheme == url.scheme && self.host == url.host && self.port == url.port
     }
 
     /// Whether `self` (a rule) covers `url` (a request). Returns the rule's path length.
@@ -167,13 +180,49 @@ impl UrlPrefix {
 
 /// A host as compared: lower case, without the trailing dot of a fully qualified name (the URL
 /// parser has already applied IDNA, decoded percent-escapes and normalized IP literals).
-pub(super) fn canonical_host(host: &str) -> String {
+pub fn canonical_host(host: &str) -> String {
     host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase()
 }
 
-/// A path as compared: unreserved characters percent-decoded, other escapes in upper case; an
-/// encoded `/` or `\` is refused (servers disagree on whether it separates segments).
+/// A path as compared: unreserved characters percent-decoded, other escapes in upper case.
+/// What servers read differently from one another is refused rather than guessed at: an
+/// encoded `/` or `\`, an empty segment (`//admin`: nginx merges slashes), a `;` parameter
+/// (`/admin;x`, `/pub/..;/admin`: servlet containers drop or resolve it), a NUL, an encoded
+/// `%` (double encoding), and a segment ending in `.` or a space (Windows servers drop them).
 fn canonical_path(path: &str) -> Result<String, String> {
+    if let Some(what) = ambiguity(path) {
+        return Err(format!(
+            "the path {path:?} has {what}, which servers read differently; send the path in its plain form"
+        ));
+    }
+    canonical_escapes(path)
+}
+
+/// What in `path` servers read differently from one another, if anything (see
+/// [`canonical_path`]); decisive only where a rule for the origin looks at paths.
+fn ambiguity(path: &str) -> Option<&'static str> {
+    if path.contains("//") {
+        return Some("an empty segment ('//')");
+    }
+    if path.contains(';') || path.to_ascii_uppercase().contains("%3B") {
+        return Some("a ';' parameter");
+    }
+    if path.contains("%00") {
+        return Some("a NUL (%00)");
+    }
+    if path.contains("%25") {
+        return Some("an encoded '%' (%25)");
+    }
+    let odd_end =
+        |seg: &&str| !seg.is_empty() && *seg != "." && *seg != ".." && (seg.ends_with('.') || seg.ends_with("%20"));
+    if path.split('/').any(|seg| odd_end(&seg)) {
+        return Some("a segment ending in '.' or a space");
+    }
+    None
+}
+
+/// Unreserved escapes decoded, others in upper case; an encoded `/` or `\` refused.
+fn canonical_escapes(path: &str) -> Result<String, String> {
     let bytes = path.as_bytes();
     let mut out = String::with_capacity(path.len());
     let mut i = 0;
@@ -224,6 +273,12 @@ impl NetRule {
     /// Compile `config` (at `key`, e.g. `access.network.allow[0]`).
     pub(super) fn compile(config: &NetRuleConfig, allow: bool, key: String) -> Result<Self, String> {
         let prefix = UrlPrefix::parse(config.url())?;
+        if let Some(what) = prefix.ambiguity {
+            return Err(format!(
+                "{:?} has {what} in its path, which servers read differently; write the path in its plain form",
+                config.url()
+            ));
+        }
         let mut rule = NetRule {
             prefix,
             allow,
@@ -290,6 +345,11 @@ impl NetRule {
         }
     }
 
+    /// Whether the rule's decision depends on the path (a path below the origin, or patterns).
+    fn looks_at_paths(&self) -> bool {
+        !self.prefix.path.is_empty() || self.paths.is_some()
+    }
+
     /// Whether the rule looks at more than the origin (a path below it, methods, paths, headers).
     pub(super) fn finer_than_origin(&self) -> bool {
         !self.prefix.path.is_empty()
@@ -316,15 +376,31 @@ impl NetRule {
 
     /// The header conditions' verdict on `headers` (an allow rule), `Err` naming the failure.
     fn headers_ok(&self, headers: &[(String, String)]) -> Result<(), String> {
-        let value = |name: &str| headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str());
+        // Names compared case-insensitively and with `_` as `-` (CGI-style servers read them as
+        // one); every occurrence of a required header must have the value.
+        let same = |a: &str, b: &str| {
+            a.len() == b.len()
+                && a.bytes().zip(b.bytes()).all(|(x, y)| {
+                    let norm = |c: u8| if c == b'_' { b'-' } else { c.to_ascii_lowercase() };
+                    norm(x) == norm(y)
+                })
+        };
+        let values = |name: &str| -> Vec<&str> {
+            headers.iter().filter(|(n, _)| same(n, name)).map(|(_, v)| v.as_str()).collect()
+        };
         for (name, want) in &self.require {
-            match value(name) {
-                Some(v) if v == want => {}
-                Some(v) => return Err(format!("header {name} is {v:?}; the rule requires {want:?}")),
-                None => return Err(format!("the rule requires header {name}: {want}; add it")),
+            let mut any = false;
+            for v in values(name) {
+                any = true;
+                if v != want {
+                    return Err(format!("header {name} is {v:?}; the rule requires {want:?}"));
+                }
+            }
+            if !any {
+                return Err(format!("the rule requires header {name}: {want}; add it"));
             }
         }
-        if let Some(name) = self.forbid.iter().find(|n| value(n).is_some()) {
+        if let Some(name) = self.forbid.iter().find(|n| !values(n).is_empty()) {
             return Err(format!("the rule forbids header {name}; remove it"));
         }
         Ok(())
@@ -392,6 +468,15 @@ impl AccessPolicy {
             Err(e) => return Decision::Deny(format!("Access denied: {url:?}: {e}")),
         };
         let method = request.method.to_ascii_uppercase();
+        // A path servers read differently cannot be held to a rule that looks at paths.
+        if let Some(what) = target.ambiguity
+            && let Some(rule) = self.net_rules.iter().find(|r| r.looks_at_paths() && r.prefix.same_origin(&target))
+        {
+            return Decision::Deny(format!(
+                "Access denied: {method} {url}: the path has {what}, which servers read differently, and {} ({:?}) decides by path; send the path in its plain form",
+                rule.origin, rule.text
+            ));
+        }
         let mut best: Option<(usize, &NetRule)> = None;
         for rule in &self.net_rules {
             if let Some(len) = rule.covers(&method, &target) {
@@ -439,7 +524,8 @@ impl AccessPolicy {
 
     /// Decide a connection to `host:port` by a process that reaches the network directly (its
     /// traffic through jp's egress proxy: a `CONNECT` tunnel, which shows neither method nor
-    /// path). Allowed when a rule allows the whole origin on that host and port; a rule finer
+    /// path). Allowed when an `https` rule allows the whole origin on that host and port (an
+    /// `http` origin is reached by absolute-URI requests instead, each decided); a rule finer
     /// than its origin (a path, methods, path patterns, headers) cannot be held to a tunnel and
     /// is refused, naming it.
     pub fn check_connect(&self, host: &str, port: u16) -> Decision {
@@ -469,9 +555,17 @@ impl AccessPolicy {
                 rule.origin, rule.text
             ));
         }
-        if let Some(rule) = on_it.iter().find(|r| r.allow) {
+        // A tunnel is for TLS: what is inside is not seen. Plain HTTP goes through the proxy as
+        // absolute-URI requests, which jp decides (and whose `Host` it sets) one by one.
+        if let Some(rule) = on_it.iter().find(|r| r.allow && r.prefix.scheme == "https") {
             return Decision::Allow(format!(
                 "a connection to {host}:{port} allowed by {} ({:?})",
+                rule.origin, rule.text
+            ));
+        }
+        if let Some(rule) = on_it.iter().find(|r| r.allow) {
+            return Decision::Deny(format!(
+                "Access denied: a tunnel (CONNECT) to {host}:{port} is refused: {} ({:?}) allows plain HTTP there, which goes through the proxy as requests jp checks one by one (HTTP_PROXY), not through a tunnel",
                 rule.origin, rule.text
             ));
         }

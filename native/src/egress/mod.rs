@@ -108,7 +108,12 @@ pub fn serve(listener: TcpListener, gate: Arc<EgressGate>, limits: EgressLimits)
         loop {
             tokio::select! {
                 accepted = listener.accept() => {
-                    let Ok((client, _)) = accepted else { continue };
+                    let Ok((client, _)) = accepted else {
+                        // Out of descriptors (EMFILE) and the like: the error repeats at once,
+                        // so wait a little instead of spinning.
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    };
                     if connections.len() >= limits.max_connections {
                         let body = format!(
                             "jp egress proxy: more than {} connections of this process are open; close some first\n",
@@ -253,8 +258,15 @@ fn authority(target: &str) -> Result<(String, u16), Refusal> {
 async fn connect(host: &str, port: u16, limits: &EgressLimits) -> Result<TcpStream, Refusal> {
     let fail =
         |why: String| Refusal(502, "Bad Gateway", format!("jp egress proxy: cannot reach {host}:{port}: {why}\n"));
+    // The host as the policy compared it: lower case, without a fully qualified name's trailing
+    // dot (`127.0.0.1.` is no IP literal to the resolver, which would be asked for it), an IP
+    // literal connected to as itself.
+    let host = jp_core::policy::canonical_host(host);
     let attempt = async {
-        let addrs = tokio::net::lookup_host((host, port)).await.map_err(|e| fail(e.to_string()))?;
+        if let Ok(ip) = host.parse::<std::net::IpAddr>() {
+            return TcpStream::connect((ip, port)).await.map_err(|e| fail(e.to_string()));
+        }
+        let addrs = tokio::net::lookup_host((host.as_str(), port)).await.map_err(|e| fail(e.to_string()))?;
         let mut last = fail("the name resolved to no address".into());
         for addr in addrs {
             match TcpStream::connect(addr).await {
@@ -371,7 +383,8 @@ async fn splice(client: &mut TcpStream, upstream: &mut TcpStream, client_limit: 
                     }
                 }
                 Ok(n) => {
-                    if uw.write_all(&to_up[..n]).await.is_err() { break; }
+                    // A side that stops reading is idle too: the write is bounded by the same time.
+                    if !matches!(tokio::time::timeout(idle, uw.write_all(&to_up[..n])).await, Ok(Ok(()))) { break; }
                     left -= n as u64;
                     if left == 0 { client_open = false; }
                 }
@@ -381,7 +394,7 @@ async fn splice(client: &mut TcpStream, upstream: &mut TcpStream, client_limit: 
                     upstream_open = false;
                     let _ = cw.shutdown().await;
                 }
-                Ok(n) => if cw.write_all(&to_client[..n]).await.is_err() { break; },
+                Ok(n) => if !matches!(tokio::time::timeout(idle, cw.write_all(&to_client[..n])).await, Ok(Ok(()))) { break; },
             },
             () = tokio::time::sleep(idle) => break,
         }
