@@ -27,17 +27,17 @@ use jp_core::schema::{ArgumentError, ArgumentSchema, SchemaResponse, ToolDefinit
 use serde_json::{Map, Value};
 use tokio::sync::Mutex;
 
-use crate::builtin::BuiltinRuntime;
 use crate::files::FsProjectFiles;
 use crate::http::ReqwestHttpClient;
-use crate::mcp::client::McpRuntime;
 use crate::process::TokioProcessRunner;
-use crate::run_tool::{self, RUN};
+use crate::runtime::builtin::BuiltinRuntime;
+use crate::runtime::mcp::client::McpRuntime;
+use crate::runtime::run_tool::{self, RUN};
+use crate::runtime::stdio::StdioRuntime;
+use crate::runtime::vfs::{VfsOptions, VfsRuntime};
+use crate::runtime::wasm::WasmLimits;
 use crate::sandbox::SandboxMode;
-use crate::stdio::StdioRuntime;
 use crate::trust;
-use crate::vfs::{VfsOptions, VfsRuntime};
-use crate::wasm::WasmLimits;
 
 mod calls;
 mod describe;
@@ -63,9 +63,6 @@ pub const LEARN: &str = "learn";
 /// Where `learn` finds its topics (one directory per topic), relative to the workspace, unless
 /// the tool's `options.kb` says otherwise.
 pub const DEFAULT_KB: &str = ".jp/kb";
-
-/// Where the configuration is looked for, relative to the workspace.
-pub const CONFIG_PATH: &str = ".jp/config.toml";
 
 /// Why the host could not be set up or a tool could not be found (exit code 2 in the CLI).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -470,7 +467,7 @@ impl App {
         }
         if entry.first_party && entry.name == LEARN {
             // The component's own answer, kept beside it as a file: listing compiles nothing.
-            return SchemaResponse::parse_for(LEARN, crate::wasm::LEARN_SCHEMA)
+            return SchemaResponse::parse_for(LEARN, crate::runtime::wasm::LEARN_SCHEMA)
                 .map_err(|e| RuntimeError::Config(e.to_string()));
         }
         if entry.first_party {
@@ -559,7 +556,7 @@ impl App {
         let path_var = self.vfs.services().env.get("PATH").map(String::as_str);
         match (kind, &config.wasm, &config.command) {
             (ToolRuntimeKind::Wasm, Some(w), _) => vec![self.workspace.join(w)],
-            (_, _, Some(c)) => match crate::vfs::ProgramLine::parse(c, &self.workspace, path_var) {
+            (_, _, Some(c)) => match crate::runtime::vfs::ProgramLine::parse(c, &self.workspace, path_var) {
                 Ok(line) => std::iter::once(line.program).chain(line.script_files).collect(),
                 Err(_) => Vec::new(),
             },

@@ -32,7 +32,7 @@ use tokio::io::AsyncReadExt;
 
 use super::bounds::{BoundedTransport, ListError, MAX_MESSAGE};
 use super::forward::{Hub, Inbox};
-use super::relay::{RelayError, ServerPipes};
+use super::pipes::{RelayError, ServerPipes};
 use super::wrapped::Wrapped;
 use crate::process::{GroupGuard, find_program, private_env, signal_group};
 use crate::sandbox::{ChildCommand, PROCESS_CONFIG_READ, SandboxMode, SandboxSpec, read_paths};
