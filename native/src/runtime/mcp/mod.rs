@@ -12,4 +12,5 @@ pub mod content;
 pub mod forward;
 pub mod pipes;
 pub mod requests;
+mod start;
 pub mod wrapped;
