@@ -20,26 +20,26 @@ use std::time::Duration;
 use jp_core::files::ProjectFiles;
 use jp_core::host::{DenyInquirer, DispatchEvents, Inquirer};
 use jp_core::runtime::{
-    Config, ExecutionOutcome, McpToolsImport, RuntimeChoice, RuntimeError, ToolCall, ToolConfig, ToolRuntimeKind,
-    ToolSource, resolve_runtime,
+    Config, ExecutionOutcome, McpToolsImport, RuntimeError, ToolCall, ToolConfig, ToolRuntimeKind, ToolSource,
+    resolve_runtime,
 };
-use jp_core::schema::{ArgumentError, ArgumentSchema, SchemaResponse, ToolDefinition, ToolSchema};
-use serde_json::{Map, Value};
+use jp_core::schema::{ArgumentSchema, ToolDefinition};
 use tokio::sync::Mutex;
 
-use crate::builtin::BuiltinRuntime;
 use crate::files::FsProjectFiles;
 use crate::http::ReqwestHttpClient;
-use crate::mcp::client::McpRuntime;
 use crate::process::TokioProcessRunner;
-use crate::run_tool::{self, RUN};
+use crate::runtime::builtin::BuiltinRuntime;
+use crate::runtime::mcp::client::McpRuntime;
+use crate::runtime::run_tool::{self, RUN};
+use crate::runtime::stdio::StdioRuntime;
+use crate::runtime::vfs::{VfsOptions, VfsRuntime};
+use crate::runtime::wasm::WasmLimits;
 use crate::sandbox::SandboxMode;
-use crate::stdio::StdioRuntime;
 use crate::trust;
-use crate::vfs::{VfsOptions, VfsRuntime};
-use crate::wasm::WasmLimits;
 
 mod calls;
+mod definitions;
 mod describe;
 mod entry;
 mod layers;
@@ -63,9 +63,6 @@ pub const LEARN: &str = "learn";
 /// Where `learn` finds its topics (one directory per topic), relative to the workspace, unless
 /// the tool's `options.kb` says otherwise.
 pub const DEFAULT_KB: &str = ".jp/kb";
-
-/// Where the configuration is looked for, relative to the workspace.
-pub const CONFIG_PATH: &str = ".jp/config.toml";
 
 /// Why the host could not be set up or a tool could not be found (exit code 2 in the CLI).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -425,100 +422,6 @@ impl App {
         config
     }
 
-    /// The tool's definition: its configured `parameters`, or what it says about itself (D06)
-    /// with the configuration's fields merged on top.
-    pub async fn definition(&self, name: &str) -> Result<ToolDefinition, RuntimeError> {
-        let cached = self.definitions.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(name).cloned();
-        if let Some(d) = cached {
-            return Ok(d);
-        }
-        let entry = self.tool(name).map_err(|e| RuntimeError::Config(e.to_string()))?;
-        let definition = if let ToolSource::Mcp { server, tool } = &entry.config.source {
-            // D06 for MCP: the server's `tools/list`, the user's summary/description on top.
-            let listed = self.mcp.list_tools(server).await?;
-            let found = listed.iter().find(|t| t.name == tool.as_str()).ok_or_else(|| {
-                RuntimeError::Config(format!(
-                    "MCP server '{server}' has no tool '{tool}'; it offers: {}",
-                    listed.iter().map(|t| t.name.as_ref()).collect::<Vec<_>>().join(", ")
-                ))
-            })?;
-            let schema = Value::Object((*found.input_schema).clone());
-            ToolDefinition::from_mcp(name, found.description.as_ref().map(|d| d.to_string()), schema, &entry.config)
-        } else if entry.config.parameters.is_some() && !entry.first_party {
-            ToolDefinition::resolve(name, None, &entry.config)
-        } else {
-            let described = self.describe(&entry).await?;
-            ToolDefinition::resolve(name, Some(described), &entry.config)
-        };
-        self.definitions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(name.to_owned(), definition.clone());
-        Ok(definition)
-    }
-
-    /// Ask a tool for its schema; one answer per program and process.
-    async fn describe(&self, entry: &ToolEntry) -> Result<ToolSchema, RuntimeError> {
-        if entry.first_party && entry.name == RUN {
-            let text = serde_json::json!({"tools": [{
-                "name": RUN,
-                "summary": run_tool::SUMMARY,
-                "description": run_tool::DESCRIPTION,
-                "parameters": serde_json::from_str::<Value>(run_tool::PARAMETERS).unwrap_or_default(),
-            }]});
-            return SchemaResponse::parse_for(RUN, &text.to_string()).map_err(|e| RuntimeError::Config(e.to_string()));
-        }
-        if entry.first_party && entry.name == LEARN {
-            // The component's own answer, kept beside it as a file: listing compiles nothing.
-            return SchemaResponse::parse_for(LEARN, crate::wasm::LEARN_SCHEMA)
-                .map_err(|e| RuntimeError::Config(e.to_string()));
-        }
-        if entry.first_party {
-            // The first-party fs tools are this very binary in tool mode: its answer to the
-            // schema action is this table, so it is read here instead of spawning `jp __tool`.
-            let text = jp_tool::schema_response(jp_fs_tools::TOOLS).to_string();
-            return SchemaResponse::parse_for(&entry.name, &text).map_err(|e| RuntimeError::Config(e.to_string()));
-        }
-        let config = self.run_config(entry);
-        let kind = match resolve_runtime(&entry.name, &config).choice {
-            RuntimeChoice::Local(kind) => kind,
-            other => {
-                return Err(RuntimeError::Config(format!(
-                    "tool '{}' ({other:?}) cannot describe itself here; add `parameters` to its configuration",
-                    entry.name
-                )));
-            }
-        };
-        let key = format!("{}:{}", kind.name(), config.command.as_deref().or(config.wasm.as_deref()).unwrap_or(""));
-        let mut cache = self.schemas.lock().await;
-        if !cache.contains_key(&key) {
-            // On disk, keyed by the configuration entry and the files the tool is made of.
-            let disk = schema_cache::dir().map(|dir| {
-                let files = self.tool_files(&config, kind);
-                let entry_text = serde_json::to_string(&entry.config).unwrap_or_default();
-                (dir, schema_cache::key(kind.name(), &entry_text, &files))
-            });
-            let stored = disk.as_ref().and_then(|(dir, k)| schema_cache::load(dir, k));
-            let answer = match stored {
-                Some(text) => Ok(text),
-                None => {
-                    let answer = self.ask_schema(entry, &config, kind).await;
-                    if let (Ok(text), Some((dir, k))) = (&answer, &disk)
-                        && SchemaResponse::parse_for(entry.binary_name(), text).is_ok()
-                    {
-                        schema_cache::store(dir, k, text);
-                    }
-                    answer
-                }
-            };
-            cache.insert(key.clone(), answer);
-        }
-        let text = cache.get(&key).cloned().unwrap_or_else(|| Err("no answer".into()));
-        drop(cache);
-        let text = text.map_err(RuntimeError::Config)?;
-        SchemaResponse::parse_for(entry.binary_name(), &text).map_err(|e| RuntimeError::Config(e.to_string()))
-    }
-
     /// Run one call. Its arguments are checked against the definition first (missing required
     /// parameters are a [`RuntimeError::Config`]). The call is cancelled at the time limit.
     pub async fn call(&self, call: ToolCall) -> Result<ExecutionOutcome, RuntimeError> {
@@ -552,65 +455,5 @@ impl App {
                 Err(RuntimeError::Timeout { tool: name.into(), seconds: self.timeout.as_secs() })
             }
         }
-    }
-
-    /// The files a local tool is made of: its program and scripts, or its component.
-    fn tool_files(&self, config: &ToolConfig, kind: ToolRuntimeKind) -> Vec<PathBuf> {
-        let path_var = self.vfs.services().env.get("PATH").map(String::as_str);
-        match (kind, &config.wasm, &config.command) {
-            (ToolRuntimeKind::Wasm, Some(w), _) => vec![self.workspace.join(w)],
-            (_, _, Some(c)) => match crate::vfs::ProgramLine::parse(c, &self.workspace, path_var) {
-                Ok(line) => std::iter::once(line.program).chain(line.script_files).collect(),
-                Err(_) => Vec::new(),
-            },
-            _ => Vec::new(),
-        }
-    }
-
-    /// The arguments checked against the tool's whole JSON Schema ([`ArgumentSchema`], compiled
-    /// once per definition): a misfit is a [`RuntimeError::Input`] naming each argument and what
-    /// it must be; a schema that cannot be compiled is a [`RuntimeError::Config`].
-    pub(crate) async fn check_arguments(&self, name: &str, arguments: &Map<String, Value>) -> Result<(), RuntimeError> {
-        let compiled = self.argument_schema(name).await?;
-        compiled.check(arguments).map_err(|e| match e {
-            ArgumentError::Invalid { .. } => {
-                RuntimeError::Input(format!("tool '{name}': {e} (`jp tool schema {name}` shows it)"))
-            }
-            ArgumentError::Schema(_) => RuntimeError::Config(format!("tool '{name}': {e}")),
-        })
-    }
-
-    /// The compiled argument schema of tool `name`.
-    async fn argument_schema(&self, name: &str) -> Result<Arc<ArgumentSchema>, RuntimeError> {
-        let lock = || self.argument_schemas.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(compiled) = lock().get(name).cloned() {
-            return Ok(compiled);
-        }
-        let schema = self.definition(name).await?.to_json_schema();
-        let compiled = Arc::new(
-            ArgumentSchema::compile(&schema).map_err(|e| RuntimeError::Config(format!("tool '{name}': {e}")))?,
-        );
-        lock().insert(name.to_owned(), compiled.clone());
-        Ok(compiled)
-    }
-
-    /// Turn `key=value` words into arguments, using the tool's parameter types: a `string`
-    /// parameter keeps the text as is, other types are parsed as JSON when they can be.
-    pub async fn parse_pairs(&self, name: &str, pairs: &[String]) -> Result<Map<String, Value>, RuntimeError> {
-        let definition = self.definition(name).await?;
-        let mut out = Map::new();
-        for pair in pairs {
-            let (key, value) = pair.split_once('=').ok_or_else(|| {
-                RuntimeError::Config(format!("argument {pair:?} is not key=value; write e.g. path=src/main.rs"))
-            })?;
-            let is_string = definition.parameters.get(key).and_then(|p| p.kind.as_deref()) == Some("string");
-            let value = if is_string {
-                Value::String(value.into())
-            } else {
-                serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.into()))
-            };
-            out.insert(key.into(), value);
-        }
-        Ok(out)
     }
 }

@@ -7,15 +7,14 @@
 //!   `http.*` and `process.run`.
 //! - [`sandbox`] — the OS sandbox (Landlock, seccomp, rlimits) applied in a tool's child process
 //!   between `fork` and `exec`, never in the host; it fails closed.
-//! - [`vfs::VfsRuntime`] — the D11 runtime: a sandboxed subprocess whose every request is served
-//!   by the core dispatcher.
-//! - [`stdio::StdioRuntime`] — legacy local tools (D10's default runtime) under the same OS
-//!   sandbox, granted the workspace as a whole per their policy.
-//! - [`wasm::WasmRuntime`] — WASI p2 components under wasmtime; their `wasi:filesystem` and
-//!   `jp:host` imports are served by the core dispatcher.
-//! - [`builtin::BuiltinRuntime`] — first-party tools in-process, their host calls served by the
-//!   core dispatcher directly ([`services::HostServices`] is what both it and the VFS runtime build
-//!   a dispatcher from).
+//! - [`runtime`] — every way a tool runs (D10; [`runtime::services::HostServices`] is what a dispatcher is built from):
+//!   [`runtime::vfs::VfsRuntime`] (a sandboxed subprocess whose every request is served by the
+//!   core dispatcher), [`runtime::stdio::StdioRuntime`] (legacy local tools under the same OS
+//!   sandbox, granted the workspace as a whole), [`runtime::wasm::WasmRuntime`] (WASI p2
+//!   components under wasmtime), [`runtime::builtin::BuiltinRuntime`] (first-party tools
+//!   in-process), the stateful `run` tool ([`runtime::run_tool`]) and jp as an MCP client
+//!   ([`runtime::mcp`]).
+//! - [`mcp`] — `jp mcp`, the MCP server: the tools served to agents.
 //! - [`agent`] — `jp query`: the core turn loop with a model from `[providers.*]` and these tools.
 //! - [`trust`] — which configuration is used: the user's own, `--config`, and a workspace's only
 //!   once the user approved its exact content (`jp trust`).
@@ -24,17 +23,12 @@
 
 pub mod agent;
 pub mod app;
-pub mod builtin;
 pub mod egress;
 pub mod files;
 pub mod http;
 pub mod mcp;
 pub mod process;
-pub mod run_tool;
+pub mod runtime;
 pub mod sandbox;
-pub mod services;
-pub mod stdio;
 pub mod terminal;
 pub mod trust;
-pub mod vfs;
-pub mod wasm;

@@ -350,7 +350,7 @@ async fn trust(cli: &Cli, args: &TrustArgs) -> Result<ExitCode, Failure> {
     }
     let config = trust::read_workspace_config(&workspace)
         .map_err(usage)?
-        .ok_or_else(|| usage(format!("{shown_ws} has no {}: nothing to approve", jp_native::app::CONFIG_PATH)))?;
+        .ok_or_else(|| usage(format!("{shown_ws} has no {}: nothing to approve", jp_native::trust::CONFIG_PATH)))?;
     let verdict = store.verdict(&workspace, &config).map_err(usage)?;
     let path = terminal::escape(&config.path.display().to_string());
     if matches!(verdict, Verdict::Approved) {

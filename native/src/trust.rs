@@ -20,7 +20,8 @@ use jp_core::runtime::review;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
-use crate::app::CONFIG_PATH;
+/// Where a workspace's configuration is looked for, relative to the workspace.
+pub const CONFIG_PATH: &str = ".jp/config.toml";
 
 /// The largest configuration file read (a larger one is refused, not truncated).
 pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
@@ -295,7 +296,7 @@ pub fn diff(old: &str, new: &str) -> String {
             };
             let line = change.value().trim_end_matches('\n');
             out.push(sign);
-            out.push_str(&crate::terminal::escape(line));
+            out.push_str(&jp_core::display::escape(line));
             out.push('\n');
         }
     }
@@ -310,7 +311,7 @@ pub fn refusal(workspace: &Path, config: &WorkspaceConfig, verdict: &Verdict, us
         }
         _ => ("you have not approved it", String::new()),
     };
-    let ws = crate::terminal::escape(&workspace.display().to_string());
+    let ws = jp_core::display::escape(&workspace.display().to_string());
     format!(
         "{path} is not used: {why}.\n\
          A workspace's configuration can be written by anyone who could write the workspace (a cloned repository, a tool), \
@@ -318,7 +319,7 @@ pub fn refusal(workspace: &Path, config: &WorkspaceConfig, verdict: &Verdict, us
          It grants, beyond jp's defaults:\n{summary}{changes}\
          Review it, then approve it with: jp trust --workspace {ws}\n\
          (or put your own settings in {user} or pass --config FILE)",
-        path = crate::terminal::escape(&config.path.display().to_string()),
+        path = jp_core::display::escape(&config.path.display().to_string()),
         summary = summary_lines(config, user),
         user = "~/.config/jp-host/config.toml",
     )

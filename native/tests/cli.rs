@@ -575,7 +575,7 @@ fn learn_is_builtin_and_reads_the_knowledge_base() {
 fn a_configured_local_component_runs_and_obeys_its_policy() {
     let ws = workspace();
     std::fs::create_dir_all(ws.path().join(".jp/tools")).unwrap();
-    let guests = std::path::Path::new(jp_native::wasm::GUESTS_DIR);
+    let guests = std::path::Path::new(jp_native::runtime::wasm::GUESTS_DIR);
     std::fs::copy(guests.join("jp_tool_test.wasm"), ws.path().join(".jp/tools/test_tool.wasm")).unwrap();
     std::fs::copy(guests.join("jp_fs_component.wasm"), ws.path().join(".jp/tools/fs.wasm")).unwrap();
     write_config(

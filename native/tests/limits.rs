@@ -126,7 +126,7 @@ network = {{ allow = ["http://127.0.0.1:{port}"] }}
 fn a_component_holding_many_large_files_open_cannot_grow_the_host() {
     let ws = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(ws.path().join(".jp/tools")).unwrap();
-    let guests = Path::new(jp_native::wasm::GUESTS_DIR);
+    let guests = Path::new(jp_native::runtime::wasm::GUESTS_DIR);
     std::fs::copy(guests.join("jp_tool_faults.wasm"), ws.path().join(".jp/tools/faults.wasm")).unwrap();
     write_config(
         ws.path(),

@@ -305,7 +305,7 @@ fn every_runtime_executes_through_the_trait() {
     let stdio = dir.path().join("cat_tool.sh");
     std::fs::write(&stdio, "#!/bin/sh\ncat >/dev/null\ncat inside.txt\n").unwrap();
     Command::new("chmod").arg("+x").arg(&stdio).status().unwrap();
-    let component = Path::new(jp_native::wasm::GUESTS_DIR).join("jp_fs_component.wasm");
+    let component = Path::new(jp_native::runtime::wasm::GUESTS_DIR).join("jp_fs_component.wasm");
     let mut config = std::fs::read_to_string(ws.path().join(".jp/config.toml")).unwrap();
     config.push_str(&format!(
         r#"

@@ -11,11 +11,11 @@ use std::sync::Arc;
 
 use jp_core::cancel::CancellationToken;
 use jp_core::runtime::{Config, ExecutionOutcome, ToolCall, ToolConfig};
-use jp_native::builtin::BuiltinRuntime;
 use jp_native::files::FsProjectFiles;
-use jp_native::services::HostServices;
-use jp_native::vfs::VfsRuntime;
-use jp_native::wasm::{GUESTS_DIR, WasmEngine, WasmRuntime};
+use jp_native::runtime::builtin::BuiltinRuntime;
+use jp_native::runtime::services::HostServices;
+use jp_native::runtime::vfs::VfsRuntime;
+use jp_native::runtime::wasm::{GUESTS_DIR, WasmEngine, WasmRuntime};
 use serde_json::{Value, json};
 
 const JP: &str = env!("CARGO_BIN_EXE_jp");

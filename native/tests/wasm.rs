@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 use jp_core::cancel::CancellationToken;
 use jp_core::runtime::{Config, ExecutionOutcome, RuntimeError, ToolCall, ToolConfig};
 use jp_native::files::FsProjectFiles;
-use jp_native::wasm::{ComponentSource, GUESTS_DIR, LEARN_SCHEMA, LEARN_WASM, WasmEngine, WasmLimits, WasmRuntime};
+use jp_native::runtime::wasm::{
+    ComponentSource, GUESTS_DIR, LEARN_SCHEMA, LEARN_WASM, WasmEngine, WasmLimits, WasmRuntime,
+};
 use serde_json::{Value, json};
 
 fn guest(name: &str) -> PathBuf {

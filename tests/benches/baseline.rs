@@ -33,7 +33,7 @@ mod bench {
 
     use jp_core::runtime::ExecutionOutcome;
     use jp_native::files::FsProjectFiles;
-    use jp_native::vfs::VfsRuntime;
+    use jp_native::runtime::vfs::VfsRuntime;
     use serde_json::{Value, json};
 
     use super::common::{call, config, median};

@@ -30,8 +30,8 @@ mod bench {
     use jp_core::policy::AccessPolicy;
     use jp_core::protocol::{HostRequest, Id};
     use jp_native::files::FsProjectFiles;
+    use jp_native::runtime::vfs::VfsRuntime;
     use jp_native::sandbox::{SandboxMode, SandboxSpec, SandboxSteps};
-    use jp_native::vfs::VfsRuntime;
     use serde_json::json;
 
     use super::common::{call, config, median};

@@ -28,8 +28,8 @@ mod bench {
     use std::time::{Duration, Instant};
 
     use jp_native::files::FsProjectFiles;
-    use jp_native::vfs::VfsRuntime;
-    use jp_native::wasm::{GUESTS_DIR, WasmEngine, WasmRuntime, engine_config};
+    use jp_native::runtime::vfs::VfsRuntime;
+    use jp_native::runtime::wasm::{GUESTS_DIR, WasmEngine, WasmRuntime, engine_config};
     use serde_json::json;
 
     use super::common::{call, config, median};

@@ -9,7 +9,7 @@ use std::time::Duration;
 use jp_core::cancel::CancellationToken;
 use jp_core::runtime::{Config, ExecutionOutcome, ToolCall};
 use jp_native::files::FsProjectFiles;
-use jp_native::vfs::VfsRuntime;
+use jp_native::runtime::vfs::VfsRuntime;
 use serde_json::Map;
 
 const TOOL: &str = env!("CARGO_BIN_EXE_jp-test-tools");

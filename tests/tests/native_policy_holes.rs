@@ -8,7 +8,7 @@ use std::sync::Arc;
 use jp_core::cancel::CancellationToken;
 use jp_core::runtime::{Config, ExecutionOutcome, ToolCall};
 use jp_native::files::FsProjectFiles;
-use jp_native::vfs::VfsRuntime;
+use jp_native::runtime::vfs::VfsRuntime;
 use serde_json::{Map, Value, json};
 
 const TOOL: &str = env!("CARGO_BIN_EXE_jp-test-tools");

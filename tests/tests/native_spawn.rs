@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use jp_core::cancel::CancellationToken;
 use jp_core::runtime::{Config, ToolCall, ToolConfig};
 use jp_native::files::FsProjectFiles;
+use jp_native::runtime::stdio::StdioRuntime;
+use jp_native::runtime::vfs::VfsRuntime;
 use jp_native::sandbox::{ChildCommand, SandboxMode, SandboxSpec};
-use jp_native::stdio::StdioRuntime;
-use jp_native::vfs::VfsRuntime;
 use serde_json::Map;
 use tokio::io::AsyncReadExt;
 

@@ -13,7 +13,7 @@ use jp_core::policy::AccessPolicy;
 use jp_core::runtime::{Config, ToolCall, ToolConfig};
 use jp_core::state::{ToolCommand, ToolState};
 use jp_native::files::FsProjectFiles;
-use jp_native::vfs::VfsRuntime;
+use jp_native::runtime::vfs::VfsRuntime;
 use serde_json::{Map, Value, json};
 
 /// A hunk stager speaking NDJSON by hand (`tests/mcp/stager.py`, shared with the MCP tests):

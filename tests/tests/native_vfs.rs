@@ -10,7 +10,7 @@ use std::time::Duration;
 use jp_core::cancel::CancellationToken;
 use jp_core::runtime::{Config, ExecutionOutcome, RuntimeError, ToolCall, ToolConfig};
 use jp_native::files::FsProjectFiles;
-use jp_native::vfs::{VfsOptions, VfsRuntime};
+use jp_native::runtime::vfs::{VfsOptions, VfsRuntime};
 use serde_json::{Map, Value, json};
 
 const TOOL: &str = env!("CARGO_BIN_EXE_jp-test-tools");

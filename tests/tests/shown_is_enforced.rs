@@ -17,7 +17,7 @@ const TEST_TOOLS: &str = env!("CARGO_BIN_EXE_jp-test-tools");
 /// `(name, table)` of every tool kind that creates `made-by-<name>.txt` when called with
 /// `{"path": …, "content": …}`.
 fn kinds() -> Vec<(&'static str, String)> {
-    let component = Path::new(jp_native::wasm::GUESTS_DIR).join("jp_fs_component.wasm");
+    let component = Path::new(jp_native::runtime::wasm::GUESTS_DIR).join("jp_fs_component.wasm");
     vec![
         ("fs_create_file", "source = \"builtin\"\n".into()),
         ("as_vfs", "source = \"builtin\"\nruntime = \"vfs\"\n".into()),

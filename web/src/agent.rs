@@ -23,6 +23,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
 use crate::http::FetchHttpClient;
+use crate::js::{from_js, to_js};
 use crate::surface::PageTool;
 
 #[wasm_bindgen(typescript_custom_section)]
@@ -83,15 +84,6 @@ struct ProviderOptions {
 
 fn err(e: impl std::fmt::Display) -> JsValue {
     JsError::new(&e.to_string()).into()
-}
-
-pub(crate) fn from_js<T: serde::de::DeserializeOwned>(what: &str, value: &JsValue) -> Result<T, JsValue> {
-    let text: String = js_sys::JSON::stringify(value).map_err(|_| err(format!("{what} is not JSON")))?.into();
-    serde_json::from_str(&text).map_err(|e| err(format!("{what}: {e}")))
-}
-
-pub(crate) fn to_js(value: &Value) -> JsValue {
-    js_sys::JSON::parse(&value.to_string()).unwrap_or(JsValue::NULL)
 }
 
 fn model(options: ProviderOptions) -> Result<Box<dyn Model>, JsValue> {

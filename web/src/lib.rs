@@ -19,6 +19,7 @@ pub mod agent;
 pub mod files;
 pub mod host;
 pub mod http;
+mod js;
 pub mod store;
 pub mod surface;
 

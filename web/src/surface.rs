@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
-use crate::agent::{from_js, to_js};
+use crate::js::{from_js, to_js};
 
 /// A tool as the host lists it: `{name, summary?, description?, inputSchema}`.
 #[derive(Deserialize)]

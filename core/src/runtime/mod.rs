@@ -17,6 +17,7 @@ use crate::cancel::CancellationToken;
 use crate::host::Inquirer;
 use crate::maybe::{BoxFuture, MaybeSend, MaybeSync};
 pub mod config;
+mod definition;
 pub mod review;
 use crate::policy::AccessPolicy;
 use crate::state::{Question, ToolError, ToolResult};

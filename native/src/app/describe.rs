@@ -25,10 +25,10 @@ use jp_core::state::ToolResult;
 use serde_json::Map;
 
 use super::{App, ToolEntry};
+use crate::runtime::stdio::StdioRuntime;
+use crate::runtime::vfs::{VfsOptions, VfsRuntime};
+use crate::runtime::wasm::{ComponentSource, WasmEngine, WasmLimits, WasmRuntime, component_path};
 use crate::sandbox::SandboxMode;
-use crate::stdio::StdioRuntime;
-use crate::vfs::{VfsOptions, VfsRuntime};
-use crate::wasm::{ComponentSource, WasmEngine, WasmLimits, WasmRuntime, component_path};
 
 /// How long a tool has to answer the schema request.
 pub const SCHEMA_TIMEOUT: Duration = Duration::from_secs(10);

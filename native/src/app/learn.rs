@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use super::{DEFAULT_KB, LEARN};
 use crate::files::FsProjectFiles;
-use crate::wasm::{ComponentSource, LEARN_WASM};
+use crate::runtime::wasm::{ComponentSource, LEARN_WASM};
 
 /// Why `shown` (a knowledge-base path) cannot be used: it leads out of the workspace.
 fn leads_outside(workspace: &Path, shown: &str, what: &str) -> RuntimeError {

@@ -21,14 +21,14 @@ use jp_core::runtime::{
 };
 
 use super::{LEARN, RUN};
-use crate::builtin::BuiltinRuntime;
 use crate::files::FsProjectFiles;
-use crate::mcp::client::McpRuntime;
 use crate::process::TokioProcessRunner;
+use crate::runtime::builtin::BuiltinRuntime;
+use crate::runtime::mcp::client::McpRuntime;
+use crate::runtime::stdio::StdioRuntime;
+use crate::runtime::vfs::VfsRuntime;
+use crate::runtime::wasm::{WasmEngine, WasmLimits, WasmRuntime};
 use crate::sandbox::SandboxMode;
-use crate::stdio::StdioRuntime;
-use crate::vfs::VfsRuntime;
-use crate::wasm::{WasmEngine, WasmLimits, WasmRuntime};
 
 /// What the wasm runtime is built from, on first use (the engine costs a few milliseconds).
 pub(super) struct WasmSetup {

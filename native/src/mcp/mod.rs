@@ -20,19 +20,13 @@
 //! - [`relay`]: over stdio, a `tools/call` of a running stdio MCP server's tool is relayed as raw
 //!   JSON, past rmcp's typed model on both sides (the same tool resolution and argument check).
 
-pub mod bounds;
-pub mod client;
-pub mod content;
 pub mod elicit;
-pub mod forward;
 mod hints;
 pub mod http;
 mod mrtr;
 mod passthrough;
 pub mod relay;
-pub mod requests;
 mod tasks;
-pub mod wrapped;
 
 pub use tasks::TaskStore;
 
@@ -51,6 +45,8 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use tokio::sync::Semaphore;
 
 use crate::app::{App, CallReply, Handles};
+use crate::runtime::mcp::pipes::RelayError;
+use crate::runtime::mcp::{ask, content, forward};
 
 /// How often a call with a `progressToken` reports that it is still running.
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(1);
@@ -146,7 +142,7 @@ impl JpMcp {
         &self,
         call: ToolCall,
         ctx: &RequestContext<RoleServer>,
-        questions: Option<mrtr::Questions>,
+        questions: Option<ask::Questions>,
     ) -> Result<CallReply, RuntimeError> {
         // A wrapped server's progress and questions go to this call (see `forward`).
         let caller = forward::Caller::new(&self.session, ctx, questions.clone());
@@ -395,7 +391,7 @@ impl ServerHandler for JpMcp {
         if mrtr::asks_by_result(&context) {
             // No server-to-client requests on this protocol: the call runs in a task of its own
             // and a question suspends it (see `mrtr`).
-            let (questions, asked) = mrtr::channel();
+            let (questions, asked) = ask::channel();
             call.inquirer = Some(Arc::new(elicit::ElicitInquirer::new(&context, Some(questions.clone()))));
             let (this, ctx) = (self.clone(), context.clone());
             let work = tokio::spawn(async move {
@@ -473,7 +469,7 @@ impl relay::Router for AppRouter {
         Some(relay::Route { pipes, server: server.clone(), tool: tool.clone(), timeout: mcp.timeout() })
     }
 
-    async fn failed(&self, route: &relay::Route, error: relay::RelayError) -> String {
+    async fn failed(&self, route: &relay::Route, error: RelayError) -> String {
         self.0.mcp().relay_failed(&route.server, &route.tool, &route.pipes, error).await
     }
 }

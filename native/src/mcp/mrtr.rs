@@ -13,26 +13,17 @@ use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
-use rmcp::model::{ElicitRequest, ElicitRequestParams, ElicitResult, InputRequest, InputRequests, InputRequiredResult};
+use rmcp::model::{ElicitRequest, ElicitResult, InputRequest, InputRequests, InputRequiredResult};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use jp_core::runtime::RuntimeError;
 
-use super::elicit::ASK_TIMEOUT;
 use crate::app::CallReply;
+use crate::runtime::mcp::ask::{ASK_TIMEOUT, Asked};
 
 /// The key of the one question in an `input_required` result.
 const KEY: &str = "decision";
-
-/// A question of a running call, and where its answer goes.
-pub(crate) struct Asked {
-    pub(crate) request: ElicitRequestParams,
-    pub(crate) answer: oneshot::Sender<Option<ElicitResult>>,
-}
-
-/// How a call's questions leave it (the sending side is the call's inquirer and answerer).
-pub(crate) type Questions = mpsc::Sender<Asked>;
 
 /// A call running in its own task, with its questions.
 pub(crate) struct Running {
@@ -120,18 +111,6 @@ fn new_state() -> String {
     let mut bytes = [0u8; 16];
     rustix::rand::getrandom(&mut bytes, rustix::rand::GetRandomFlags::empty()).ok();
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// The sending side for a call's inquirer and answerer, and the receiving side [`drive`] reads.
-pub(crate) fn channel() -> (Questions, mpsc::Receiver<Asked>) {
-    mpsc::channel(1)
-}
-
-/// Ask through `questions` and wait for the client's answer (`None`: nobody answered).
-pub(crate) async fn ask(questions: &Questions, request: ElicitRequestParams) -> Option<ElicitResult> {
-    let (answer, answered) = oneshot::channel();
-    questions.send(Asked { request, answer }).await.ok()?;
-    tokio::time::timeout(ASK_TIMEOUT, answered).await.ok()?.ok()?
 }
 
 /// Whether a call of this client asks through `input_required` results.

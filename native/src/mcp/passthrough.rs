@@ -17,9 +17,9 @@ use rmcp::model::{
     Reference,
 };
 
-use super::forward::Session;
-use super::requests::Offer;
 use crate::app::App;
+use crate::runtime::mcp::forward::Session;
+use crate::runtime::mcp::requests::Offer;
 
 /// Whether any server is configured (then `jp mcp` declares prompts, resources, logging and
 /// completions).

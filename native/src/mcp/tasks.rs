@@ -35,9 +35,11 @@ use rmcp::{ErrorData, RoleServer};
 use tokio::sync::{OwnedSemaphorePermit, oneshot};
 use tokio::task::JoinHandle;
 
-use super::mrtr::{self, Asked, Running};
-use super::{JpMcp, elicit, forward, response, tool_error};
+use super::mrtr::Running;
+use super::{JpMcp, elicit, response, tool_error};
 use crate::app::CallReply;
+use crate::runtime::mcp::ask::{self, Asked};
+use crate::runtime::mcp::forward;
 
 /// How long a call of a task-declaring client may run before it becomes a task.
 pub(crate) const INLINE_FOR: Duration = Duration::from_secs(1);
@@ -531,7 +533,7 @@ pub(crate) async fn call(
     slot: OwnedSemaphorePermit,
     ctx: &RequestContext<RoleServer>,
 ) -> CallToolResponse {
-    let (questions, asked) = mrtr::channel();
+    let (questions, asked) = ask::channel();
     let questions = can_elicit(ctx).then_some(questions);
     call.inquirer = Some(Arc::new(elicit::ElicitInquirer::new(ctx, questions.clone())));
     // A wrapped server's questions go to the task too; its progress nowhere (the extension has

@@ -4,14 +4,14 @@
 use super::*;
 
 /// A call that runs until it is cancelled; its token.
-fn running() -> (Running, CancellationToken, mrtr::Questions) {
+fn running() -> (Running, CancellationToken, ask::Questions) {
     let cancel = CancellationToken::new();
     let token = cancel.clone();
     let work = tokio::spawn(async move {
         token.cancelled().await;
         Ok(CallReply::Outcome(ExecutionOutcome::Cancelled { id: "t".into() }))
     });
-    let (questions, asked) = mrtr::channel();
+    let (questions, asked) = ask::channel();
     (Running { work, questions: asked }, cancel, questions)
 }
 
@@ -73,7 +73,7 @@ async fn another_owner_can_neither_see_nor_answer_nor_cancel_a_task() {
             message: "?".into(),
             requested_schema: schema,
         };
-        mrtr::ask(&questions, request).await
+        ask::ask(&questions, request).await
     });
     for _ in 0..200 {
         if store.get(mine, &task.task_id).unwrap().status() == TaskStatus::InputRequired {

@@ -175,7 +175,7 @@ impl Guest for Learn {
 }
 
 impl describe::Guest for Learn {
-    /// The D06 answer, from the file `jp` itself reads (`jp_native::wasm::LEARN_SCHEMA`) to list
+    /// The D06 answer, from the file `jp` itself reads (`jp_native::runtime::wasm::LEARN_SCHEMA`) to list
     /// `learn` without compiling this component; a test holds the two to the same text.
     fn schema() -> String {
         SCHEMA.to_owned()

@@ -26,8 +26,8 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::process::{GroupGuard, private_env, read_capped, signal_group};
+use crate::runtime::vfs::ProgramLine;
 use crate::sandbox::{ChildCommand, NETWORK_READ, SandboxMode, SandboxSpec, configured_read_paths};
-use crate::vfs::ProgramLine;
 
 /// Runs `runtime = "stdio"` tools (the default for local tools).
 #[derive(Clone)]

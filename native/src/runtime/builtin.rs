@@ -16,7 +16,7 @@ use jp_core::protocol::{HostRequest, Id};
 use jp_core::runtime::{ExecutionOutcome, RuntimeError, ToolCall, ToolConfig};
 use jp_tool::{Call, DirectHost, Reply, ToolSpec};
 
-use crate::services::HostServices;
+use crate::runtime::services::HostServices;
 
 /// Runs first-party tools in this process.
 #[derive(Debug)]

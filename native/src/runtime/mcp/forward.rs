@@ -37,8 +37,7 @@ use rmcp::{Peer, RoleServer};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::elicit::{ASK_TIMEOUT, Client};
-use super::mrtr::Questions;
+use super::ask::{ASK_TIMEOUT, Client, Questions};
 
 /// Most notifications of one server waiting to be passed on; more are dropped and counted.
 pub const MAX_QUEUED: usize = 64;

@@ -32,8 +32,8 @@ use jp_core::state::ToolState;
 pub use self::handle::VfsHandle;
 use self::session::{Session, Spawned, Step, stopped};
 use crate::process::{GroupGuard, find_program};
+use crate::runtime::services::HostServices;
 use crate::sandbox::{ChildCommand, SandboxMode, SandboxSpec, configured_read_paths};
-use crate::services::HostServices;
 
 /// Timing and size limits of a VFS call.
 #[derive(Debug, Clone, Copy)]

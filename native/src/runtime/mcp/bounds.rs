@@ -3,7 +3,7 @@
 //! growing `jp`.
 //!
 //! - One message (a JSON-RPC line over stdio, a JSON body or an SSE event over HTTP) is at most
-//!   [`MAX_MESSAGE`]; over stdio a longer line closes the connection (see [`relay`](super::relay),
+//!   [`MAX_MESSAGE`]; over stdio a longer line closes the connection (see [`pipes`](super::pipes),
 //!   which reads the server's stdout first), and the error names the cap. A tool's result is one
 //!   message. A message rmcp parses holds at most [`MAX_MESSAGE_VALUES`] JSON values (parsed, a
 //!   16 MiB line of tiny values took 1.7 GiB); the relay's results stay raw JSON.

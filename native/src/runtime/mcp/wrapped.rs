@@ -18,9 +18,9 @@ use rmcp::service::RequestContext;
 use rmcp::{ClientHandler, ErrorData, RoleClient};
 use serde_json::Value;
 
-use super::elicit::Client;
+use super::ask::Client;
 use super::forward::{Asker, Hub, cut};
-use crate::terminal::escape;
+use jp_core::display::escape;
 
 /// jp's client of wrapped server `server`: which of its requests reach the agent's client.
 pub struct Wrapped {

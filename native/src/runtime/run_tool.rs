@@ -23,7 +23,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Notify;
 
 use crate::process::{GroupGuard, Started, TokioProcessRunner, signal_group};
-use crate::services::HostServices;
+use crate::runtime::services::HostServices;
 
 /// The tool's name.
 pub const RUN: &str = "run";
