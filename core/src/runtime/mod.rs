@@ -120,6 +120,13 @@ pub enum ExecutionOutcome {
     },
 }
 
+impl ExecutionOutcome {
+    /// A call `id` that ended with the tool's failure `message` (not transient, no trace).
+    pub fn failed(id: &str, message: String) -> Self {
+        Self::Completed { id: id.to_owned(), result: Err(crate::state::ToolError::new(message)) }
+    }
+}
+
 /// One tool call as a runtime receives it.
 #[derive(Clone)]
 pub struct ToolCall {

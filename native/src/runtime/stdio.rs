@@ -20,7 +20,7 @@ use std::time::Duration;
 use jp_core::BoxFuture;
 use jp_core::host::{DenyInquirer, DispatchEvents, EgressGate, Inquirer};
 use jp_core::runtime::{ExecutionOutcome, RuntimeError, ToolCall, ToolConfig, ToolRuntime};
-use jp_core::state::{Printed, ToolError, ToolResult, ToolState};
+use jp_core::state::{Printed, ToolResult, ToolState};
 use rustix::process::Signal;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -222,7 +222,7 @@ impl StdioRuntime {
         let stdout = match tokio::time::timeout(Duration::from_secs(5), out_task).await {
             Ok(Ok(Ok(Ok(bytes)))) => bytes,
             Ok(Ok(Ok(Err(total)))) => {
-                return Ok(failed(
+                return Ok(ExecutionOutcome::failed(
                     &call.id,
                     format!("tool '{name}' wrote {total} bytes or more to stdout, over the {max_output}-byte limit"),
                 ));
@@ -241,7 +241,7 @@ impl StdioRuntime {
                     message.push_str(&format!("; {label}:\n{text}"));
                 }
             }
-            return Ok(failed(&call.id, message));
+            return Ok(ExecutionOutcome::failed(&call.id, message));
         }
         if action.is_some() {
             return Ok(ExecutionOutcome::Completed { id: call.id, result: Ok(ToolResult::text(stdout)) });
@@ -258,13 +258,6 @@ impl StdioRuntime {
                 ExecutionOutcome::Completed { id: call.id, result: Ok(ToolResult::text(content.unwrap_or_default())) }
             }
         })
-    }
-}
-
-fn failed(id: &str, message: String) -> ExecutionOutcome {
-    ExecutionOutcome::Completed {
-        id: id.to_owned(),
-        result: Err(ToolError { message, trace: Vec::new(), transient: false }),
     }
 }
 

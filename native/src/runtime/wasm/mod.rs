@@ -275,10 +275,10 @@ impl WasmRuntime {
             Err(e) => return self.failed(&call, store.data(), e),
         };
         if let Err(e) = store.data_mut().fs.commit_all().await {
-            return Ok(completed_err(&call.id, format!("tool '{}' finished but {e}", call.name)));
+            return Ok(ExecutionOutcome::failed(&call.id, format!("tool '{}' finished but {e}", call.name)));
         }
         Ok(match outcome {
-            Outcome::Success(text) if text.len() > self.limits.output => completed_err(
+            Outcome::Success(text) if text.len() > self.limits.output => ExecutionOutcome::failed(
                 &call.id,
                 format!(
                     "tool '{}' returned {} bytes, over the {}-byte output limit; ask it for less",
@@ -430,16 +430,9 @@ impl WasmRuntime {
                         format!("Wasm tool '{}' trapped: {trap}; stderr ends with:\n{tail}", call.name)
                     }
                 };
-                Ok(completed_err(&call.id, message))
+                Ok(ExecutionOutcome::failed(&call.id, message))
             }
         }
-    }
-}
-
-fn completed_err(id: &str, message: String) -> ExecutionOutcome {
-    ExecutionOutcome::Completed {
-        id: id.to_owned(),
-        result: Err(ToolError { message, trace: Vec::new(), transient: false }),
     }
 }
 
