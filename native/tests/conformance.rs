@@ -67,17 +67,14 @@ fn wait_for(port: u16) {
     panic!("nothing listens on port {port}");
 }
 
-#[test]
-fn the_official_conformance_suite_passes_every_applicable_scenario() {
-    let node = repo().join("node_modules/node/bin/node");
-    let suite = repo().join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
-    assert!(node.is_file() && suite.is_file(), "run `npm install` first (./tests/run does)");
-    let ws = tempfile::tempdir().unwrap();
+/// `jp mcp --http` in `ws` behind the token-adding proxy (`tests/mcp/conformance_proxy.mjs`),
+/// both listening; the proxy's port.
+fn jp_behind_proxy(node: &Path, ws: &Path) -> (Killed, Killed, u16) {
     let (jp_port, proxy_port) = (free_port(), free_port());
-    let _jp = Killed(
+    let jp = Killed(
         Command::new(JP)
             .args(["mcp", "--http", &format!("127.0.0.1:{jp_port}"), "--token-env", "JP_CONFORMANCE_TOKEN"])
-            .current_dir(ws.path())
+            .current_dir(ws)
             .env("JP_CONFORMANCE_TOKEN", TOKEN)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -85,8 +82,8 @@ fn the_official_conformance_suite_passes_every_applicable_scenario() {
             .spawn()
             .unwrap(),
     );
-    let _proxy = Killed(
-        Command::new(&node)
+    let proxy = Killed(
+        Command::new(node)
             .arg(repo().join("tests/mcp/conformance_proxy.mjs"))
             .args([proxy_port.to_string(), jp_port.to_string(), TOKEN.to_string()])
             .stdout(Stdio::null())
@@ -95,6 +92,16 @@ fn the_official_conformance_suite_passes_every_applicable_scenario() {
     );
     wait_for(jp_port);
     wait_for(proxy_port);
+    (jp, proxy, proxy_port)
+}
+
+#[test]
+fn the_official_conformance_suite_passes_every_applicable_scenario() {
+    let node = repo().join("node_modules/node/bin/node");
+    let suite = repo().join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
+    assert!(node.is_file() && suite.is_file(), "run `npm install` first (./tests/run does)");
+    let ws = tempfile::tempdir().unwrap();
+    let (_jp, _proxy, proxy_port) = jp_behind_proxy(&node, ws.path());
     let mut failures = Vec::new();
     let mut passed = 0;
     for (scenario, version) in SCENARIOS {
@@ -210,29 +217,8 @@ fn every_check_the_reference_server_passes_directly_passes_through_jp() {
     );
     std::fs::write(ws.path().join(".jp/config.toml"), config).unwrap();
     support::approve_config(ws.path());
-    let (jp_port, proxy_port) = (free_port(), free_port());
-    let _jp = Killed(
-        Command::new(JP)
-            .args(["mcp", "--http", &format!("127.0.0.1:{jp_port}"), "--token-env", "JP_CONFORMANCE_TOKEN"])
-            .current_dir(ws.path())
-            .env("JP_CONFORMANCE_TOKEN", TOKEN)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let _proxy = Killed(
-        Command::new(&node)
-            .arg(repo.join("tests/mcp/conformance_proxy.mjs"))
-            .args([proxy_port.to_string(), jp_port.to_string(), TOKEN.to_string()])
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let (_jp, _proxy, proxy_port) = jp_behind_proxy(&node, ws.path());
     wait_for(direct_port);
-    wait_for(jp_port);
-    wait_for(proxy_port);
 
     let (direct, through) = std::thread::scope(|s| {
         let direct = s.spawn(|| run_suite(&node, &suite, &format!("http://localhost:{direct_port}/mcp"), &scenarios));

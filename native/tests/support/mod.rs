@@ -1,10 +1,16 @@
 //! Helpers shared by the `jp` command's integration tests.
 
+#[allow(dead_code)]
+pub(crate) mod cli;
+#[allow(dead_code)]
+pub(crate) mod mcp;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Approve the workspace's configuration as its user would (`jp trust --yes`): jp uses a
 /// workspace's `.jp/config.toml` only once approved.
+#[allow(dead_code)]
 pub(crate) fn approve_config(ws: &Path) {
     let out = Command::new(env!("CARGO_BIN_EXE_jp")).args(["trust", "--yes", "--workspace"]).arg(ws).output().unwrap();
     assert!(out.status.success(), "jp trust: {}", String::from_utf8_lossy(&out.stderr));

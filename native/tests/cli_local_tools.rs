@@ -1,0 +1,169 @@
+//! Local tools configured in TOML, run by the real `jp`: a stdio tool under the OS sandbox that
+//! describes itself, a policy the kernel cannot hold (fails closed), a tool that cannot describe
+//! itself, a Python VFS tool, and `jp` itself as a configured VFS tool.
+
+#![cfg(target_os = "linux")]
+
+use serde_json::Value;
+
+mod support;
+
+const JP: &str = env!("CARGO_BIN_EXE_jp");
+use support::cli::{PY_VFS_TOOL, code, jp, stderr, stdout, workspace, write_config};
+
+const STDIO_TOOL: &str = r#"#!/bin/sh
+# A legacy stdio tool: reads its context, writes a file in the workspace, tries to reach outside.
+ctx=$(cat)
+case "$ctx" in
+  *'"action":"schema"'*)
+    echo '{"tools":[{"name":"stamp","summary":"Stamp a file.","parameters":{"file":{"type":"string","summary":"Where."}}}]}'
+    exit 0;;
+esac
+file=$(printf '%s' "$ctx" | sed -n 's/.*"file":"\([^"]*\)".*/\1/p')
+echo stamped > "$file"
+if cat /etc/hostname >/dev/null 2>&1; then outside=readable; else outside=denied; fi
+echo "{\"type\":\"success\",\"content\":\"wrote $file; /etc/hostname $outside; cwd $(pwd)\"}"
+"#;
+
+#[test]
+fn a_stdio_tool_from_config_runs_in_the_workspace_under_the_sandbox_and_describes_itself() {
+    let ws = workspace();
+    std::fs::create_dir_all(ws.path().join("tools")).unwrap();
+    let script = ws.path().join("tools/stamp.sh");
+    std::fs::write(&script, STDIO_TOOL).unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    write_config(
+        ws.path(),
+        r#"
+[conversation.tools.stamp]
+source = "local"
+command = "tools/stamp.sh"
+description = "Writes 'stamped' into a file."
+"#,
+    );
+    // Self-described (no `parameters`), with the config's description merged on top.
+    let o = jp(ws.path(), &["tool", "schema", "stamp"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let schema: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(schema["summary"], "Stamp a file.");
+    assert_eq!(schema["description"], "Writes 'stamped' into a file.");
+    assert_eq!(schema["parameters"]["required"], serde_json::json!(["file"]));
+
+    let o = jp(ws.path(), &["tool", "call", "stamp", "file=out.txt"]);
+    assert_eq!(code(&o), 0, "{} {}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("wrote out.txt"), "{out}");
+    assert!(out.contains("/etc/hostname denied"), "the sandbox must hide the rest of the system: {out}");
+    let real_ws = std::fs::canonicalize(ws.path()).unwrap();
+    assert!(out.contains(&format!("cwd {}", real_ws.display())), "{out}");
+    assert_eq!(std::fs::read_to_string(ws.path().join("out.txt")).unwrap(), "stamped\n");
+}
+
+#[test]
+fn a_stdio_tool_with_a_policy_the_kernel_cannot_hold_fails_closed() {
+    let ws = workspace();
+    std::fs::write(ws.path().join("t.sh"), "#!/bin/sh\necho hi\n").unwrap();
+    std::fs::set_permissions(ws.path().join("t.sh"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    write_config(
+        ws.path(),
+        r#"
+[conversation.tools.t]
+source = "local"
+command = "./t.sh"
+parameters = {}
+[conversation.tools.t.access]
+filesystem = [{ path = ".", allow = ["read"] }, { path = "src", allow = ["write"] }]
+"#,
+    );
+    let o = jp(ws.path(), &["tool", "call", "t"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("was not started") && err.contains("'src'") && err.contains("runtime = \"vfs\""), "{err}");
+    // With the opt-out it runs (the policy is then advisory for a direct-access tool).
+    let o = jp(ws.path(), &["--no-os-sandbox", "tool", "call", "t"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout(&o), "hi\n");
+}
+
+#[test]
+fn a_tool_that_cannot_describe_itself_gets_a_clear_error() {
+    let ws = workspace();
+    std::fs::write(ws.path().join("mute.sh"), "#!/bin/sh\necho 'not json'\n").unwrap();
+    std::fs::set_permissions(ws.path().join("mute.sh"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    write_config(ws.path(), "[conversation.tools.mute]\nsource = \"local\"\ncommand = \"./mute.sh\"\n");
+    let o = jp(ws.path(), &["tool", "schema", "mute"]);
+    assert_eq!(code(&o), 2);
+    let err = stderr(&o);
+    assert!(err.contains("add `parameters`") && err.contains("update the binary"), "{err}");
+}
+
+#[test]
+fn a_python_vfs_tool_configured_in_toml() {
+    let ws = workspace();
+    std::fs::create_dir_all(ws.path().join("tools")).unwrap();
+    std::fs::write(ws.path().join("tools/count.py"), PY_VFS_TOOL).unwrap();
+    write_config(
+        ws.path(),
+        r#"
+[conversation.tools.count_lines]
+source = "local"
+command = "/usr/bin/python3 tools/count.py"
+runtime = "vfs"
+"#,
+    );
+    let o = jp(ws.path(), &["tool", "schema", "count_lines"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let schema: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(schema["summary"], "Count the lines of a file.");
+
+    let o = jp(ws.path(), &["tool", "call", "count_lines", "path=src/main.rs", "--trace"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout(&o), "src/main.rs: 3 lines\n");
+    assert!(stderr(&o).contains("trace: fs.read src/main.rs → allow"), "{}", stderr(&o));
+    let o = jp(ws.path(), &["tool", "call", "count_lines", "path=../outside"]);
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("outside"), "{}", stderr(&o));
+}
+
+#[test]
+fn jp_itself_as_a_configured_vfs_tool_with_its_own_policy() {
+    // A VFS tool from config that describes itself: the first-party binary, configured by hand,
+    // with a policy that makes only `notes` writable.
+    let ws = workspace();
+    let command = format!("{JP} __tool");
+    write_config(
+        ws.path(),
+        &format!(
+            r#"
+[conversation.tools.fs_create_file_notes]
+source = "local"
+command = {command:?}
+runtime = "vfs"
+"#
+        ),
+    );
+    // The binary serves fs_create_file, not this name: the schema error says what it lists.
+    let o = jp(ws.path(), &["tool", "schema", "fs_create_file_notes"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("it lists: fs_read_file"), "{}", stderr(&o));
+
+    write_config(
+        ws.path(),
+        &format!(
+            r#"
+[conversation.tools.fs_create_file]
+source = "local"
+command = {command:?}
+runtime = "vfs"
+[conversation.tools.fs_create_file.access]
+filesystem = [{{ path = ".", allow = ["read"] }}, {{ path = "notes", allow = ["read", "write"] }}]
+"#
+        ),
+    );
+    let o = jp(ws.path(), &["tool", "call", "fs_create_file", "path=notes/a.txt", "content=ok"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(ws.path().join("notes/a.txt")).unwrap(), "ok");
+    let o = jp(ws.path(), &["tool", "call", "fs_create_file", "path=src/evil.rs", "content=x"]);
+    assert_eq!(code(&o), 1);
+    assert!(!ws.path().join("src/evil.rs").exists());
+}
