@@ -329,9 +329,11 @@ for (const engine of ENGINES) {
       const { status, sent } = await rawChunked(edge.url, TOKEN, 200);
       const peak = peakMiB(edge.child.pid, SERVER[engine]);
       console.log(`${engine}: ${status} after ${sent} MiB sent; peak ${peak.toFixed(0)} MiB`);
-      if (engine === 'wrangler') {
-        // wrangler dev's local proxy resets the connection once the worker stopped reading,
-        // instead of passing the 413 on (not our code); the function itself still refused it.
+      if (engine === 'wrangler' || engine === 'workerd') {
+        // workerd closes a connection whose body it stopped reading right after writing the 413;
+        // the unread bytes make the kernel send a reset, which can drop the 413 before the client
+        // reads it (seen in CI about one run in three; wrangler dev's proxy resets it too). The
+        // function refused it either way: the body was not read whole and the memory stayed low.
         assert.ok(status === 413 || String(status).startsWith('connection closed'), `the client got ${status}`);
         assert.ok(sent < 200, 'the body was not read whole');
       } else {
