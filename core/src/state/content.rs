@@ -84,6 +84,37 @@ impl ContentBlock {
         Self::Text { text: text.into(), mime_type: None, annotations: None, meta: None }
     }
 
+    /// An image block of raw `data` (encoded in base64 here).
+    pub fn image(data: &[u8], mime_type: impl Into<String>) -> Self {
+        Self::Image { data: encode_base64(data), mime_type: mime_type.into(), annotations: None, meta: None }
+    }
+
+    /// An audio block of raw `data` (encoded in base64 here).
+    pub fn audio(data: &[u8], mime_type: impl Into<String>) -> Self {
+        Self::Audio { data: encode_base64(data), mime_type: mime_type.into(), annotations: None, meta: None }
+    }
+
+    /// Set the block's MCP `annotations` and `_meta` (a question block has neither; it is
+    /// returned unchanged).
+    #[must_use]
+    pub fn with(mut self, new_annotations: Option<Value>, new_meta: Option<Map<String, Value>>) -> Self {
+        match &mut self {
+            Self::Text { annotations, meta, .. }
+            | Self::Image { annotations, meta, .. }
+            | Self::Audio { annotations, meta, .. }
+            | Self::Resource { annotations, meta, .. } => {
+                *annotations = new_annotations;
+                *meta = new_meta;
+            }
+            Self::ResourceLink(link) => {
+                link.annotations = new_annotations;
+                link.meta = new_meta;
+            }
+            Self::Question { .. } => {}
+        }
+        self
+    }
+
     /// The one line that stands for a block which is not text: `[image/png, 1.2 KiB]`,
     /// `[audio/wav, 30 KiB]`, `[resource file:///x (text/plain, 12 B)]`, `[link file:///y]`.
     /// Every value from the tool in it is escaped ([`escape`]), so it is always one line.
@@ -287,6 +318,12 @@ impl ToolResult {
             .collect();
         parts.join("\n")
     }
+}
+
+/// `data` in standard base64 with padding, as MCP carries bytes.
+pub fn encode_base64(data: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(data)
 }
 
 /// Bytes a base64 text stands for (padding and whitespace not counted; not validated).

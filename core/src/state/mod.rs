@@ -10,7 +10,7 @@
 
 mod content;
 
-pub use content::{ContentBlock, Printed, ResourceContents, ResourceLink, ToolResult};
+pub use content::{ContentBlock, Printed, ResourceContents, ResourceLink, ToolResult, encode_base64};
 
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};

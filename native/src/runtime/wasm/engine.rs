@@ -22,6 +22,8 @@ pub(super) struct Loaded {
     /// The same, with the `run` export's index resolved once (not looked up by name per call).
     pub(super) tool: tool_bindings::ToolPre<CallState>,
     pub(super) describe: Option<ComponentExportIndex>,
+    /// The `jp:tool/content` export, when the component has it: it is called instead of `run`.
+    pub(super) content: Option<super::content::GuestIndices>,
 }
 
 /// What identifies a component file's content without reading it: if none of these changed,
@@ -268,7 +270,17 @@ impl WasmEngine {
         let tool = tool_bindings::ToolPre::new(pre.clone()).map_err(|e| {
             RuntimeError::Other(format!("Wasm component {what} does not export the jp:tool `run` function: {e:#}"))
         })?;
-        let loaded = Arc::new(Loaded { pre, tool, describe });
+        // Probed like `describe`: present only when the component exports the interface.
+        let content = component
+            .get_export_index(None, "jp:tool/content@0.1.0")
+            .map(|_| super::content::GuestIndices::new(&pre))
+            .transpose()
+            .map_err(|e| {
+                RuntimeError::Other(format!(
+                    "Wasm component {what} exports jp:tool/content with the wrong types: {e:#}"
+                ))
+            })?;
+        let loaded = Arc::new(Loaded { pre, tool, describe, content });
         if let Ok(mut c) = self.components.lock() {
             c.insert(key, loaded.clone());
         }

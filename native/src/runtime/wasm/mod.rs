@@ -14,6 +14,7 @@
 //! alike. Per call, a wall-clock deadline, a memory limit and a result-size limit each end the
 //! call with a clear error, and cancellation stops it at the next epoch tick or host call.
 
+mod content;
 mod engine;
 pub mod fs;
 mod imports;
@@ -76,6 +77,30 @@ pub const LEARN_SCHEMA: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), 
 /// Where the build left the guest components (`jp_tool_test.wasm`, `jp_fs_component.wasm`, …),
 /// for tests, benchmarks and the web build.
 pub const GUESTS_DIR: &str = env!("JP_GUESTS_DIR");
+
+/// What a component's call answered: the seed's `outcome`, or `jp:tool/content`'s.
+enum Answer {
+    Text(Outcome),
+    Blocks(content::CallOutcome),
+}
+
+/// The tool's own failure (the same in both interfaces).
+fn tool_error(id: String, message: String, trace: Vec<String>, transient: bool) -> ExecutionOutcome {
+    ExecutionOutcome::Completed { id, result: Err(ToolError { message, trace, transient }) }
+}
+
+/// A question the tool asks (the same in both interfaces).
+fn needs_input(id: String, qid: String, text: String, answer_type: &str, default: Option<String>) -> ExecutionOutcome {
+    ExecutionOutcome::NeedsInput {
+        id,
+        question: Question {
+            id: qid,
+            text,
+            answer_type: AnswerType::from_wit(answer_type).unwrap_or(AnswerType::Text),
+            default: default.and_then(|d| serde_json::from_str(&d).ok()),
+        },
+    }
+}
 
 /// Per-call limits.
 #[derive(Debug, Clone, Copy)]
@@ -261,47 +286,78 @@ impl WasmRuntime {
         let answers = serde_json::to_string(&call.answers).unwrap_or_default();
         let root = mounts.first().map_or_else(|| "/".to_owned(), |m| m.guest_path.clone());
         let mut store = self.store(&call, mounts, host_dispatcher);
-        let tool = loaded.tool.instantiate_async(&mut store).await.map_err(|e| {
+        let instantiate_failed = |e: wasmtime::Error| {
             RuntimeError::Other(format!("Failed to instantiate Wasm component for '{}': {e:#}", call.name))
-        })?;
-        let ctx = Context { root, action: Action::Run };
-        let run = tool.call_run(&mut store, &ctx, &call.name, &arguments, &answers);
-        let outcome = tokio::select! {
-            r = run => r,
-            () = call.cancel.cancelled() => return Ok(ExecutionOutcome::Cancelled { id: call.id }),
         };
-        let outcome = match outcome {
-            Ok(o) => o,
+        let answer = if let Some(indices) = &loaded.content {
+            let instance = loaded.pre.instantiate_async(&mut store).await.map_err(instantiate_failed)?;
+            let guest = indices.load(&mut store, &instance).map_err(instantiate_failed)?;
+            let ctx = content::Context { root, action: content::Action::Run };
+            let run = guest.call_run(&mut store, &ctx, &call.name, &arguments, &answers);
+            tokio::select! {
+                r = run => r.map(Answer::Blocks),
+                () = call.cancel.cancelled() => return Ok(ExecutionOutcome::Cancelled { id: call.id }),
+            }
+        } else {
+            let tool = loaded.tool.instantiate_async(&mut store).await.map_err(instantiate_failed)?;
+            let ctx = Context { root, action: Action::Run };
+            let run = tool.call_run(&mut store, &ctx, &call.name, &arguments, &answers);
+            tokio::select! {
+                r = run => r.map(Answer::Text),
+                () = call.cancel.cancelled() => return Ok(ExecutionOutcome::Cancelled { id: call.id }),
+            }
+        };
+        let answer = match answer {
+            Ok(a) => a,
             Err(e) => return self.failed(&call, store.data(), e),
         };
         if let Err(e) = store.data_mut().fs.commit_all().await {
             return Ok(ExecutionOutcome::failed(&call.id, format!("tool '{}' finished but {e}", call.name)));
         }
-        Ok(match outcome {
-            Outcome::Success(text) if text.len() > self.limits.output => ExecutionOutcome::failed(
+        Ok(self.outcome(call, answer))
+    }
+
+    /// A call's end as the core sees it, the result held to the output limit.
+    fn outcome(&self, call: ToolCall, answer: Answer) -> ExecutionOutcome {
+        let (result, size) = match answer {
+            Answer::Text(Outcome::Success(text)) => {
+                let size = text.len();
+                (ToolResult::text(text), size)
+            }
+            Answer::Blocks(content::CallOutcome::Success(r)) => match content::to_result(r) {
+                // The size of the result as it is sent on (images and audio in base64).
+                Ok(r) => {
+                    let size = serde_json::to_vec(&r).map_or(usize::MAX, |v| v.len());
+                    (r, size)
+                }
+                Err(e) => {
+                    return ExecutionOutcome::failed(
+                        &call.id,
+                        format!("tool '{}' returned a result jp cannot use: {e}", call.name),
+                    );
+                }
+            },
+            Answer::Text(Outcome::Error(e)) => return tool_error(call.id, e.message, e.trace, e.transient),
+            Answer::Blocks(content::CallOutcome::Error(e)) => {
+                return tool_error(call.id, e.message, e.trace, e.transient);
+            }
+            Answer::Text(Outcome::NeedsInput(q)) => {
+                return needs_input(call.id, q.id, q.text, &q.answer_type, q.default);
+            }
+            Answer::Blocks(content::CallOutcome::NeedsInput(q)) => {
+                return needs_input(call.id, q.id, q.text, &q.answer_type, q.default);
+            }
+        };
+        if size > self.limits.output {
+            return ExecutionOutcome::failed(
                 &call.id,
                 format!(
-                    "tool '{}' returned {} bytes, over the {}-byte output limit; ask it for less",
-                    call.name,
-                    text.len(),
-                    self.limits.output
+                    "tool '{}' returned {size} bytes, over the {}-byte output limit; ask it for less",
+                    call.name, self.limits.output
                 ),
-            ),
-            Outcome::Success(text) => ExecutionOutcome::Completed { id: call.id, result: Ok(ToolResult::text(text)) },
-            Outcome::Error(e) => ExecutionOutcome::Completed {
-                id: call.id,
-                result: Err(ToolError { message: e.message, trace: e.trace, transient: e.transient }),
-            },
-            Outcome::NeedsInput(q) => ExecutionOutcome::NeedsInput {
-                id: call.id,
-                question: Question {
-                    id: q.id,
-                    text: q.text,
-                    answer_type: AnswerType::from_wit(&q.answer_type).unwrap_or(AnswerType::Text),
-                    default: q.default.and_then(|d| serde_json::from_str(&d).ok()),
-                },
-            },
-        })
+            );
+        }
+        ExecutionOutcome::Completed { id: call.id, result: Ok(result) }
     }
 
     /// The D06 schema of a component that exports `jp:tool/describe`; `Ok(None)` when it does not.

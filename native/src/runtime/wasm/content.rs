@@ -1,0 +1,95 @@
+//! The optional `jp:tool/content` export (`wit/tool/content.wit`): a component that has it is
+//! called through `content.run` and answers with typed content blocks, which become the core's
+//! [`ToolResult`] — the same blocks an MCP server or a stdio tool hands back. A component built
+//! against the seed's `tool` world alone is called through its `run`, whose string stays text.
+
+use jp_core::state::{ContentBlock, ResourceContents, ResourceLink, ToolResult, encode_base64};
+use serde_json::{Map, Value, json};
+
+#[allow(missing_docs, unreachable_pub, clippy::all)]
+pub(super) mod bindings {
+    wasmtime::component::bindgen!({
+        world: "content-tool",
+        path: "../wit/tool",
+        exports: { default: async },
+    });
+}
+
+use bindings::exports::jp::tool::content::{
+    Annotations, BlockKind, ContentBlock as WitBlock, ResourceContents as WitContents, Role, ToolResult as WitResult,
+};
+pub(super) use bindings::exports::jp::tool::content::{CallOutcome, GuestIndices};
+pub(super) use bindings::jp::tool::types::{Action, Context};
+
+/// A component's typed result as the core's [`ToolResult`]; `Err` names the first value that is
+/// not what the interface promises (`meta` or `structured-content` that is not JSON).
+pub(super) fn to_result(result: WitResult) -> Result<ToolResult, String> {
+    let content = result.content.into_iter().enumerate().map(|(i, b)| block(b).map_err(|e| format!("block {i}: {e}")));
+    let content = content.collect::<Result<Vec<_>, _>>()?;
+    let structured_content = match result.structured_content {
+        Some(text) => Some(
+            serde_json::from_str::<Value>(&text)
+                .map_err(|e| format!("structured-content is not JSON ({e}); pass it as serialized JSON"))?,
+        ),
+        None => None,
+    };
+    Ok(ToolResult { content, structured_content, is_error: false })
+}
+
+fn block(b: WitBlock) -> Result<ContentBlock, String> {
+    let meta = match b.meta {
+        Some(text) => match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Object(map)) => Some(map),
+            Ok(_) => return Err("meta must be a JSON object".into()),
+            Err(e) => return Err(format!("meta is not JSON ({e})")),
+        },
+        None => None,
+    };
+    let annotations = b.annotations.map(annotations);
+    let block = match b.kind {
+        BlockKind::Text(text) => ContentBlock::text(text),
+        BlockKind::Image(m) => ContentBlock::image(&m.data, m.mime_type),
+        BlockKind::Audio(m) => ContentBlock::audio(&m.data, m.mime_type),
+        BlockKind::Resource(r) => {
+            let (text, blob) = match r.contents {
+                WitContents::Text(t) => (Some(t), None),
+                WitContents::Blob(b) => (None, Some(encode_base64(&b))),
+            };
+            let resource = ResourceContents { uri: r.uri, mime_type: r.mime_type, text, blob, meta: None };
+            ContentBlock::Resource { resource, annotations: None, meta: None }
+        }
+        BlockKind::ResourceLink(l) => ContentBlock::ResourceLink(ResourceLink {
+            uri: l.uri,
+            name: l.name,
+            title: l.title,
+            description: l.description,
+            mime_type: l.mime_type,
+            size: l.size,
+            ..ResourceLink::default()
+        }),
+    };
+    Ok(block.with(annotations, meta))
+}
+
+/// MCP's `annotations` object; only the fields the component set.
+fn annotations(a: Annotations) -> Value {
+    let mut out = Map::new();
+    if !a.audience.is_empty() {
+        let roles: Vec<&str> = a
+            .audience
+            .iter()
+            .map(|r| match r {
+                Role::User => "user",
+                Role::Assistant => "assistant",
+            })
+            .collect();
+        out.insert("audience".into(), json!(roles));
+    }
+    if let Some(p) = a.priority {
+        out.insert("priority".into(), json!(p));
+    }
+    if let Some(t) = a.last_modified {
+        out.insert("lastModified".into(), json!(t));
+    }
+    Value::Object(out)
+}
