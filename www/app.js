@@ -3,7 +3,7 @@
 // decision, and the agent panel (agent-panel.js). For automation, `window.jpHost` offers
 // writeFile, readFile, listFiles, listTools, callTool, setPolicy and agentSend; `body.dataset.ready`
 // is "true" once everything is loaded. `?db=NAME` picks the database (default: jp-playground).
-import { Host } from './jp.js';
+import { Host, resultText } from './jp.js';
 import { FAULT_TOOLS } from './fault-tools.js';
 import { schemaForm } from './schema-form.js';
 import { agentPanel } from './agent-panel.js';
@@ -25,6 +25,10 @@ async function main() {
     worker: new URL('./call-worker.bundle.js', import.meta.url), limits: { deadlineMs: Number(params.get('deadline') ?? 30_000) },
   });
   await host.registerComponent('fs', new URL('./components/fs/fs.js', import.meta.url), new URL('./components/fs/', import.meta.url));
+  if (params.has('media')) {
+    // A component answering with content blocks (an image, audio, a resource): ?media
+    await host.registerComponent('media', new URL('./components/media/media.js', import.meta.url), new URL('./components/media/', import.meta.url));
+  }
   if (params.has('faults')) {
     // Misbehaving tools (endless loop, memory bomb) for trying the limits: ?faults
     await host.registerComponent('faults', new URL('./components/faults/faults.js', import.meta.url),
@@ -80,11 +84,44 @@ async function main() {
     if (outcome.tag === 'success') {
       status.className = 'ok';
       status.textContent = outcome.changed.length ? `Done — changed: ${outcome.changed.join(', ')}` : 'Done';
-      $('result').textContent = outcome.val;
+      if (outcome.result) showBlocks($('result'), outcome.result);
+      else $('result').textContent = outcome.val;
     } else {
       status.className = 'error';
       status.textContent = outcome.tag === 'error' ? 'Error' : 'The tool asks a question';
       $('result').textContent = outcome.val.message ?? outcome.val.text ?? JSON.stringify(outcome.val);
+    }
+  }
+
+  /**
+   * A component's content blocks (jp:tool/content): text as text, a raster image as an image and
+   * audio as a player — from data: URLs set as properties, never as markup — and every other
+   * block as the one line jp prints for it.
+   */
+  function showBlocks(into, result) {
+    into.replaceChildren();
+    for (const block of result.content) {
+      const line = document.createElement('div');
+      if (block.type === 'image' && /^image\/(png|jpeg|gif|webp)$/.test(block.mimeType)) {
+        const img = document.createElement('img');
+        img.src = `data:${block.mimeType};base64,${block.data}`;
+        img.alt = resultText({ content: [block] });
+        img.className = 'block-image';
+        line.append(img);
+      } else if (block.type === 'audio' && /^audio\/[a-z0-9.+-]+$/.test(block.mimeType)) {
+        const audio = document.createElement('audio');
+        audio.controls = true;
+        audio.src = `data:${block.mimeType};base64,${block.data}`;
+        line.append(audio);
+      } else {
+        line.textContent = resultText({ content: [block] });
+      }
+      into.append(line);
+    }
+    if (result.structuredContent !== undefined) {
+      const structured = document.createElement('div');
+      structured.textContent = JSON.stringify(result.structuredContent, null, 2);
+      into.append(structured);
     }
   }
 

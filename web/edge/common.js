@@ -35,10 +35,11 @@ export function memoryStorage() {
   };
 }
 
-/** The components an edge function serves: `fs` always, `faults` (misbehaving on purpose) only
- * when asked for, for tests of the limits. */
+/** The components an edge function serves: `fs` always; the test components — `faults`
+ * (misbehaving on purpose, for the limits) and `media` (answers with content blocks) — only when
+ * asked for. */
 export function componentNames(withFaults) {
-  return withFaults ? ['fs', 'faults'] : ['fs'];
+  return withFaults ? ['fs', 'faults', 'media'] : ['fs'];
 }
 
 export { FAULT_TOOLS } from '../../www/fault-tools.js';

@@ -10,10 +10,14 @@ import * as fsModule from '../../www/components/fs/fs.js';
 import fsCores from '../../www/components/fs/cores.js';
 import * as faultsModule from '../../www/components/faults/faults.js';
 import faultsCores from '../../www/components/faults/cores.js';
+import * as mediaModule from '../../www/components/media/media.js';
+import mediaCores from '../../www/components/media/cores.js';
 
 const components = (env) => ({
   fs: { module: fsModule, cores: fsCores },
-  ...(env.JP_EDGE_FAULTS === '1' ? { faults: { module: faultsModule, cores: faultsCores, tools: FAULT_TOOLS } } : {}),
+  ...(env.JP_EDGE_FAULTS === '1'
+    ? { faults: { module: faultsModule, cores: faultsCores, tools: FAULT_TOOLS }, media: { module: mediaModule, cores: mediaCores } }
+    : {}),
 });
 
 /** The access settings of a handler (see handler.js): tokens, allowed origins, and host names

@@ -50,7 +50,7 @@ run('cargo', ['build', '--release', '--locked', '--target', 'wasm32-wasip2',
 const built = join(guestsTarget, 'wasm32-wasip2/release');
 const jco = join(root, 'node_modules/.bin/jco');
 if (!existsSync(jco)) run('npm', ['install', '--no-audit', '--no-fund']);
-for (const [name, file] of [['fs', 'jp_fs_component.wasm'], ['faults', 'jp_tool_faults.wasm'], ['bench', 'jp_tool_bench.wasm']]) {
+for (const [name, file] of [['fs', 'jp_fs_component.wasm'], ['faults', 'jp_tool_faults.wasm'], ['bench', 'jp_tool_bench.wasm'], ['media', 'jp_tool_media.wasm']]) {
   const out = join(root, 'www/components', name);
   rmSync(out, { recursive: true, force: true });
   mkdirSync(out, { recursive: true });

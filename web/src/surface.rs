@@ -89,9 +89,18 @@ pub fn ask_before_call(tool: JsValue, hints: JsValue, args: JsValue) -> Result<b
     Ok(agent_tool(&tool, &hints)?.gate(&args) == Gate::Ask)
 }
 
+/// What a reader sees of a `CallToolResult` (`{content, structuredContent}`): text as text,
+/// one line such as `[image/png, 73 B]` for every other block — as `jp tool call` prints it.
+#[wasm_bindgen(js_name = resultText)]
+pub fn result_text(result: JsValue) -> Result<String, JsValue> {
+    let result: ToolResult = from_js("the result", &result)?;
+    Ok(result.to_shown())
+}
+
 /// A component call's outcome (`host.callTool`: `{tag: 'success' | 'error' | 'needs-input',
-/// val}`) as the agent gets it: MCP's `{content, structuredContent?, isError}`, a question that
-/// nobody answered and a failure as `isError` with a text that says what to do.
+/// val, result?}`) as the agent gets it: MCP's `{content, structuredContent?, isError}` (a
+/// component's own blocks when it gave `result`), a question that nobody answered and a failure
+/// as `isError` with a text that says what to do.
 #[wasm_bindgen(js_name = agentResult)]
 pub fn agent_result(name: &str, outcome: JsValue) -> Result<JsValue, JsValue> {
     let outcome: Value = from_js("the outcome", &outcome)?;
@@ -103,6 +112,13 @@ pub fn agent_result(name: &str, outcome: JsValue) -> Result<JsValue, JsValue> {
         None => String::new(),
     };
     let outcome = match outcome.get("tag").and_then(Value::as_str) {
+        // A component with `jp:tool/content` answered with blocks (`result`, MCP's shape).
+        Some("success") if outcome.get("result").is_some_and(Value::is_object) => {
+            let result = ToolResult::deserialize(&outcome["result"]).map_err(|e| {
+                JsError::new(&format!("tool '{name}': the outcome's result is not a CallToolResult: {e}"))
+            })?;
+            ExecutionOutcome::Completed { id, result: Ok(result) }
+        }
         Some("success") => ExecutionOutcome::Completed { id, result: Ok(ToolResult::text(text(""))) },
         Some("error") => ExecutionOutcome::Completed { id, result: Err(ToolError::new(text("message"))) },
         Some("needs-input") => ExecutionOutcome::NeedsInput {

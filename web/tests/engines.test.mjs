@@ -97,6 +97,8 @@ const ENGINES = (process.env.EDGE_ENGINES ?? 'workerd,wrangler,deno,node').split
 
 const root = join(import.meta.dirname, '..', '..');
 const run = promisify(execFile);
+/** The PNG the `media` component draws, in base64 as MCP carries it. */
+const DOT_PNG = readFileSync(join(root, 'tools/guests/media/src/dot.png')).toString('base64');
 
 describe('deployable as users deploy', () => {
   test('wrangler deploy --dry-run bundles the worker offline (wrangler.jsonc)', { skip: !ENGINES.includes('wrangler') }, async () => {
@@ -360,6 +362,17 @@ for (const engine of ENGINES) {
       const missing = await client.callTool({ name: 'fs_read_file', arguments: { path: 'nope.txt' } });
       assert.equal(missing.isError, true);
       await assert.rejects(client.callTool({ name: 'no_such_tool', arguments: {} }), /no tool 'no_such_tool'/);
+      // A component's content blocks (jp:tool/content) reach the client typed.
+      const chart = await client.callTool({ name: 'chart', arguments: { label: 'edge' } });
+      assert.equal(chart.isError, false, JSON.stringify(chart));
+      assert.deepEqual(chart.content[0], { type: 'text', text: 'edge: a 4x4 red square' });
+      assert.equal(chart.content[1].type, 'image');
+      assert.equal(chart.content[1].mimeType, 'image/png');
+      assert.equal(chart.content[1].data, DOT_PNG);
+      assert.deepEqual(chart.content[1]._meta, { 'example.com/label': 'edge' });
+      const report = await client.callTool({ name: 'report', arguments: { path: 'notes/a.md' } });
+      assert.deepEqual(report.structuredContent, { path: 'notes/a.md', lines: 1, bytes: 5 }, JSON.stringify(report));
+      assert.equal(report.content[1].resource.text, 'kept\n');
       await client.close();
     });
   });

@@ -119,6 +119,49 @@ test('an endless loop in a component ends at the deadline while the page stays r
   await context.close();
 });
 
+test("a component's content blocks are shown as what they are: an image, a player, one line for a resource", async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(`${server.url}?db=t-media-${Date.now()}&media`);
+  await page.waitForSelector('body[data-ready="true"]', { timeout: 30_000 });
+  await page.selectOption('#tool', 'chart');
+  await page.fill('#arg-label', 'sales');
+  await page.click('#call');
+  await page.waitForSelector('#result img.block-image');
+  assert.match(await page.textContent('#result'), /sales: a 4x4 red square/);
+  // The image is decoded by the browser: a real 4×4 PNG, not text.
+  const size = await page.evaluate(async () => {
+    const img = document.querySelector('#result img.block-image');
+    await img.decode();
+    return [img.naturalWidth, img.naturalHeight, img.alt];
+  });
+  assert.deepEqual(size, [4, 4, '[image/png, 73 B]']);
+  await page.selectOption('#tool', 'tone');
+  await page.click('#call');
+  await page.waitForSelector('#result audio[controls]');
+
+  // The same blocks as the agent gets them, and through the API.
+  const r = await page.evaluate(async () => {
+    await window.jpHost.writeFile('notes.txt', 'a\nb\n');
+    const outcome = await window.jpHost.callTool('report', { path: 'notes.txt' });
+    const bad = await window.jpHost.callTool('bad_meta', {});
+    const { agentResult } = await import('./jp.js');
+    return { outcome, bad, agent: agentResult('report', outcome) };
+  });
+  assert.equal(r.outcome.tag, 'success', JSON.stringify(r.outcome));
+  assert.equal(r.outcome.val, 'notes.txt: 2 lines, 4 bytes\n[resource file:///workspace/notes.txt (text/plain, 4 B)]\n[link file:///workspace/notes.txt (text/plain)]');
+  assert.deepEqual(r.outcome.result.structuredContent, { path: 'notes.txt', lines: 2, bytes: 4 });
+  assert.deepEqual(r.agent.structuredContent, { path: 'notes.txt', lines: 2, bytes: 4 });
+  assert.equal(r.agent.content[2].type, 'resource_link');
+  assert.equal(r.agent.isError, false);
+  assert.equal(r.bad.tag, 'error');
+  assert.match(r.bad.val.message, /^tool 'bad_meta' returned a result jp cannot use: block 0: meta is not JSON/);
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
 /**
  * A scripted OpenAI-compatible model on 127.0.0.1 (CORS open, as a local llama.cpp or Ollama is
  * for a page): it answers request N with `replies[N]` and keeps every request it got.

@@ -21,6 +21,8 @@ use exports::jp::tool::content::{
 };
 use exports::jp::tool::describe;
 use jp::tool::types::ErrorInfo;
+use jp_tool::Host as _;
+use jp_tool::component::ComponentHost;
 use serde_json::{Value, json};
 
 const DOT_PNG: &[u8] = include_bytes!("dot.png");
@@ -81,8 +83,9 @@ fn call(name: &str, args: &Value) -> CallOutcome {
         }),
         "report" => {
             let Some(path) = text("path") else { return failure("report needs `path`".into()) };
-            let body = match std::fs::read_to_string(format!("/workspace/{path}")) {
-                Ok(b) => b,
+            // Through `jp:host/filesystem`, which every host serves (the page has no preopens).
+            let body = match ComponentHost.read(path) {
+                Ok(b) => String::from_utf8_lossy(&b).into_owned(),
                 Err(e) => return failure(format!("cannot read {path}: {e}")),
             };
             let uri = format!("file:///workspace/{path}");
