@@ -79,10 +79,13 @@ fn workspace() -> tempfile::TempDir {
     ws
 }
 
-/// What one `claude -p` session did: the requests the model got, the questions jp asked.
+/// What one `claude -p` session did: the requests the model got, the questions jp asked, and
+/// (when tapped) the JSON-RPC messages Claude Code sent to jp and got from it.
 struct Session {
     requests: Vec<Value>,
     asked: Vec<Value>,
+    to_jp: Vec<Value>,
+    from_jp: Vec<Value>,
 }
 
 impl Session {
@@ -104,6 +107,12 @@ impl Session {
 /// Run Claude Code once in `ws` with the README's snippet (`jp mcp` as server `jp`,
 /// `--allowedTools mcp__jp`); its `Elicitation` hook answers jp's questions with `decision`.
 fn claude(ws: &Path, prompt: &str, plan: &Value, decision: &str) -> Session {
+    claude_session(ws, prompt, plan, decision, false)
+}
+
+/// [`claude`], with `tap`: jp is started through `sh` with `tee` on both sides of its stdio,
+/// so that the test sees the protocol as Claude Code speaks it.
+fn claude_session(ws: &Path, prompt: &str, plan: &Value, decision: &str, tap: bool) -> Session {
     let claude = repo().join("node_modules/.bin/claude");
     assert!(claude.exists(), "{} is missing: run `npm install` at the repository's root", claude.display());
     let scratch = tempfile::tempdir().unwrap();
@@ -114,7 +123,24 @@ fn claude(ws: &Path, prompt: &str, plan: &Value, decision: &str) -> Session {
     // variables of its own environment, and its HOME here is a scratch one).
     let state =
         std::env::var("XDG_STATE_HOME").unwrap_or_else(|_| format!("{}/.local/state", std::env::var("HOME").unwrap()));
-    let mcp = json!({"mcpServers": {"jp": {"command": JP, "args": ["mcp", "--workspace", ws], "env": {"XDG_STATE_HOME": state}}}});
+    let (to_jp, from_jp) = (scratch.path().join("to_jp.jsonl"), scratch.path().join("from_jp.jsonl"));
+    let mcp = if tap {
+        let wrap = scratch.path().join("tap.sh");
+        std::fs::write(
+            &wrap,
+            format!(
+                "#!/bin/sh\ntee '{}' | '{JP}' mcp --workspace '{}' | tee '{}'\n",
+                to_jp.display(),
+                ws.display(),
+                from_jp.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&wrap, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        json!({"mcpServers": {"jp": {"command": wrap, "args": [], "env": {"XDG_STATE_HOME": state}}}})
+    } else {
+        json!({"mcpServers": {"jp": {"command": JP, "args": ["mcp", "--workspace", ws], "env": {"XDG_STATE_HOME": state}}}})
+    };
     std::fs::write(scratch.path().join("mcp.json"), mcp.to_string()).unwrap();
     let hook = scratch.path().join("hook.sh");
     let answer = json!({"hookSpecificOutput": {"hookEventName": "Elicitation", "action": "accept", "content": {"decision": decision}}});
@@ -148,7 +174,7 @@ fn claude(ws: &Path, prompt: &str, plan: &Value, decision: &str) -> Session {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "claude: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    Session { requests: lines(&log), asked: lines(&asked) }
+    Session { requests: lines(&log), asked: lines(&asked), to_jp: lines(&to_jp), from_jp: lines(&from_jp) }
 }
 
 /// Where jp finds the approval `jp trust` recorded: the clients pass their servers only a few
@@ -231,9 +257,9 @@ fn claude_code_user_who_denies_keeps_the_file_from_the_model() {
     assert!(text.contains("denied"), "{text}");
 }
 
-#[test]
-fn claude_code_offers_a_wrapped_servers_prompt_and_its_tools() {
-    // server-everything (npm, pinned) wrapped by jp under the OS sandbox, as the README shows.
+/// A workspace whose jp wraps server-everything (npm, pinned) under the OS sandbox, as the
+/// README shows.
+fn everything_workspace() -> tempfile::TempDir {
     let repo = repo();
     let ws = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(ws.path().join(".jp")).unwrap();
@@ -245,6 +271,12 @@ fn claude_code_offers_a_wrapped_servers_prompt_and_its_tools() {
     );
     std::fs::write(ws.path().join(".jp/config.toml"), config).unwrap();
     approve_config(ws.path());
+    ws
+}
+
+#[test]
+fn claude_code_offers_a_wrapped_servers_prompt_and_its_tools() {
+    let ws = everything_workspace();
     // The user runs the server's prompt as Claude Code offers it: a slash command.
     let session = claude(ws.path(), "/mcp__jp__everything.simple-prompt", &json!([]), "deny");
     let first = session.requests.first().expect("the model was asked");
@@ -257,6 +289,36 @@ fn claude_code_offers_a_wrapped_servers_prompt_and_its_tools() {
     assert!(tools.iter().any(|t| t.as_str().is_some_and(|t| t.starts_with("mcp__jp__everything"))), "{tools:?}");
     let left = left_in(ws.path());
     assert!(left.is_empty(), "still running after the session: {left:#?}");
+}
+
+#[test]
+fn claude_code_gets_a_wrapped_servers_progress_under_its_own_token() {
+    // Print mode shows no progress, so the test looks at the wire: Claude Code sends a
+    // `progressToken` with its call, and the wrapped server's progress comes back under it.
+    let ws = everything_workspace();
+    let plan =
+        json!([{"name": "mcp__jp__everything_trigger-long-running-operation", "input": {"duration": 3, "steps": 3}}]);
+    let session = claude_session(ws.path(), "do as planned", &plan, "deny", true);
+    let call = session.to_jp.iter().find(|m| m["method"] == "tools/call").expect("Claude Code called the tool");
+    assert_eq!(call["params"]["name"], "everything.trigger-long-running-operation", "{call:#}");
+    let token = call["params"]["_meta"]["progressToken"].clone();
+    assert!(!token.is_null(), "Claude Code sent no progressToken: {call:#}");
+    let progress: Vec<f64> = session
+        .from_jp
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress" && m["params"]["progressToken"] == token)
+        .map(|m| m["params"]["progress"].as_f64().unwrap())
+        .collect();
+    // The server reports each of its 3 steps; jp may tick once before it starts reporting.
+    assert!(progress.len() >= 3, "{:#?}", session.from_jp);
+    assert!(progress.windows(2).all(|w| w[0] < w[1]), "progress must increase: {progress:?}");
+    let reply = session.from_jp.iter().find(|m| m["id"] == call["id"] && m.get("result").is_some()).unwrap();
+    assert_eq!(
+        reply["result"]["content"][0]["text"],
+        "Long running operation completed. Duration: 3 seconds, Steps: 3."
+    );
+    let results = session.results();
+    assert!(results[0].to_string().contains("Long running operation completed"), "{results:#?}");
 }
 
 /// Run `codex exec` once in `ws` with the README's `[mcp_servers.jp]`; the `function_call_output`
