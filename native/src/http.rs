@@ -10,6 +10,16 @@ use jp_core::host::{BackendError, HttpClient, HttpMethod, HttpRequest, HttpRespo
 use jp_core::maybe::OnBytes;
 use jp_core::protocol::Header;
 
+/// Make *ring* the process's TLS crypto provider (reqwest is built without one, see the
+/// workspace `Cargo.toml`); every HTTPS client of `jp` is built after this. Idempotent.
+pub fn crypto_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // Err only when a provider is installed already, which is as good.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
 /// Default time for one HTTP exchange.
 pub const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -31,6 +41,7 @@ impl ReqwestHttpClient {
     fn client(&self) -> Result<&reqwest::Client, BackendError> {
         self.client
             .get_or_init(|| {
+                crypto_provider();
                 reqwest::Client::builder()
                     .redirect(reqwest::redirect::Policy::none())
                     .timeout(self.timeout)
@@ -111,5 +122,39 @@ impl ReqwestHttpClient {
             }
             Ok(HttpResponse { status, headers, body })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    /// reqwest is built without a crypto provider (the workspace installs *ring*): an `https`
+    /// request must get as far as sending a TLS ClientHello, not fail for want of a provider.
+    #[tokio::test]
+    async fn https_goes_through_rustls_with_ring() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let (mut socket, _) = listener.accept().unwrap();
+            let mut head = [0u8; 3];
+            socket.read_exact(&mut head).unwrap();
+            let _ = tx.send(head); // the socket is dropped here: the handshake fails
+        });
+        let client = ReqwestHttpClient::new(Duration::from_secs(5)).unwrap();
+        let request = HttpRequest {
+            method: HttpMethod::Get,
+            url: format!("https://127.0.0.1:{port}/"),
+            headers: Vec::new(),
+            body: Vec::new(),
+            max_body: 1024,
+        };
+        let err = client.send(request).await.unwrap_err();
+        // A TLS handshake record (0x16), TLS 1.x (0x03 ..).
+        let head = rx.recv_timeout(Duration::from_secs(5)).unwrap_or_else(|_| panic!("no TLS connection: {err:?}"));
+        assert_eq!(&head[..2], &[0x16, 0x03]);
+        assert!(!format!("{err:?}").contains("provider"), "{err:?}");
     }
 }

@@ -334,6 +334,8 @@ fn http(ws: &Path, token: &str) -> (Server, String) {
 async fn http_client(url: &str, token: &str, lifecycle: ClientLifecycleMode) -> Session {
     use rmcp::transport::StreamableHttpClientTransport;
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    // reqwest is built without a TLS provider; jp installs *ring* before any client is made.
+    jp_native::http::crypto_provider();
     let mut config = StreamableHttpClientTransportConfig::with_uri(url);
     config.auth_header = Some(token.to_owned());
     let transport = StreamableHttpClientTransport::from_config(config);

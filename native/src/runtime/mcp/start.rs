@@ -242,6 +242,7 @@ impl McpRuntime {
         if !policy.check_request(&jp_core::policy::HttpCheck::new("POST", url)).is_allow() {
             return Err(RuntimeError::Config(format!("{who}: {url} is not allowed by its network rules")));
         }
+        crate::http::crypto_provider();
         let mut transport = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
         if let Some(var) = &config.token_env {
             let token = self.env.get(var).filter(|t| !t.is_empty()).ok_or_else(|| {
