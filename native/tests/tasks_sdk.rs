@@ -6,6 +6,9 @@
 //! running task stops its process and says cancelled; a `.env` read (the policy asks) is a task
 //! input request answered through ext-tasks' input routing — allow once reads, deny is a tool
 //! error. `tests/tasks.rs` covers the same extension with rmcp's client, and its abuse cases.
+//! The same SDK v2 client without ext-tasks (`tests/mcp/npm_mrtr.mjs`) covers what `tests/mrtr.rs`
+//! covers with the Python SDK: `input_required` answered by the SDK's own driver, typed blocks,
+//! argument errors as tool results.
 
 #![cfg(target_os = "linux")]
 
@@ -81,4 +84,49 @@ fn the_official_ext_tasks_client_drives_jp_tasks() {
         .unwrap_or_else(|| panic!("no JSON summary:\n{stdout}"));
     assert_eq!(summary["ok"], true, "{summary}");
     assert_eq!(summary["tasks"]["cancelled"]["server"], "cancelled", "{summary}");
+}
+
+/// The official TypeScript SDK v2 client on 2026-07-28 without ext-tasks (`tests/mcp/npm_mrtr.mjs`),
+/// the coverage `tests/mrtr.rs` has with the Python SDK: its built-in input-required driver answers
+/// jp's `.env` question (an `input_required` result, SEP-2322) through the `elicitation/create`
+/// handler, asked once — allow once reads, deny is a tool error without the secret; a stdio tool's
+/// image block and `structuredContent` arrive typed; a wrong argument type is a tool error naming
+/// the argument (SEP-1303), not a JSON-RPC error.
+#[test]
+fn the_official_sdk_v2_client_is_asked_by_result_and_gets_typed_blocks() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join(".env"), "TOKEN=hunter2\n").unwrap();
+    std::fs::create_dir_all(ws.path().join(".jp")).unwrap();
+    std::fs::create_dir_all(ws.path().join("tools")).unwrap();
+    let picture = r#"{"content": [{"type": "text", "text": "a picture"}, {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="}], "structuredContent": {"width": 1, "height": 1}}"#;
+    std::fs::write(ws.path().join("tools/picture.py"), format!("import sys\nsys.stdin.read()\nprint({picture:?})\n"))
+        .unwrap();
+    std::fs::write(
+        ws.path().join(".jp/config.toml"),
+        "[conversation.tools.picture]\nsource = \"local\"\ncommand = \"/usr/bin/python3 tools/picture.py\"\nparameters = {}\n",
+    )
+    .unwrap();
+    approve_config(ws.path());
+    let out = Command::new(node())
+        .arg(repo().join("tests/mcp/npm_mrtr.mjs"))
+        .arg(JP)
+        .arg(ws.path())
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("{stdout}");
+    assert!(out.status.success(), "npm_mrtr.mjs failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}", out.status);
+    for check in [
+        "ok speaks 2026-07-28",
+        "ok lists tools",
+        "ok asked once through input_required; allow once reads .env",
+        "ok deny is a tool error and keeps .env from the model",
+        "ok an image block and structuredContent arrive typed",
+        "ok a wrong argument type is a tool error that names the argument",
+    ] {
+        assert!(stdout.lines().any(|l| l == check), "{check:?} missing:\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    }
+    assert!(!stdout.contains("FAILED"), "{stdout}");
 }
