@@ -243,3 +243,39 @@ fn sigterm_ends_jp_mcp_over_http_with_a_connection_open() {
     }
     drop(idle);
 }
+
+#[test]
+fn a_client_that_leaves_without_initializing_ends_the_session_quietly() {
+    // An MCP 2026-07-28 client never sends `initialize`; one that asks `server/discover` and
+    // leaves (the TypeScript SDK v2 does so to pin a version) ended its session normally.
+    let ws = workspace();
+    for first in [
+        Some(json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "leaves", "version": "0"},
+        }}})),
+        None, // nothing at all
+    ] {
+        let mut child = Command::new(JP)
+            .arg("mcp")
+            .current_dir(ws.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        if let Some(message) = &first {
+            writeln!(stdin, "{message}").unwrap();
+            let mut line = String::new();
+            BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+            assert!(line.contains("\"result\""), "{line}");
+        }
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{first:?}: {:?} {stderr}", out.status);
+        assert_eq!(stderr, "", "{first:?}");
+    }
+}

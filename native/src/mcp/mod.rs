@@ -493,7 +493,13 @@ pub async fn serve_stdio(app: Arc<App>, options: McpOptions) -> Result<(), Strin
         front,
     ));
     let session = async {
-        let running = server.serve(tokio::io::split(rmcp_side)).await.map_err(|e| format!("MCP session: {e}"))?;
+        let running = match server.serve(tokio::io::split(rmcp_side)).await {
+            Ok(running) => running,
+            // A client that leaves before (or without: MCP 2026-07-28 has no `initialize`)
+            // initializing ended the session; it is not an error.
+            Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+            Err(e) => return Err(format!("MCP session: {e}")),
+        };
         running.waiting().await.map(|_| ()).map_err(|e| format!("MCP session: {e}"))
     };
     let ended = tokio::select! {
