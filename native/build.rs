@@ -1,7 +1,12 @@
 //! Builds the WASI components in `tools/guests` for `wasm32-wasip2` (release) with a nested
 //! cargo in a target directory of their own — so the outer build's lock is never waited on —
 //! embeds the builtin `learn` component, and tells the crate where the others are
-//! (`JP_GUESTS_DIR`, for tests, benchmarks and the web build).
+//! (`JP_GUESTS_DIR`, for tests and benchmarks).
+//!
+//! A release build (`cargo install`) builds `learn` alone: it is the only component `jp` embeds,
+//! and building the test components (with the core and the fs tools for wasm32) took 3 of the
+//! 19 minutes of a fresh install on 2 cores, on the critical path. Debug builds (`cargo test`)
+//! build them all, and so does any build with `JP_BUILD_GUESTS=all` (`./tests/bench`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -18,15 +23,19 @@ fn main() {
     // <target>/[<triple>/]<profile>/build/<pkg>-<hash>/out → <target>[/<triple>]/jp-guests
     let guests_target = out_dir.ancestors().nth(4).unwrap_or(&out_dir).join("jp-guests");
     let manifest = root.join("tools/guests/Cargo.toml");
+    println!("cargo:rerun-if-env-changed=JP_BUILD_GUESTS");
+    let all = std::env::var("JP_BUILD_GUESTS").is_ok_and(|v| v == "all")
+        || std::env::var("PROFILE").is_ok_and(|p| p != "release");
+    let only: &[&str] = if all { &[] } else { &["-p", "jp-tool-learn"] };
 
-    if let Err(first) = build(&manifest, &guests_target) {
+    if let Err(first) = build(&manifest, &guests_target, only) {
         // The one thing a fresh machine is likely to lack: install it and try again.
         if first.contains("target may not be installed") || first.contains("can't find crate for `core`") {
             let added = Command::new("rustup").args(["target", "add", TARGET]).status();
             if !added.is_ok_and(|s| s.success()) {
                 panic!("the {TARGET} target is missing and `rustup target add {TARGET}` failed:\n{first}");
             }
-            if let Err(second) = build(&manifest, &guests_target) {
+            if let Err(second) = build(&manifest, &guests_target, only) {
                 panic!("building the WASI components failed:\n{second}");
             }
         } else {
@@ -41,7 +50,7 @@ fn main() {
 
 /// Run the nested cargo with a clean environment (nothing of the outer build leaks in: not its
 /// target, flags, wrappers such as clippy-driver, or jobserver).
-fn build(manifest: &Path, target_dir: &Path) -> Result<(), String> {
+fn build(manifest: &Path, target_dir: &Path, only: &[&str]) -> Result<(), String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.env_clear();
@@ -60,6 +69,7 @@ fn build(manifest: &Path, target_dir: &Path) -> Result<(), String> {
     }
     cmd.args(["build", "--release", "--locked", "--target", TARGET, "--manifest-path"])
         .arg(manifest)
+        .args(only)
         .arg("--target-dir")
         .arg(target_dir);
     let out = cmd.output().map_err(|e| format!("cannot run cargo: {e}"))?;

@@ -38,10 +38,10 @@ if (!existsSync('/usr/bin/chromium') || !existsSync('/usr/bin/chromedriver')) {
 }
 
 // jp-web → www/pkg
-run('cargo', ['build', '-p', 'jp-web', '--target', 'wasm32-unknown-unknown', '--release', '--locked']);
+run('cargo', ['build', '-p', 'jp-web', '--target', 'wasm32-unknown-unknown', '--profile', 'web', '--locked']);
 rmSync(join(root, 'www/pkg'), { recursive: true, force: true });
 run('wasm-bindgen', ['--target', 'web', '--out-dir', join(root, 'www/pkg'),
-  join(target, 'wasm32-unknown-unknown/release/jp_web.wasm')]);
+  join(target, 'wasm32-unknown-unknown/web/jp_web.wasm')]);
 
 // Guest components → www/components/<name>/ (the same nested build native/build.rs runs).
 const guestsTarget = join(target, 'jp-guests');
