@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Install time: `cargo install --locked --path native` as the README says, into a fresh root
+# with an empty target directory (nothing compiled before; the crates already downloaded into
+# CARGO_HOME, so the network is not timed). Prints the wall-clock and CPU time and the installed
+# binary's size. Takes 10-20 minutes on 2 cores; run it on a quiet machine.
+# Usage: tests/benches/install_time.sh [extra cargo install arguments]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+cargo fetch --locked >/dev/null
+echo "installing into $scratch (empty target dir) on $(nproc) cores…"
+TIMEFORMAT='%R %U %S' # bash's own `time`: wall, then user and system CPU of every child
+status=0
+{ time cargo install --locked --path native --root "$scratch/root" --target-dir "$scratch/target" "$@" \
+  >"$scratch/log" 2>&1; } 2>"$scratch/time" || status=$?
+if [ "$status" != 0 ]; then tail -30 "$scratch/log"; exit 1; fi
+read -r wall user sys <"$scratch/time"
+size=$(stat -c %s "$scratch/root/bin/jp")
+awk -v wall="$wall" -v cpu="$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')" -v size="$size" -v cores="$(nproc)" 'BEGIN {
+  printf "INSTALL|cargo install --locked --path native, empty target dir|wall %.0f s (%d min %02d s)|CPU %.0f s|jp %.1f MB|%d cores\n",
+    wall, int(wall / 60), int(wall) % 60, cpu, size / 1e6, cores }'
