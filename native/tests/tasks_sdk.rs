@@ -36,6 +36,27 @@ fn node() -> PathBuf {
     node
 }
 
+/// Run `tests/mcp/<script>` with the pinned Node against `jp` in `ws`; it must succeed and print
+/// a line containing each of `checks`. Returns its stdout.
+fn run_script(script: &str, ws: &Path, checks: &[&str]) -> String {
+    let out = Command::new(node())
+        .arg(repo().join("tests/mcp").join(script))
+        .arg(JP)
+        .arg(ws)
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("{stdout}");
+    assert!(out.status.success(), "{script} failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}", out.status);
+    for check in checks {
+        assert!(stdout.lines().any(|l| l.contains(check)), "{check:?} missing:\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    }
+    assert!(!stdout.contains("FAILED"), "{stdout}");
+    stdout
+}
+
 /// A workspace whose `run` may start `sh` and `sleep`, with a plain file and a sensitive `.env`.
 fn workspace() -> tempfile::TempDir {
     let ws = tempfile::tempdir().unwrap();
@@ -56,27 +77,18 @@ commands = { sh = { args = [["**"]] }, sleep = { args = [["**"]] } }
 #[test]
 fn the_official_ext_tasks_client_drives_jp_tasks() {
     let ws = workspace();
-    let out = Command::new(node())
-        .arg(repo().join("tests/mcp/tasks_ext.mjs"))
-        .arg(JP)
-        .arg(ws.path())
-        .current_dir(repo())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    println!("{stdout}");
-    assert!(out.status.success(), "tasks_ext.mjs failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}", out.status);
-    for check in [
-        "ok speaks 2026-07-28 and declares io.modelcontextprotocol/tasks",
-        "ok a quick call answers inline",
-        "ok a slow run becomes a task and settles with its output",
-        "ok cancelling a running task stops its process",
-        "allow once gives a read",
-        "deny gives a tool error",
-    ] {
-        assert!(stdout.contains(check), "{check:?} missing:\n{stdout}\nstderr:\n{stderr}");
-    }
+    let stdout = run_script(
+        "tasks_ext.mjs",
+        ws.path(),
+        &[
+            "ok speaks 2026-07-28 and declares io.modelcontextprotocol/tasks",
+            "ok a quick call answers inline",
+            "ok a slow run becomes a task and settles with its output",
+            "ok cancelling a running task stops its process",
+            "allow once gives a read",
+            "deny gives a tool error",
+        ],
+    );
     let summary: serde_json::Value = stdout
         .lines()
         .rev()
@@ -107,26 +119,16 @@ fn the_official_sdk_v2_client_is_asked_by_result_and_gets_typed_blocks() {
     )
     .unwrap();
     approve_config(ws.path());
-    let out = Command::new(node())
-        .arg(repo().join("tests/mcp/npm_mrtr.mjs"))
-        .arg(JP)
-        .arg(ws.path())
-        .current_dir(repo())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    println!("{stdout}");
-    assert!(out.status.success(), "npm_mrtr.mjs failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}", out.status);
-    for check in [
-        "ok speaks 2026-07-28",
-        "ok lists tools",
-        "ok asked once through input_required; allow once reads .env",
-        "ok deny is a tool error and keeps .env from the model",
-        "ok an image block and structuredContent arrive typed",
-        "ok a wrong argument type is a tool error that names the argument",
-    ] {
-        assert!(stdout.lines().any(|l| l == check), "{check:?} missing:\nstdout:\n{stdout}\nstderr:\n{stderr}");
-    }
-    assert!(!stdout.contains("FAILED"), "{stdout}");
+    run_script(
+        "npm_mrtr.mjs",
+        ws.path(),
+        &[
+            "ok speaks 2026-07-28",
+            "ok lists tools",
+            "ok asked once through input_required; allow once reads .env",
+            "ok deny is a tool error and keeps .env from the model",
+            "ok an image block and structuredContent arrive typed",
+            "ok a wrong argument type is a tool error that names the argument",
+        ],
+    );
 }
