@@ -40,7 +40,7 @@ fn workspace() -> tempfile::TempDir {
         ("chart", r#"{ label = { type = "string", required = false } }"#),
         ("tone", "{}"),
         ("report", r#"{ path = { type = "string" } }"#),
-        ("big", r#"{ bytes = { type = "integer" } }"#),
+        ("big", r#"{ bytes = { type = "integer" }, mime = { type = "string", required = false } }"#),
         ("bad_meta", "{}"),
     ] {
         config.push_str(&format!(
@@ -185,4 +185,12 @@ fn jp_tool_call_shows_a_components_blocks_and_jp_mcp_hands_them_on() {
     assert_eq!(reply["result"]["content"][1]["resource"]["text"], "one\ntwo\nthree\n");
     drop(s.child.stdin.take());
     assert!(s.child.wait().unwrap().success());
+
+    // A media type is the component's text: the terminal gets it escaped, on one line.
+    let hostile = "image/png\u{1b}]0;owned\u{7}\n[fake line]";
+    let args = json!({"bytes": 3, "mime": hostile}).to_string();
+    let (code, out, err) = jp(ws.path(), &["tool", "call", "big", "--args", &args]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
+    assert_eq!(out.lines().count(), 1, "{out:?}");
 }

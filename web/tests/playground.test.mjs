@@ -157,6 +157,13 @@ test("a component's content blocks are shown as what they are: an image, a playe
   assert.equal(r.agent.content[2].type, 'resource_link');
   assert.equal(r.agent.isError, false);
   assert.equal(r.bad.tag, 'error');
+  // A block's media type is the component's: one that is not a raster image is never loaded.
+  await page.selectOption('#tool', 'big');
+  await page.fill('#arg-bytes', '16');
+  await page.fill('#arg-mime', 'text/html');
+  await page.click('#call');
+  await page.waitForFunction(() => document.querySelector('#result').textContent.includes('[image text/html, 16 B]'));
+  assert.equal(await page.locator('#result img, #result iframe, #result object, #result embed').count(), 0);
   assert.match(r.bad.val.message, /^tool 'bad_meta' returned a result jp cannot use: block 0: meta is not JSON/);
   assert.deepEqual(errors, []);
   await context.close();

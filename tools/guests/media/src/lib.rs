@@ -5,7 +5,8 @@
 //! - `chart`: a 4×4 PNG with annotations and `_meta`, and a caption;
 //! - `tone`: a short WAV;
 //! - `report`: a workspace file as an embedded resource, a link to it and `structuredContent`;
-//! - `big`: an image of `bytes` bytes (the output limit);
+//! - `big`: an image of `bytes` bytes with the media type `mime` (the output limit; a hostile
+//!   media type);
 //! - `bad_meta`: a block whose `meta` is not JSON (the host must refuse the result).
 //!
 //! Its seed `run` answers the same calls as text, for hosts that do not know `content`.
@@ -16,8 +17,8 @@ wit_bindgen::generate!({
 });
 
 use exports::jp::tool::content::{
-    self, Annotations, BlockKind, CallOutcome, ContentBlock, EmbeddedResource, Media, ResourceContents,
-    ResourceLink, Role, ToolResult,
+    self, Annotations, BlockKind, CallOutcome, ContentBlock, EmbeddedResource, Media, ResourceContents, ResourceLink,
+    Role, ToolResult,
 };
 use exports::jp::tool::describe;
 use jp::tool::types::ErrorInfo;
@@ -113,8 +114,9 @@ fn call(name: &str, args: &Value) -> CallOutcome {
         }
         "big" => {
             let n = args.get("bytes").and_then(Value::as_u64).unwrap_or(1024) as usize;
+            let mime = text("mime").unwrap_or("image/png").to_owned();
             CallOutcome::Success(ToolResult {
-                content: vec![block(BlockKind::Image(Media { data: vec![0u8; n], mime_type: "image/png".into() }))],
+                content: vec![block(BlockKind::Image(Media { data: vec![0u8; n], mime_type: mime }))],
                 structured_content: None,
             })
         }
@@ -165,15 +167,16 @@ impl Guest for Media_ {
 
 impl describe::Guest for Media_ {
     fn schema() -> String {
-        let tool = |name: &str, summary: &str, parameters: Value| {
-            json!({"name": name, "summary": summary, "description": "", "parameters": parameters})
-        };
+        let tool = |name: &str, summary: &str, parameters: Value| json!({"name": name, "summary": summary, "description": "", "parameters": parameters});
         json!({"tools": [
             tool("chart", "Draw a chart as a PNG image.", json!({"label": {"type": "string", "summary": "Caption.", "required": false}})),
             tool("tone", "Play a short tone (WAV).", json!({})),
             tool("report", "Report on a workspace file, with the file embedded and linked.",
                 json!({"path": {"type": "string", "summary": "The file, relative to the workspace."}})),
-            tool("big", "An image of `bytes` bytes.", json!({"bytes": {"type": "integer", "minimum": 0}})),
+            tool("big", "An image of `bytes` bytes of media type `mime`.", json!({
+                "bytes": {"type": "integer", "minimum": 0},
+                "mime": {"type": "string", "required": false},
+            })),
             tool("bad_meta", "A block whose meta is not JSON.", json!({})),
         ]})
         .to_string()
