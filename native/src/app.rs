@@ -17,7 +17,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use jp_core::files::ProjectFiles;
 use jp_core::host::{DenyInquirer, DispatchEvents, Inquirer};
 use jp_core::runtime::{
     Config, ExecutionOutcome, McpToolsImport, RuntimeError, ToolCall, ToolConfig, ToolRuntimeKind, ToolSource,
@@ -32,6 +31,7 @@ use crate::process::TokioProcessRunner;
 use crate::runtime::builtin::BuiltinRuntime;
 use crate::runtime::mcp::client::McpRuntime;
 use crate::runtime::run_tool::{self, RUN};
+use crate::runtime::services::HostServices;
 use crate::runtime::stdio::StdioRuntime;
 use crate::runtime::vfs::{VfsOptions, VfsRuntime};
 use crate::runtime::wasm::WasmLimits;
@@ -261,7 +261,6 @@ impl App {
         let http: Arc<dyn jp_core::host::HttpClient> = Arc::new(
             ReqwestHttpClient::new(options.timeout).map_err(|e| AppError::Config(format!("HTTP client: {e}")))?,
         );
-        let (files_for_wasm, http_for_wasm) = (files.clone() as Arc<dyn ProjectFiles>, http.clone());
         let kb_files = files.clone();
         let describers = describe::Describers::new(
             workspace.clone(),
@@ -270,26 +269,21 @@ impl App {
             home.clone(),
             options.trace.clone(),
         );
-        let mut vfs = VfsRuntime::new(files, &workspace)
+        // What every runtime's tools are served by, built once.
+        let services = HostServices::new(files, &workspace)
             .http(http)
             .process(Arc::new(TokioProcessRunner::new(options.timeout).sandbox(options.sandbox)))
             .inquirer(options.inquirer.clone())
             .env(options.env.clone())
             .home(home)
+            .trace(options.trace.clone());
+        let vfs = VfsRuntime::with_services(services.clone())
             .sandbox(options.sandbox)
             .options(VfsOptions { request_timeout: options.timeout, ..VfsOptions::default() });
-        if let Some(trace) = &options.trace {
-            vfs = vfs.trace(trace.clone());
-        }
         let wasm = Arc::new(runtimes::LazyWasm::new(runtimes::WasmSetup {
-            files: files_for_wasm,
-            http: http_for_wasm,
-            inquirer: options.inquirer.clone(),
-            env: options.env.clone(),
-            trace: options.trace.clone(),
+            services: services.clone(),
             limits: WasmLimits { deadline: options.timeout, ..WasmLimits::default() },
             sandbox: options.sandbox,
-            workspace: workspace.clone(),
         }));
         let vfs = Arc::new(vfs);
         let builtin = BuiltinRuntime::new(vfs.services().clone(), jp_fs_tools::TOOLS);
@@ -298,14 +292,7 @@ impl App {
                 .with_trace(options.trace.clone())
                 .egress_observers(options.inquirer.clone(), options.trace.clone()),
         );
-        let mut stdio = StdioRuntime::new(&workspace)
-            .env(options.env)
-            .inquirer(options.inquirer.clone())
-            .sandbox(options.sandbox)
-            .timeout(options.timeout);
-        if let Some(trace) = &options.trace {
-            stdio = stdio.trace(trace.clone());
-        }
+        let stdio = StdioRuntime::with_services(&services).sandbox(options.sandbox).timeout(options.timeout);
         let learn = runtimes::Learn { wasm: wasm.clone(), kb_files, workspace: workspace.clone() };
         let runtimes = runtimes::Runtimes::new(stdio, vfs.clone(), wasm, builtin, mcp.clone(), learn);
         Ok(Self {

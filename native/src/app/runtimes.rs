@@ -14,8 +14,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use jp_core::BoxFuture;
-use jp_core::files::ProjectFiles;
-use jp_core::host::{DispatchEvents, HttpClient, Inquirer};
 use jp_core::runtime::{
     ExecutionOutcome, RuntimeChoice, RuntimeError, ToolCall, ToolConfig, ToolRuntime, ToolRuntimeKind,
 };
@@ -25,6 +23,7 @@ use crate::files::FsProjectFiles;
 use crate::process::TokioProcessRunner;
 use crate::runtime::builtin::BuiltinRuntime;
 use crate::runtime::mcp::client::McpRuntime;
+use crate::runtime::services::HostServices;
 use crate::runtime::stdio::StdioRuntime;
 use crate::runtime::vfs::VfsRuntime;
 use crate::runtime::wasm::{WasmEngine, WasmLimits, WasmRuntime};
@@ -32,15 +31,11 @@ use crate::sandbox::SandboxMode;
 
 /// What the wasm runtime is built from, on first use (the engine costs a few milliseconds).
 pub(super) struct WasmSetup {
-    pub(super) files: Arc<dyn ProjectFiles>,
-    pub(super) http: Arc<dyn HttpClient>,
-    pub(super) inquirer: Arc<dyn Inquirer>,
-    pub(super) env: BTreeMap<String, String>,
-    pub(super) trace: Option<Arc<dyn DispatchEvents>>,
+    /// The host's services (files, workspace, HTTP, inquirer, environment, trace).
+    pub(super) services: HostServices,
     pub(super) limits: WasmLimits,
     /// For the programs its components run with `process.run`.
     pub(super) sandbox: SandboxMode,
-    pub(super) workspace: PathBuf,
 }
 
 /// The wasm runtime, built on first use.
@@ -57,14 +52,14 @@ impl LazyWasm {
     pub(super) fn get(&self) -> Result<&WasmRuntime, RuntimeError> {
         self.cell
             .get_or_init(|| {
-                let s = &self.setup;
-                let mut rt = WasmRuntime::new(WasmEngine::shared()?, s.files.clone(), &s.workspace)
-                    .http(s.http.clone())
+                let (s, services) = (&self.setup, &self.setup.services);
+                let mut rt = WasmRuntime::new(WasmEngine::shared()?, services.files.clone(), &services.workspace)
+                    .http(services.http.clone())
                     .process(Arc::new(TokioProcessRunner::new(s.limits.deadline).sandbox(s.sandbox)))
-                    .inquirer(s.inquirer.clone())
-                    .env(s.env.clone())
+                    .inquirer(services.inquirer.clone())
+                    .env(services.env.clone())
                     .limits(s.limits);
-                if let Some(t) = &s.trace {
+                if let Some(t) = &services.trace {
                     rt = rt.trace(t.clone());
                 }
                 Ok(rt)

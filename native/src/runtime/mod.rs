@@ -11,6 +11,7 @@
 //! - [`run_tool`] — the first-party stateful tool `run`.
 //! - [`mcp`] — `McpRuntime`: jp as the client of `[mcp.servers.*]`.
 //! - [`services`] — `HostServices`, what a tool's dispatcher is built from.
+//! - [`tail`] — `StderrTail`, the one reader of a child's stderr.
 //!
 //! **Architecture invariant:** nothing here imports a front end or `crate::app`; the app
 //! assembles runtimes, runtimes never reach back.
@@ -20,5 +21,6 @@ pub mod mcp;
 pub mod run_tool;
 pub mod services;
 pub mod stdio;
+pub mod tail;
 pub mod vfs;
 pub mod wasm;

@@ -140,27 +140,27 @@ impl VfsRuntime {
     }
     /// The HTTP client behind `http.*`.
     pub fn http(mut self, http: Arc<dyn HttpClient>) -> Self {
-        self.services.http = http;
+        self.services = self.services.http(http);
         self
     }
     /// The runner behind `process.run`.
     pub fn process(mut self, process: Arc<dyn ProcessRunner>) -> Self {
-        self.services.process = process;
+        self.services = self.services.process(process);
         self
     }
     /// Who answers inquiries.
     pub fn inquirer(mut self, inquirer: Arc<dyn Inquirer>) -> Self {
-        self.services.inquirer = inquirer;
+        self.services = self.services.inquirer(inquirer);
         self
     }
     /// The host environment (filtered by each tool's policy).
     pub fn env(mut self, env: BTreeMap<String, String>) -> Self {
-        self.services.env = env;
+        self.services = self.services.env(env);
         self
     }
     /// The home directory, so `~/…` sensitive paths apply when the workspace contains it.
     pub fn home(mut self, home: Option<PathBuf>) -> Self {
-        self.services.home = home;
+        self.services = self.services.home(home);
         self
     }
     /// Enforce the OS sandbox (default) or run without it.

@@ -21,6 +21,7 @@ use tokio::sync::{Notify, mpsc, watch};
 
 use super::VfsOptions;
 use crate::process::{GroupGuard, signal_group};
+use crate::runtime::tail::StderrTail;
 use crate::sandbox::SandboxedChild;
 
 /// Requests read from the tool and waiting to be served, at most. When the queue is full the
@@ -141,21 +142,11 @@ impl Session {
         let out = Outbox { tx: write_tx, pending: pending_bytes.clone() };
 
         // Stderr: keep the tail.
-        let max_stderr = s.opts.max_stderr;
-        let mut stderr = s.stderr;
+        let tail = StderrTail::new(s.opts.max_stderr);
+        let stderr = s.stderr;
         let stderr_task = tokio::spawn(async move {
-            let mut tail: Vec<u8> = Vec::new();
-            let mut buf = vec![0u8; 8192];
-            while let Ok(n) = stderr.read(&mut buf).await {
-                if n == 0 {
-                    break;
-                }
-                tail.extend_from_slice(&buf[..n]);
-                if tail.len() > max_stderr {
-                    tail.drain(..tail.len() - max_stderr);
-                }
-            }
-            String::from_utf8_lossy(&tail).into_owned()
+            tail.read_from(stderr).await;
+            tail.text()
         });
 
         out.send(encode_message(&s.init.to_message()));
