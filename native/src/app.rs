@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use jp_core::host::{DenyInquirer, DispatchEvents, Inquirer};
 use jp_core::runtime::{
-    Config, ExecutionOutcome, McpToolsImport, RuntimeError, ToolCall, ToolConfig, ToolRuntimeKind, ToolSource,
-    resolve_runtime,
+    Config, ExecutionOutcome, McpToolsImport, RuntimeError, ToolCall, ToolConfig, ToolRuntime, ToolRuntimeKind,
+    ToolSource, resolve_runtime,
 };
 use jp_core::schema::{ArgumentSchema, ToolDefinition};
 use tokio::sync::Mutex;
@@ -30,7 +30,7 @@ use crate::http::ReqwestHttpClient;
 use crate::process::TokioProcessRunner;
 use crate::runtime::builtin::BuiltinRuntime;
 use crate::runtime::mcp::client::McpRuntime;
-use crate::runtime::run_tool::{self, RUN};
+use crate::runtime::run_tool::{RUN, RunRuntime};
 use crate::runtime::services::HostServices;
 use crate::runtime::stdio::StdioRuntime;
 use crate::runtime::vfs::{VfsOptions, VfsRuntime};
@@ -152,8 +152,6 @@ pub struct App {
     schemas: Mutex<HashMap<String, Result<String, String>>>,
     /// The runtimes that ask tools for their schema (no host access, a short deadline).
     describers: describe::Describers,
-    /// Starts the commands of the `run` tool.
-    runner: TokioProcessRunner,
     sandbox: SandboxMode,
     fetch_wait: Duration,
     /// Definitions by tool name (the configuration does not change while `jp` runs).
@@ -294,7 +292,9 @@ impl App {
         );
         let stdio = StdioRuntime::with_services(&services).sandbox(options.sandbox).timeout(options.timeout);
         let learn = runtimes::Learn { wasm: wasm.clone(), kb_files, workspace: workspace.clone() };
-        let runtimes = runtimes::Runtimes::new(stdio, vfs.clone(), wasm, builtin, mcp.clone(), learn);
+        let run =
+            RunRuntime::new(vfs.services().clone(), TokioProcessRunner::new(options.timeout).sandbox(options.sandbox));
+        let runtimes = runtimes::Runtimes::new(stdio, vfs.clone(), wasm, builtin, mcp.clone(), learn, run);
         Ok(Self {
             workspace,
             tools: std::sync::RwLock::new(tools),
@@ -307,7 +307,6 @@ impl App {
             timeout: options.timeout,
             schemas: Mutex::new(HashMap::new()),
             describers,
-            runner: TokioProcessRunner::new(options.timeout).sandbox(options.sandbox),
             sandbox: options.sandbox,
             fetch_wait: options.fetch_wait,
             definitions: std::sync::Mutex::new(HashMap::new()),
@@ -396,10 +395,40 @@ impl App {
         })
     }
 
+    /// The runtime that answers for `entry` — its actions, its schema, whether it keeps a live
+    /// process: a first-party tool's builtin executor (even when it runs as `jp __tool`), else
+    /// the runtime its configuration resolves to.
+    fn runtime_of(&self, entry: &ToolEntry) -> Arc<dyn ToolRuntime> {
+        let builtin = entry.first_party.then(|| self.runtimes.builtin(&entry.name)).flatten();
+        builtin.unwrap_or_else(|| self.runtimes.resolve(&resolve_runtime(&entry.name, &self.run_config(entry)).choice))
+    }
+
+    /// A first-party tool configured with `runtime = "vfs"` (and whose runtime is not fixed): the
+    /// `jp` binary re-executed as a sandboxed VFS tool instead of running in-process.
+    fn runs_as_vfs(&self, entry: &ToolEntry) -> bool {
+        entry.first_party
+            && entry.config.runtime == Some(ToolRuntimeKind::Vfs)
+            && !self.runtimes.builtin(&entry.name).is_some_and(|r| r.fixed_runtime())
+    }
+
+    /// The runtime a tool runs on, for listings (`vfs`, `stdio`, `wasm`, `mcp`, `builtin`).
+    pub fn runtime_label(&self, entry: &ToolEntry) -> String {
+        if !entry.first_party {
+            return entry.configured_runtime_label();
+        }
+        if self.runs_as_vfs(entry) { "vfs".into() } else { self.runtime_of(entry).kind().into() }
+    }
+
+    /// One line for listings: what the tool may touch (its policy, unless its runtime holds it
+    /// to less).
+    pub fn policy_summary(&self, entry: &ToolEntry) -> String {
+        self.runtime_of(entry).policy_summary().unwrap_or_else(|| entry.policy_summary())
+    }
+
     /// The configuration a first-party tool runs with: `jp` in tool mode, as a VFS tool.
     fn run_config(&self, entry: &ToolEntry) -> ToolConfig {
         let mut config = entry.config.clone();
-        if entry.runs_as_vfs() {
+        if self.runs_as_vfs(entry) {
             let exe = self.self_exe.to_string_lossy();
             let quoted = shlex::try_quote(&exe).map_or_else(|_| exe.to_string(), |q| q.into_owned());
             config.source = ToolSource::Local;

@@ -10,6 +10,7 @@
 //! the `wasm` key) > `stdio`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{Map, Value};
 
@@ -19,8 +20,10 @@ use crate::maybe::{BoxFuture, MaybeSend, MaybeSync};
 pub mod config;
 mod definition;
 pub mod review;
+use crate::handles::AnyToolHandle;
 use crate::policy::AccessPolicy;
-use crate::state::{Question, ToolError, ToolResult};
+use crate::schema::StatefulAction;
+use crate::state::{Question, ToolError, ToolResult, ToolState};
 pub use config::*;
 
 /// Which runtime a tool resolved to.
@@ -241,7 +244,55 @@ pub trait ToolRuntime: MaybeSend + MaybeSync {
         call: ToolCall,
         config: &'a ToolConfig,
     ) -> BoxFuture<'a, Result<ExecutionOutcome, RuntimeError>>;
+
+    /// The RFD 009 actions its tool declares by itself, whatever the tool's table says (`None`:
+    /// the table's `stateful` actions, if any). The first-party `run` declares all four.
+    fn stateful_actions(&self) -> Option<Vec<StatefulAction>> {
+        None
+    }
+
+    /// Whether a stateful tool on it keeps a live process between commands — started by
+    /// [`spawn`](Self::spawn), then fetched and applied through its handle (VFS tools, `run`).
+    /// Otherwise a stateful tool is run again with the answers.
+    fn live(&self) -> bool {
+        false
+    }
+
+    /// Start a live stateful tool: its first state, and its handle unless it stopped at once;
+    /// the handle's `fetch` and `apply` wait up to `wait` for a change.
+    fn spawn<'a>(&'a self, call: ToolCall, config: &'a ToolConfig, wait: Duration) -> BoxFuture<'a, SpawnResult> {
+        let _ = (config, wait);
+        Box::pin(async move {
+            Err(RuntimeError::Config(format!(
+                "tool '{}' keeps no live process on the {} runtime; call it without `action`",
+                call.name,
+                self.kind()
+            )))
+        })
+    }
+
+    /// Its tool's D06 self-description when the runtime knows it without asking the tool (the
+    /// first-party tools), as the JSON text of a schema response.
+    fn own_schema(&self) -> Option<String> {
+        None
+    }
+
+    /// What a listing says its tool may touch, when the runtime holds the tool to less than its
+    /// policy (`learn`: its topic's subjects only); `None`: the policy's summary.
+    fn policy_summary(&self) -> Option<String> {
+        None
+    }
+
+    /// Whether its first-party tool runs on it whatever `runtime` the tool's table names (`learn`,
+    /// a component inside `jp`); otherwise `runtime = "vfs"` runs a first-party tool as
+    /// `jp __tool`, a sandboxed VFS tool.
+    fn fixed_runtime(&self) -> bool {
+        false
+    }
 }
+
+/// What [`ToolRuntime::spawn`] gives: the tool's first state, and its handle unless it stopped.
+pub type SpawnResult = Result<(ToolState, Option<Box<dyn AnyToolHandle>>), RuntimeError>;
 
 #[cfg(test)]
 mod tests {

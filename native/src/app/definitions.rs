@@ -11,8 +11,7 @@ use jp_core::runtime::{RuntimeChoice, RuntimeError, ToolConfig, ToolRuntimeKind,
 use jp_core::schema::{ArgumentError, ArgumentSchema, SchemaResponse, ToolDefinition, ToolSchema};
 use serde_json::{Map, Value};
 
-use super::{App, LEARN, ToolEntry, schema_cache};
-use crate::runtime::run_tool::{self, RUN};
+use super::{App, ToolEntry, schema_cache};
 
 impl App {
     /// The tool's definition: its configured `parameters`, or what it says about itself (D06)
@@ -49,24 +48,8 @@ impl App {
 
     /// Ask a tool for its schema; one answer per program and process.
     async fn describe(&self, entry: &ToolEntry) -> Result<ToolSchema, RuntimeError> {
-        if entry.first_party && entry.name == RUN {
-            let text = serde_json::json!({"tools": [{
-                "name": RUN,
-                "summary": run_tool::SUMMARY,
-                "description": run_tool::DESCRIPTION,
-                "parameters": serde_json::from_str::<Value>(run_tool::PARAMETERS).unwrap_or_default(),
-            }]});
-            return SchemaResponse::parse_for(RUN, &text.to_string()).map_err(|e| RuntimeError::Config(e.to_string()));
-        }
-        if entry.first_party && entry.name == LEARN {
-            // The component's own answer, kept beside it as a file: listing compiles nothing.
-            return SchemaResponse::parse_for(LEARN, crate::runtime::wasm::LEARN_SCHEMA)
-                .map_err(|e| RuntimeError::Config(e.to_string()));
-        }
-        if entry.first_party {
-            // The first-party fs tools are this very binary in tool mode: its answer to the
-            // schema action is this table, so it is read here instead of spawning `jp __tool`.
-            let text = jp_tool::schema_response(jp_fs_tools::TOOLS).to_string();
+        if let Some(text) = self.runtime_of(entry).own_schema() {
+            // A first-party tool: its runtime knows its answer without asking it.
             return SchemaResponse::parse_for(&entry.name, &text).map_err(|e| RuntimeError::Config(e.to_string()));
         }
         let config = self.run_config(entry);

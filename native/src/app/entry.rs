@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use jp_core::policy::AccessPolicy;
-use jp_core::runtime::{McpServerConfig, RuntimeChoice, ToolConfig, ToolRuntimeKind, ToolSource, resolve_runtime};
+use jp_core::runtime::{McpServerConfig, RuntimeChoice, ToolConfig, ToolSource, resolve_runtime};
 
-use super::{AppError, LEARN};
+use super::AppError;
 
 /// A tool the host knows.
 #[derive(Debug, Clone)]
@@ -52,28 +52,14 @@ impl ToolEntry {
         Ok(Self { name, config, first_party, origin, resolved_policy: Arc::new(policy) })
     }
 
-    /// The runtime it runs on, for listings (`vfs`, `stdio`, `wasm`, `mcp`).
-    pub fn runtime_label(&self) -> String {
-        if self.first_party {
-            return if self.name == LEARN {
-                "wasm".into()
-            } else if self.runs_as_vfs() {
-                "vfs".into()
-            } else {
-                "builtin".into()
-            };
-        }
+    /// The runtime a tool that is not first-party runs on, for listings (`vfs`, `stdio`,
+    /// `wasm`, `mcp`); `App::runtime_label` answers for every tool.
+    pub(super) fn configured_runtime_label(&self) -> String {
         match resolve_runtime(&self.name, &self.config).choice {
             RuntimeChoice::Local(kind) => kind.name().into(),
             RuntimeChoice::Builtin => "builtin".into(),
             RuntimeChoice::Mcp { .. } => "mcp".into(),
         }
-    }
-
-    /// A first-party fs tool configured with `runtime = "vfs"`: the `jp` binary re-executed as a
-    /// sandboxed VFS tool instead of running in-process.
-    pub fn runs_as_vfs(&self) -> bool {
-        self.first_party && self.name != LEARN && self.config.runtime == Some(ToolRuntimeKind::Vfs)
     }
 
     /// The name the tool's binary knows it by (`tool` in its table, else its own name).
@@ -90,11 +76,9 @@ impl ToolEntry {
         }
     }
 
-    /// One line for listings: what the tool may touch.
+    /// One line: what its policy allows. What a listing shows is `App::policy_summary`, which
+    /// the tool's runtime may narrow (`learn`).
     pub fn policy_summary(&self) -> String {
-        if self.first_party && self.name == LEARN {
-            return "files: the chosen topic's subjects, read-only at /subjects (no workspace); network: none; processes: none".into();
-        }
         self.resolved_policy.summary()
     }
 

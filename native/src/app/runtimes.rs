@@ -5,17 +5,20 @@
 //! - local tools: stdio, VFS (first-party fs tools as `jp __tool` get their writable default
 //!   here), wasm (the engine is built on first use: [`LazyWasm`]);
 //! - `source = "builtin"`: [`Builtins`], D10's registry of builtin executors by name — the
-//!   in-process fs tools, `learn` (a component inside `jp`) and `run` (stateful; its one-shot
-//!   form is `App::run_to_end`);
+//!   in-process fs tools, `learn` (a component inside `jp`) and `run` (`RunRuntime`: stateful;
+//!   its one-shot form is `App::run_to_end`); each executor also answers for its tool (actions,
+//!   schema, live process), so `App` names no tool;
 //! - `source = "mcp.*"`: the `McpRuntime`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use jp_core::BoxFuture;
+use jp_core::handles::AnyToolHandle;
 use jp_core::runtime::{
-    ExecutionOutcome, RuntimeChoice, RuntimeError, ToolCall, ToolConfig, ToolRuntime, ToolRuntimeKind,
+    ExecutionOutcome, RuntimeChoice, RuntimeError, SpawnResult, ToolCall, ToolConfig, ToolRuntime, ToolRuntimeKind,
 };
 
 use super::{LEARN, RUN};
@@ -23,6 +26,7 @@ use crate::files::FsProjectFiles;
 use crate::process::TokioProcessRunner;
 use crate::runtime::builtin::BuiltinRuntime;
 use crate::runtime::mcp::client::McpRuntime;
+use crate::runtime::run_tool::RunRuntime;
 use crate::runtime::services::HostServices;
 use crate::runtime::stdio::StdioRuntime;
 use crate::runtime::vfs::VfsRuntime;
@@ -104,22 +108,21 @@ impl ToolRuntime for Learn {
             self.wasm.get()?.run(call, config, Some(source)).await
         })
     }
-}
 
-/// `run` outside a handle: refused with the way to call it (`App::run_to_end` runs it to its
-/// end through `spawn`).
-struct RunOneShot;
-
-impl ToolRuntime for RunOneShot {
-    fn kind(&self) -> &'static str {
-        "builtin"
+    fn own_schema(&self) -> Option<String> {
+        // The component's own answer, kept beside it as a file: listing compiles nothing.
+        Some(crate::runtime::wasm::LEARN_SCHEMA.to_owned())
     }
-    fn execute<'a>(&'a self, _: ToolCall, _: &'a ToolConfig) -> BoxFuture<'a, Result<ExecutionOutcome, RuntimeError>> {
-        Box::pin(async {
-            Err(RuntimeError::Config(format!(
-                "'{RUN}' is stateful: call it with action = \"spawn\" (then fetch, apply, abort), or run it to the end as a one-shot call"
-            )))
-        })
+
+    fn policy_summary(&self) -> Option<String> {
+        Some(
+            "files: the chosen topic's subjects, read-only at /subjects (no workspace); network: none; processes: none"
+                .into(),
+        )
+    }
+
+    fn fixed_runtime(&self) -> bool {
+        true
     }
 }
 
@@ -168,6 +171,19 @@ impl ToolRuntime for Vfs {
             self.vfs.run_with_default(call, config, None, default).await
         })
     }
+
+    fn live(&self) -> bool {
+        true
+    }
+
+    fn spawn<'a>(&'a self, call: ToolCall, config: &'a ToolConfig, wait: Duration) -> BoxFuture<'a, SpawnResult> {
+        Box::pin(async move {
+            // Only the table's own policy applies here (`call.policy`, resolved at load, wins).
+            let default = jp_core::runtime::default_policy(&call.name, config, false);
+            let (state, handle) = self.vfs.spawn_stateful(call, config, default, wait).await?;
+            Ok((state, handle.map(|h| Box::new(h) as Box<dyn AnyToolHandle>)))
+        })
+    }
 }
 
 /// Whether `command` runs this `jp` in tool mode (a first-party tool as a VFS tool).
@@ -181,6 +197,8 @@ pub(super) struct Runtimes {
     vfs: Arc<dyn ToolRuntime>,
     wasm: Arc<LazyWasm>,
     builtins: Arc<dyn ToolRuntime>,
+    /// The builtin executors by name (those `builtins` dispatches to).
+    executors: BTreeMap<&'static str, Arc<dyn ToolRuntime>>,
     mcp: Arc<McpRuntime>,
 }
 
@@ -192,6 +210,7 @@ impl Runtimes {
         builtin: BuiltinRuntime,
         mcp: Arc<McpRuntime>,
         learn: Learn,
+        run: RunRuntime,
     ) -> Self {
         let fs: Arc<dyn ToolRuntime> = Arc::new(builtin);
         let mut executors: BTreeMap<&'static str, Arc<dyn ToolRuntime>> = BTreeMap::new();
@@ -199,14 +218,21 @@ impl Runtimes {
             executors.insert(t.name, fs.clone());
         }
         executors.insert(LEARN, Arc::new(learn));
-        executors.insert(RUN, Arc::new(RunOneShot));
+        executors.insert(RUN, Arc::new(run));
         Self {
             stdio: Arc::new(stdio),
             vfs: Arc::new(Vfs { vfs }),
             wasm,
-            builtins: Arc::new(Builtins { executors }),
+            builtins: Arc::new(Builtins { executors: executors.clone() }),
+            executors,
             mcp,
         }
+    }
+
+    /// D10's builtin executor of the first-party tool `name`: the runtime that answers for it
+    /// (its actions, its schema, whether it keeps a live process), even when it runs as `jp __tool`.
+    pub(super) fn builtin(&self, name: &str) -> Option<Arc<dyn ToolRuntime>> {
+        self.executors.get(name).cloned()
     }
 
     /// D10: the runtime that executes a tool resolved to `choice`.

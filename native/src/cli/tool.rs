@@ -20,10 +20,10 @@ pub(crate) async fn list(app: &App, json: bool) -> Result<ExitCode, Failure> {
             Ok(d) => d.summary.unwrap_or_default(),
             Err(e) => format!("(cannot describe itself: {e})"),
         };
-        let policy = entry.policy_summary();
+        let policy = app.policy_summary(&entry);
         rows.push(json!({
             "name": entry.name,
-            "runtime": entry.runtime_label(),
+            "runtime": app.runtime_label(&entry),
             "source": entry.source_label(),
             "summary": summary,
             "policy": policy,

@@ -121,6 +121,12 @@ impl jp_core::runtime::ToolRuntime for BuiltinRuntime {
         "builtin"
     }
 
+    fn own_schema(&self) -> Option<String> {
+        // These tools are this very binary in tool mode: its answer to the schema action is
+        // this table, so it is read here instead of spawning `jp __tool`.
+        Some(jp_tool::schema_response(self.tools).to_string())
+    }
+
     fn execute<'a>(
         &'a self,
         call: ToolCall,
