@@ -49,7 +49,7 @@ mod schema_cache;
 
 pub use calls::{Answerer, CallReply, Handles, NoAnswerer};
 pub use entry::ToolEntry;
-use entry::{PolicyContext, describe_entry, first_party_writes, mcp_entry};
+use entry::{PolicyContext, builtin_writes, describe_entry, mcp_entry};
 use layers::config_layers;
 
 pub use describe::{NOT_WHILE_DESCRIBING, SCHEMA_TIMEOUT};
@@ -240,15 +240,14 @@ impl App {
                         describe_entry(other)
                     )));
                 }
-                let first_party =
-                    config.source == ToolSource::Builtin && tools.get(&name).is_some_and(|t| t.first_party);
-                if config.source == ToolSource::Builtin && !first_party {
+                let builtin = config.source == ToolSource::Builtin && tools.get(&name).is_some_and(|t| t.builtin);
+                if config.source == ToolSource::Builtin && !builtin {
                     return Err(AppError::Config(format!(
                         "{shown}: [conversation.tools.{name}] has source = \"builtin\", but jp has no builtin tool named '{name}' (builtin tools: {}); use source = \"local\" with a `command`",
                         jp_fs_tools::TOOLS.iter().map(|t| t.name).chain([LEARN, RUN]).collect::<Vec<_>>().join(", ")
                     )));
                 }
-                let entry = ToolEntry::new(name.clone(), config, first_party, shown.clone(), &context)?;
+                let entry = ToolEntry::new(name.clone(), config, builtin, shown.clone(), &context)?;
                 tools.insert(name, entry);
             }
         }
@@ -399,21 +398,21 @@ impl App {
     /// process: a first-party tool's builtin executor (even when it runs as `jp __tool`), else
     /// the runtime its configuration resolves to.
     fn runtime_of(&self, entry: &ToolEntry) -> Arc<dyn ToolRuntime> {
-        let builtin = entry.first_party.then(|| self.runtimes.builtin(&entry.name)).flatten();
+        let builtin = entry.builtin.then(|| self.runtimes.builtin(&entry.name)).flatten();
         builtin.unwrap_or_else(|| self.runtimes.resolve(&resolve_runtime(&entry.name, &self.run_config(entry)).choice))
     }
 
     /// A first-party tool configured with `runtime = "vfs"` (and whose runtime is not fixed): the
     /// `jp` binary re-executed as a sandboxed VFS tool instead of running in-process.
     fn runs_as_vfs(&self, entry: &ToolEntry) -> bool {
-        entry.first_party
+        entry.builtin
             && entry.config.runtime == Some(ToolRuntimeKind::Vfs)
             && !self.runtimes.builtin(&entry.name).is_some_and(|r| r.fixed_runtime())
     }
 
     /// The runtime a tool runs on, for listings (`vfs`, `stdio`, `wasm`, `mcp`, `builtin`).
     pub fn runtime_label(&self, entry: &ToolEntry) -> String {
-        if !entry.first_party {
+        if !entry.builtin {
             return entry.configured_runtime_label();
         }
         if self.runs_as_vfs(entry) { "vfs".into() } else { self.runtime_of(entry).kind().into() }

@@ -21,11 +21,11 @@ use js_sys::{Array, Object, Reflect, Uint8Array};
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
+use crate::call::{CallSession, JsEvents};
 use crate::files::IndexedDbProjectFiles;
 use crate::http::{FetchHttpClient, JsInquirer};
 use crate::js::{err, obj};
 use crate::policy::{bounded_policy, parse_policy};
-use crate::session::{CallSession, JsEvents};
 use crate::store::{JsStore, ProjectStorage, Snapshot, Store};
 
 fn content_bytes(value: &JsValue) -> Result<Vec<u8>, JsError> {

@@ -3,7 +3,7 @@
 //! - `files::IndexedDbProjectFiles`: the project's files in IndexedDB, one transaction per
 //!   operation.
 //! - `host::JpHost`: the JS API (wasm-bindgen): files, the policy, decisions as events, and
-//!   the start of a call; `session::CallSession` serves a jco-transpiled component's `jp:host`
+//!   the start of a call; `call::CallSession` serves a jco-transpiled component's `jp:host`
 //!   imports via the core dispatcher; `policy`: the policy text (and the edge's ceiling);
 //!   `schema`: argument schemas checked as `jp` checks them (`ArgumentSchema`, `toolInputSchema`).
 //! - `store::Store`: where a host keeps its project — IndexedDB, memory, or the embedder's
@@ -18,15 +18,15 @@
 #![cfg(target_arch = "wasm32")]
 
 pub mod agent;
+pub mod call;
 pub mod files;
 pub mod host;
 pub mod http;
 mod js;
 pub mod policy;
 pub mod schema;
-pub mod session;
 pub mod store;
 pub mod surface;
 
+pub use call::CallSession;
 pub use host::JpHost;
-pub use session::CallSession;

@@ -3,7 +3,7 @@
 //! outcome becomes (`agentResult`) — the same functions `jp mcp` and `jp query` use, so that the
 //! page's agent and the edge's `/mcp` describe, gate and answer calls exactly as they do.
 
-use jp_core::agent::ToolSpec;
+use jp_core::agent::ModelTool;
 use jp_core::agent::surface::{self, AgentTool, Gate, ToolFacts};
 use jp_core::policy::PolicyHints;
 use jp_core::runtime::ExecutionOutcome;
@@ -61,7 +61,7 @@ impl PageTool {
     }
 
     /// As a model provider is told about it (its description and schema; no policy needed).
-    pub(crate) fn spec(self) -> ToolSpec {
+    pub(crate) fn spec(self) -> ModelTool {
         self.agent_tool(None).spec()
     }
 }

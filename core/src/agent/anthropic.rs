@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{Message, ModelReply, ProviderError, Role, ToolCallRequest, ToolSpec};
+use super::{Message, ModelReply, ModelTool, ProviderError, Role, ToolCallRequest};
 use crate::host::HttpClient;
 use crate::protocol::Header;
 
@@ -39,7 +39,7 @@ impl std::fmt::Debug for Anthropic {
 
 /// The request body: system messages become `system`; tool results are `tool_result` blocks of
 /// a user message (consecutive ones merged, as the API wants).
-pub fn request_body(model: &str, max_tokens: u32, messages: &[Message], tools: &[ToolSpec], stream: bool) -> Value {
+pub fn request_body(model: &str, max_tokens: u32, messages: &[Message], tools: &[ModelTool], stream: bool) -> Value {
     let system: Vec<&str> = messages.iter().filter(|m| m.role == Role::System).map(|m| m.content.as_str()).collect();
     let mut out: Vec<Value> = Vec::new();
     for m in messages.iter().filter(|m| m.role != Role::System) {
@@ -187,7 +187,7 @@ impl super::Endpoint for Anthropic {
         self.stream
     }
 
-    fn request(&self, messages: &[Message], tools: &[ToolSpec]) -> (String, Vec<Header>, Value) {
+    fn request(&self, messages: &[Message], tools: &[ModelTool]) -> (String, Vec<Header>, Value) {
         let mut headers = vec![Header { name: "anthropic-version".into(), value: VERSION.into() }];
         if let Some(key) = &self.api_key {
             headers.push(Header { name: "x-api-key".into(), value: key.clone() });

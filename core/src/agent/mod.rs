@@ -79,7 +79,7 @@ impl Message {
 
 /// A tool as the model is told about it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolSpec {
+pub struct ModelTool {
     /// Name.
     pub name: String,
     /// What it does.
@@ -103,7 +103,7 @@ pub trait Model: MaybeSend + MaybeSync {
     fn complete<'a>(
         &'a self,
         messages: &'a [Message],
-        tools: &'a [ToolSpec],
+        tools: &'a [ModelTool],
     ) -> BoxFuture<'a, Result<ModelReply, ProviderError>>;
 
     /// Ask the model, giving `on_text` the reply's text as it is written (a streamed answer);
@@ -112,7 +112,7 @@ pub trait Model: MaybeSend + MaybeSync {
     fn complete_streaming<'a>(
         &'a self,
         messages: &'a [Message],
-        tools: &'a [ToolSpec],
+        tools: &'a [ModelTool],
         on_text: crate::maybe::OnText<'a>,
     ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
         let _ = on_text;
@@ -131,14 +131,14 @@ pub(crate) trait Endpoint: MaybeSend + MaybeSync {
     /// Whether it asks for a server-sent event stream.
     fn streams(&self) -> bool;
     /// The URL, the headers and the JSON body of a request for `messages` and `tools`.
-    fn request(&self, messages: &[Message], tools: &[ToolSpec]) -> (String, Vec<crate::protocol::Header>, Value);
+    fn request(&self, messages: &[Message], tools: &[ModelTool]) -> (String, Vec<crate::protocol::Header>, Value);
 }
 
 impl<E: Endpoint> Model for E {
     fn complete<'a>(
         &'a self,
         messages: &'a [Message],
-        tools: &'a [ToolSpec],
+        tools: &'a [ModelTool],
     ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
         self.complete_streaming(messages, tools, &|_: &str| {})
     }
@@ -146,7 +146,7 @@ impl<E: Endpoint> Model for E {
     fn complete_streaming<'a>(
         &'a self,
         messages: &'a [Message],
-        tools: &'a [ToolSpec],
+        tools: &'a [ModelTool],
         on_text: crate::maybe::OnText<'a>,
     ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
         Box::pin(async move {

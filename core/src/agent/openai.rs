@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use super::{Message, ModelReply, ProviderError, Role, ToolCallRequest, ToolSpec};
+use super::{Message, ModelReply, ModelTool, ProviderError, Role, ToolCallRequest};
 use crate::host::HttpClient;
 use crate::protocol::Header;
 
@@ -31,7 +31,7 @@ impl std::fmt::Debug for OpenAi {
 }
 
 /// The request body for `messages` and `tools`.
-pub fn request_body(model: &str, messages: &[Message], tools: &[ToolSpec], stream: bool) -> Value {
+pub fn request_body(model: &str, messages: &[Message], tools: &[ModelTool], stream: bool) -> Value {
     let messages: Vec<Value> = messages
         .iter()
         .map(|m| {
@@ -168,7 +168,7 @@ impl super::Endpoint for OpenAi {
         self.stream
     }
 
-    fn request(&self, messages: &[Message], tools: &[ToolSpec]) -> (String, Vec<Header>, Value) {
+    fn request(&self, messages: &[Message], tools: &[ModelTool]) -> (String, Vec<Header>, Value) {
         let headers = match &self.api_key {
             Some(key) => vec![Header { name: "authorization".into(), value: format!("Bearer {key}") }],
             None => Vec::new(),
@@ -196,7 +196,7 @@ mod tests {
             },
             Message::tool_result("c1", "content", false),
         ];
-        let tools = vec![ToolSpec {
+        let tools = vec![ModelTool {
             name: "fs_read_file".into(),
             description: "read".into(),
             input_schema: json!({"type": "object"}),

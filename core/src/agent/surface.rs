@@ -7,7 +7,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::ToolSpec;
+use super::ModelTool;
 use crate::policy::PolicyHints;
 use crate::runtime::{ExecutionOutcome, RunMode};
 use crate::state::{ContentBlock, ToolResult, ToolState};
@@ -112,8 +112,8 @@ impl AgentTool {
     }
 
     /// As a model provider is told about it.
-    pub fn spec(&self) -> ToolSpec {
-        ToolSpec {
+    pub fn spec(&self) -> ModelTool {
+        ModelTool {
             name: self.name.clone(),
             description: self.description.clone(),
             input_schema: self.input_schema.clone(),

@@ -17,7 +17,7 @@ use jp_core::agent::anthropic::Anthropic;
 use jp_core::agent::openai::OpenAi;
 use jp_core::agent::scripted::Scripted;
 use jp_core::agent::turn::{Sleep, Turn, TurnError, TurnOptions, run_turn};
-use jp_core::agent::{Message, Model, ModelReply, ProviderError, Role, ToolSpec};
+use jp_core::agent::{Message, Model, ModelReply, ModelTool, ProviderError, Role};
 use jp_core::cancel::CancellationToken;
 use jp_core::runtime::{ProviderConfig, ProviderKind};
 
@@ -162,7 +162,7 @@ impl Model for Cancellable<'_> {
     fn complete<'a>(
         &'a self,
         messages: &'a [Message],
-        tools: &'a [ToolSpec],
+        tools: &'a [ModelTool],
     ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
         self.complete_streaming(messages, tools, &|_: &str| {})
     }
@@ -170,7 +170,7 @@ impl Model for Cancellable<'_> {
     fn complete_streaming<'a>(
         &'a self,
         messages: &'a [Message],
-        tools: &'a [ToolSpec],
+        tools: &'a [ModelTool],
         on_text: jp_core::maybe::OnText<'a>,
     ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
         Box::pin(async move {

@@ -33,7 +33,7 @@ impl App {
             })?;
             let schema = Value::Object((*found.input_schema).clone());
             ToolDefinition::from_mcp(name, found.description.as_ref().map(|d| d.to_string()), schema, &entry.config)
-        } else if entry.config.parameters.is_some() && !entry.first_party {
+        } else if entry.config.parameters.is_some() && !entry.builtin {
             ToolDefinition::resolve(name, None, &entry.config)
         } else {
             let described = self.describe(&entry).await?;

@@ -16,7 +16,7 @@ pub struct ToolEntry {
     /// Its configuration (synthesised for first-party tools).
     pub config: ToolConfig,
     /// Shipped with `jp`.
-    pub first_party: bool,
+    pub builtin: bool,
     /// Where it was defined: `built in` or the config file.
     pub origin: String,
     /// Its policy, resolved once when the tool was loaded: what listings, MCP annotations and the
@@ -38,18 +38,18 @@ impl ToolEntry {
     pub(super) fn new(
         name: String,
         config: ToolConfig,
-        first_party: bool,
+        builtin: bool,
         origin: String,
         context: &PolicyContext,
     ) -> Result<Self, AppError> {
-        let default = jp_core::runtime::default_policy(&name, &config, first_party && first_party_writes(&name));
+        let default = jp_core::runtime::default_policy(&name, &config, builtin && builtin_writes(&name));
         let mut policy = config
             .policy(default)
             .map_err(|e| AppError::Config(format!("{origin}: [conversation.tools.{name}] {e}")))?;
         if let Some(home) = &context.home {
             policy.set_home(&context.workspace, home);
         }
-        Ok(Self { name, config, first_party, origin, resolved_policy: Arc::new(policy) })
+        Ok(Self { name, config, builtin, origin, resolved_policy: Arc::new(policy) })
     }
 
     /// The runtime a tool that is not first-party runs on, for listings (`vfs`, `stdio`,
@@ -90,14 +90,14 @@ impl ToolEntry {
 
 /// Whether `name` is a first-party fs tool that writes (its default policy is a writable
 /// workspace; the read tools' is read-only).
-pub(super) fn first_party_writes(name: &str) -> bool {
+pub(super) fn builtin_writes(name: &str) -> bool {
     jp_fs_tools::TOOLS.iter().any(|t| t.name == name) && !jp_fs_tools::READ_ONLY_TOOLS.contains(&name)
 }
 
 /// What a tool is, for a clash message: `jp's builtin tool`, `tool 'x' of MCP server 's'`, ….
 pub(super) fn describe_entry(entry: &ToolEntry) -> String {
     match &entry.config.source {
-        _ if entry.first_party => format!("jp's builtin tool '{}'", entry.name),
+        _ if entry.builtin => format!("jp's builtin tool '{}'", entry.name),
         ToolSource::Mcp { server, tool } => format!("tool '{tool}' of MCP server '{server}'"),
         _ => format!("the tool '{}' of {}", entry.name, entry.origin),
     }

@@ -165,9 +165,8 @@ impl ToolRuntime for Vfs {
         config: &'a ToolConfig,
     ) -> BoxFuture<'a, Result<ExecutionOutcome, RuntimeError>> {
         Box::pin(async move {
-            let first_party_writes =
-                super::first_party_writes(&call.name) && config.command.as_deref().is_some_and(is_self);
-            let default = jp_core::runtime::default_policy(&call.name, config, first_party_writes);
+            let builtin_writes = super::builtin_writes(&call.name) && config.command.as_deref().is_some_and(is_self);
+            let default = jp_core::runtime::default_policy(&call.name, config, builtin_writes);
             self.vfs.run_with_default(call, config, None, default).await
         })
     }

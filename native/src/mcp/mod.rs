@@ -72,7 +72,7 @@ pub struct JpMcp {
     handles: Arc<Handles>,
     slots: Arc<Semaphore>,
     /// This session's client, as wrapped servers' messages see it.
-    session: Arc<forward::Session>,
+    session: Arc<forward::AgentSession>,
     tasks: tasks::SessionTasks,
     _session: Arc<SessionEnd>,
 }
@@ -453,7 +453,7 @@ impl ServerHandler for JpMcp {
 /// stateful, with arguments that pass the same check as every call.
 /// A server whose requests may be forwarded to this client is not relayed: they are tied to
 /// the call through rmcp (see `forward`).
-struct AppRouter(Arc<App>, Arc<forward::Session>);
+struct AppRouter(Arc<App>, Arc<forward::AgentSession>);
 
 impl relay::Router for AppRouter {
     async fn route(&self, name: &str, arguments: &serde_json::value::RawValue) -> Option<relay::Route> {

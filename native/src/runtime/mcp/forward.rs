@@ -5,7 +5,7 @@
 //!   (the agent's `progressToken`; only if it gave one), in place of jp's "running for N s"
 //!   ticks, rebased so that the values the agent sees keep increasing ([`Caller`]).
 //! - Its `notifications/message` reaches every agent session as a log message whose logger is
-//!   the server's name, at or above the level that session set ([`Session`]); its list-changed
+//!   the server's name, at or above the level that session set ([`AgentSession`]); its list-changed
 //!   notifications reach every session, `notifications/resources/updated` the sessions that
 //!   subscribed to that URI.
 //! - Its `elicitation/create`, `sampling/createMessage` and `roots/list` reach the agent's client
@@ -84,7 +84,7 @@ fn rank(level: LoggingLevel) -> u8 {
 /// One `jp mcp` session's client (the agent's): its peer once known, the log level it set,
 /// the URIs it subscribed to.
 #[derive(Default)]
-pub struct Session {
+pub struct AgentSession {
     peer: Mutex<Option<Peer<RoleServer>>>,
     level: Mutex<Option<LoggingLevel>>,
     subscriptions: Mutex<HashSet<String>>,
@@ -93,13 +93,13 @@ pub struct Session {
     listeners: Mutex<Vec<SubscriptionSink>>,
 }
 
-impl std::fmt::Debug for Session {
+impl std::fmt::Debug for AgentSession {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Session").field("level", &*lock(&self.level)).finish_non_exhaustive()
+        f.debug_struct("AgentSession").field("level", &*lock(&self.level)).finish_non_exhaustive()
     }
 }
 
-impl Session {
+impl AgentSession {
     /// Remember the session's peer (the first one seen).
     pub fn attach(&self, peer: &Peer<RoleServer>) {
         lock(&self.peer).get_or_insert_with(|| peer.clone());
@@ -190,7 +190,7 @@ struct Progress {
 
 /// One agent `tools/call` served by `jp mcp`: where its progress and its questions go.
 pub struct Caller {
-    session: Arc<Session>,
+    session: Arc<AgentSession>,
     peer: Peer<RoleServer>,
     token: Option<ProgressToken>,
     origin: RequestId,
@@ -201,7 +201,7 @@ pub struct Caller {
 impl Caller {
     /// The call `ctx` belongs to, in `session`; its questions go through `questions` (MRTR).
     pub(crate) fn new(
-        session: &Arc<Session>,
+        session: &Arc<AgentSession>,
         ctx: &RequestContext<RoleServer>,
         questions: Option<Questions>,
     ) -> Arc<Self> {
@@ -276,7 +276,7 @@ const CALL_MARK: &str = "jp-host/call";
 /// in its [`McpRuntime`](super::client::McpRuntime)).
 #[derive(Default)]
 pub struct Hub {
-    sessions: Mutex<Vec<Weak<Session>>>,
+    sessions: Mutex<Vec<Weak<AgentSession>>>,
     calls: Mutex<HashMap<u64, InFlight>>,
     next: AtomicU64,
     /// The last `logging/setLevel`, for servers started later.
@@ -293,7 +293,7 @@ impl std::fmt::Debug for Hub {
 
 impl Hub {
     /// A session joins: wrapped servers' notifications reach it.
-    pub fn join(&self, session: &Arc<Session>) {
+    pub fn join(&self, session: &Arc<AgentSession>) {
         let mut sessions = lock(&self.sessions);
         sessions.retain(|s| s.strong_count() > 0);
         if !sessions.iter().any(|s| std::ptr::eq(s.as_ptr(), Arc::as_ptr(session))) {
@@ -301,7 +301,7 @@ impl Hub {
         }
     }
 
-    fn sessions(&self) -> Vec<Arc<Session>> {
+    fn sessions(&self) -> Vec<Arc<AgentSession>> {
         lock(&self.sessions).iter().filter_map(Weak::upgrade).collect()
     }
 
@@ -371,7 +371,7 @@ impl Hub {
             return Ok(Asker::Call(last.caller.clone()));
         }
         drop(calls);
-        let sessions: Vec<Arc<Session>> = self.sessions().into_iter().filter(|s| s.peer().is_some()).collect();
+        let sessions: Vec<Arc<AgentSession>> = self.sessions().into_iter().filter(|s| s.peer().is_some()).collect();
         match sessions.as_slice() {
             [] => Err("no agent's MCP client is connected to jp".into()),
             [one] => Ok(Asker::Session(one.clone())),
@@ -422,11 +422,11 @@ pub(super) enum Asker {
     /// The session of the running call, tied to it.
     Call(Arc<Caller>),
     /// The only session, outside of any call.
-    Session(Arc<Session>),
+    Session(Arc<AgentSession>),
 }
 
 impl Asker {
-    pub(super) fn session(&self) -> &Session {
+    pub(super) fn session(&self) -> &AgentSession {
         match self {
             Self::Call(c) => &c.session,
             Self::Session(s) => s,

@@ -1,5 +1,5 @@
 //! Serving one spawned VFS tool: the reader loop (this task), the dispatch task and the writer
-//! task of a [`Session`] (the stateful `VfsHandle` built on it is in `handle.rs`).
+//! task of a [`VfsConversation`] (the stateful `VfsHandle` built on it is in `handle.rs`).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -71,7 +71,7 @@ struct Queued {
 }
 
 /// A spawned tool being served.
-pub(super) struct Session {
+pub(super) struct VfsConversation {
     name: String,
     call_id: String,
     opts: VfsOptions,
@@ -105,7 +105,7 @@ pub(super) struct Session {
     pub(super) idle_ok: bool,
 }
 
-impl Session {
+impl VfsConversation {
     /// Start the writer, stderr and dispatch tasks for a spawned tool and send it `init`.
     pub(super) fn start(s: Spawned) -> Self {
         // Writer: one task owns the tool's stdin.
@@ -333,7 +333,7 @@ impl Session {
         match self.req_tx.try_send(Queued { seq: self.queued + 1, req }) {
             Ok(()) => self.queued += 1,
             Err(mpsc::error::TrySendError::Full(q)) => self.blocked = Some(q.req),
-            // The dispatcher is gone only when the session ends.
+            // The dispatcher is gone only when the conversation ends.
             Err(mpsc::error::TrySendError::Closed(_)) => {}
         }
     }
