@@ -83,6 +83,16 @@ pub enum AppError {
     },
 }
 
+impl From<AppError> for RuntimeError {
+    /// An unknown tool stays one a caller can match; the others keep their words.
+    fn from(e: AppError) -> Self {
+        match e {
+            AppError::UnknownTool { name, available } => RuntimeError::UnknownTool { name, available },
+            AppError::Config(m) | AppError::Untrusted(m) => RuntimeError::Config(m),
+        }
+    }
+}
+
 /// How the host is set up.
 #[derive(Clone)]
 pub struct AppOptions {
@@ -442,7 +452,7 @@ impl App {
     pub async fn call(&self, call: ToolCall) -> Result<ExecutionOutcome, RuntimeError> {
         let name = call.name.clone();
         let name = name.as_str();
-        let entry = self.tool(name).map_err(|e| RuntimeError::Config(e.to_string()))?;
+        let entry = self.tool(name)?;
         self.check_arguments(name, &call.arguments).await?;
         let cancel = call.cancel.clone();
         let mut call = call;

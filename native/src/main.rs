@@ -203,7 +203,13 @@ impl From<AppError> for Failure {
 impl From<RuntimeError> for Failure {
     fn from(e: RuntimeError) -> Self {
         let code = match e {
-            RuntimeError::Config(_) | RuntimeError::Input(_) | RuntimeError::UnsupportedRuntime { .. } => 2,
+            RuntimeError::Config(_)
+            | RuntimeError::UnknownTool { .. }
+            | RuntimeError::NoCommand { .. }
+            | RuntimeError::Policy(_)
+            | RuntimeError::Schema(_)
+            | RuntimeError::Input(_)
+            | RuntimeError::UnsupportedRuntime { .. } => 2,
             _ => 1,
         };
         Self { code, message: e.to_string() }

@@ -192,9 +192,30 @@ pub enum RuntimeError {
         /// Why, and what to do.
         why: String,
     },
-    /// The configuration does not allow running the tool.
+    /// The configuration does not allow running the tool (the cases below have their own
+    /// variants; this one says in words what else is wrong and how to fix it).
     #[error("{0}")]
     Config(String),
+    /// No tool of that name.
+    #[error("no tool named '{name}'; available tools: {available}")]
+    UnknownTool {
+        /// The name asked for.
+        name: String,
+        /// The names there are, comma-separated.
+        available: String,
+    },
+    /// A local tool's table names no program.
+    #[error("tool '{tool}' has no `command`")]
+    NoCommand {
+        /// Tool name.
+        tool: String,
+    },
+    /// The tool's `sandbox` or `access` table does not compile.
+    #[error(transparent)]
+    Policy(#[from] crate::policy::PolicyConfigError),
+    /// The tool's D06 self-description could not be read.
+    #[error(transparent)]
+    Schema(#[from] crate::schema::SchemaError),
     /// The caller's input does not fit: arguments against the tool's schema
     /// ([`ArgumentSchema`](crate::schema::ArgumentSchema)), an unknown or stopped handle, an
     /// action the tool does not support. A tool error the caller reads and fixes (MCP

@@ -215,7 +215,7 @@ impl App {
     /// OS sandbox, what touches files directly (a stdio tool, the programs a tool runs) is held
     /// by nothing: it is described as able to do anything.
     pub async fn agent_tool(&self, name: &str) -> Result<AgentTool, RuntimeError> {
-        let entry = self.tool(name).map_err(|e| RuntimeError::Config(e.to_string()))?;
+        let entry = self.tool(name)?;
         let definition = self.definition(name).await?;
         let input_schema = self.agent_schema(name, false).await?;
         let hints = entry.policy().hints();
@@ -245,7 +245,7 @@ impl App {
     ) -> Result<(ToolState, Option<Box<dyn AnyToolHandle>>), RuntimeError> {
         let name = call.name.clone();
         self.check_arguments(&name, &call.arguments).await?;
-        let entry = self.tool(&name).map_err(|e| RuntimeError::Config(e.to_string()))?;
+        let entry = self.tool(&name)?;
         // The runtime enforces the policy resolved at load: the one listings and annotations show.
         let mut call = call;
         call.policy = Some(entry.policy());
@@ -342,7 +342,7 @@ impl App {
         answerer: &dyn Answerer,
     ) -> Result<CallReply, RuntimeError> {
         let name = call.name.clone();
-        self.tool(&name).map_err(|e| RuntimeError::Config(e.to_string()))?;
+        self.tool(&name)?;
         let actions = self.stateful_actions(&name);
         if actions.is_empty() {
             return self.run_to_end(call, answerer).await.map(CallReply::Outcome);

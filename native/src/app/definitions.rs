@@ -21,7 +21,7 @@ impl App {
         if let Some(d) = cached {
             return Ok(d);
         }
-        let entry = self.tool(name).map_err(|e| RuntimeError::Config(e.to_string()))?;
+        let entry = self.tool(name)?;
         let definition = if let ToolSource::Mcp { server, tool } = &entry.config.source {
             // D06 for MCP: the server's `tools/list`, the user's summary/description on top.
             let listed = self.mcp.list_tools(server).await?;
@@ -50,7 +50,7 @@ impl App {
     async fn describe(&self, entry: &ToolEntry) -> Result<ToolSchema, RuntimeError> {
         if let Some(text) = self.runtime_of(entry).own_schema() {
             // A first-party tool: its runtime knows its answer without asking it.
-            return SchemaResponse::parse_for(&entry.name, &text).map_err(|e| RuntimeError::Config(e.to_string()));
+            return Ok(SchemaResponse::parse_for(&entry.name, &text)?);
         }
         let config = self.run_config(entry);
         let kind = match resolve_runtime(&entry.name, &config).choice {
@@ -89,7 +89,7 @@ impl App {
         let text = cache.get(&key).cloned().unwrap_or_else(|| Err("no answer".into()));
         drop(cache);
         let text = text.map_err(RuntimeError::Config)?;
-        SchemaResponse::parse_for(entry.binary_name(), &text).map_err(|e| RuntimeError::Config(e.to_string()))
+        Ok(SchemaResponse::parse_for(entry.binary_name(), &text)?)
     }
 
     /// The files a local tool is made of: its program and scripts, or its component.

@@ -22,7 +22,7 @@ pub(crate) async fn trust(cli: &Cli, args: &TrustArgs) -> Result<ExitCode, Failu
     let store = TrustStore::new(&state);
     let shown_ws = terminal::escape(&workspace.display().to_string());
     if args.revoke {
-        let had = store.revoke(&workspace).map_err(usage)?;
+        let had = store.revoke(&workspace).map_err(|e| usage(e.to_string()))?;
         if cli.json {
             println!("{}", json!({"ok": true, "workspace": workspace, "revoked": had}));
         } else if had {
@@ -33,9 +33,9 @@ pub(crate) async fn trust(cli: &Cli, args: &TrustArgs) -> Result<ExitCode, Failu
         return Ok(ExitCode::SUCCESS);
     }
     let config = trust::read_workspace_config(&workspace)
-        .map_err(usage)?
+        .map_err(|e| usage(e.to_string()))?
         .ok_or_else(|| usage(format!("{shown_ws} has no {}: nothing to approve", jp_native::trust::CONFIG_PATH)))?;
-    let verdict = store.verdict(&workspace, &config).map_err(usage)?;
+    let verdict = store.verdict(&workspace, &config).map_err(|e| usage(e.to_string()))?;
     let path = terminal::escape(&config.path.display().to_string());
     if matches!(verdict, Verdict::Approved) {
         if cli.json {
@@ -89,7 +89,7 @@ pub(crate) async fn trust(cli: &Cli, args: &TrustArgs) -> Result<ExitCode, Failu
     if !approve {
         return Err(Failure { code: 1, message: format!("not approved: jp will not use {path}") });
     }
-    store.approve(&workspace, &config).map_err(|m| Failure { code: 1, message: m })?;
+    store.approve(&workspace, &config).map_err(|e| Failure { code: 1, message: e.to_string() })?;
     if cli.json {
         println!(
             "{}",

@@ -108,7 +108,7 @@ impl HostServices {
     /// A tool's table compiled (`default` without a `sandbox`/`access` table), with the home
     /// directory known.
     pub fn compile(&self, config: &ToolConfig, default: AccessPolicy) -> Result<Arc<AccessPolicy>, RuntimeError> {
-        let mut policy = config.policy(default).map_err(|e| RuntimeError::Config(e.to_string()))?;
+        let mut policy = config.policy(default)?;
         if let (Some(home), Ok(ws)) = (&self.home, std::fs::canonicalize(&self.workspace)) {
             policy.set_home(&ws.to_string_lossy(), &home.to_string_lossy());
         }

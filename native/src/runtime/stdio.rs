@@ -104,14 +104,13 @@ impl StdioRuntime {
         action: Option<&str>,
     ) -> Result<ExecutionOutcome, RuntimeError> {
         let name = call.name.clone();
-        let command =
-            config.command.as_deref().ok_or_else(|| RuntimeError::Config(format!("tool '{name}' has no `command`")))?;
+        let command = config.command.as_deref().ok_or_else(|| RuntimeError::NoCommand { tool: name.clone() })?;
         let cmd = ProgramLine::parse(command, &self.workspace, self.env.get("PATH").map(String::as_str))?;
         let policy = match &call.policy {
             Some(resolved) => resolved.clone(),
             None => {
                 let default = jp_core::runtime::default_policy(&name, config, false);
-                Arc::new(config.policy(default).map_err(|e| RuntimeError::Config(e.to_string()))?)
+                Arc::new(config.policy(default)?)
             }
         };
         let workspace = std::fs::canonicalize(&self.workspace).map_err(|e| RuntimeError::Spawn {

@@ -246,8 +246,7 @@ impl VfsRuntime {
         default_policy: AccessPolicy,
     ) -> Result<VfsConversation, RuntimeError> {
         let name = call.name.clone();
-        let command =
-            config.command.as_deref().ok_or_else(|| RuntimeError::Config(format!("tool '{name}' has no `command`")))?;
+        let command = config.command.as_deref().ok_or_else(|| RuntimeError::NoCommand { tool: name.clone() })?;
         let ws = &self.services.workspace;
         let cmd = ProgramLine::parse(command, ws, self.services.env.get("PATH").map(String::as_str))?;
         let policy = self.services.policy(call, config, default_policy)?;
