@@ -294,11 +294,7 @@ impl App {
         }));
         let vfs = Arc::new(vfs);
         let builtin = BuiltinRuntime::new(vfs.services().clone(), jp_fs_tools::TOOLS);
-        let mcp = Arc::new(
-            McpRuntime::new(&workspace, mcp_servers, options.env.clone(), options.sandbox, options.timeout)
-                .with_trace(options.trace.clone())
-                .egress_observers(options.inquirer.clone(), options.trace.clone()),
-        );
+        let mcp = Arc::new(McpRuntime::with_services(&services, mcp_servers, options.sandbox, options.timeout));
         let stdio = StdioRuntime::with_services(&services).sandbox(options.sandbox).timeout(options.timeout);
         let learn = runtimes::Learn { wasm: wasm.clone(), kb_files, workspace: workspace.clone() };
         let run =

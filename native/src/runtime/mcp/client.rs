@@ -32,6 +32,7 @@ use super::forward::Hub;
 use super::pipes::{RelayError, ServerPipes};
 use super::wrapped::Wrapped;
 use crate::process::GroupGuard;
+use crate::runtime::services::HostServices;
 use crate::runtime::tail::StderrTail;
 use crate::sandbox::SandboxMode;
 
@@ -115,6 +116,18 @@ impl McpRuntime {
             inquirer: Arc::new(jp_core::host::DenyInquirer),
             trace: None,
         }
+    }
+
+    /// The servers of `servers`, built from the host's services: their workspace, environment,
+    /// inquirer (asked about the servers' connections) and trace.
+    pub fn with_services(
+        services: &HostServices,
+        servers: BTreeMap<String, McpServerConfig>,
+        sandbox: SandboxMode,
+        timeout: Duration,
+    ) -> Self {
+        Self::new(&services.workspace, servers, services.env.clone(), sandbox, timeout)
+            .egress_observers(services.inquirer.clone(), services.trace.clone())
     }
 
     /// Report the requests passed on to servers to `trace` (`--trace`).
