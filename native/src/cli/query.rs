@@ -16,9 +16,9 @@ pub(crate) async fn query(cli: &Cli, args: &QueryCli) -> Result<ExitCode, Failur
     use jp_native::agent::{self, QueryArgs, QueryError, output::Printer};
     let usage = |message: String| Failure { code: 2, message };
     let first = App::load(options(cli))?;
-    let (name, provider) = agent::provider(&first, args.provider.as_deref()).map_err(usage)?;
+    let (name, provider) = agent::provider(&first, args.provider.as_deref()).map_err(|e| usage(e.to_string()))?;
     let mut o = options(cli);
-    let (model, key) = agent::model(&name, &provider, first.workspace(), &o.env).map_err(usage)?;
+    let (model, key) = agent::model(&name, &provider, first.workspace(), &o.env).map_err(|e| usage(e.to_string()))?;
     drop(first);
     // The key is not in the environment tools pick from: no policy can hand it to one.
     if let Some(var) = &provider.api_key_env {
