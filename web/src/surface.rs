@@ -56,7 +56,7 @@ impl PageTool {
             hints,
             stateful: false,
             unconfined: false,
-            run: None,
+            run_mode: None,
         })
     }
 

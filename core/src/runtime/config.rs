@@ -151,9 +151,10 @@ pub struct ToolConfig {
     /// tools under other names (D06); default: the table's name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
-    /// Whether an agent turn (`jp query`) asks before calling it (RFD 009's permission rules).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run: Option<RunMode>,
+    /// Whether an agent turn (`jp query`) asks before calling it (RFD 009's permission rules):
+    /// the table's `run` key (not the `run` tool, not `process.run`).
+    #[serde(default, rename = "run", skip_serializing_if = "Option::is_none")]
+    pub run_mode: Option<RunMode>,
 }
 
 fn builtin_source() -> ToolSource {
@@ -234,7 +235,7 @@ impl ToolConfig {
             options: Map::new(),
             read_paths: Vec::new(),
             tool: None,
-            run: None,
+            run_mode: None,
         }
     }
 

@@ -108,7 +108,7 @@ fn tool_grant(name: &str, tool: &ToolConfig) -> Grant {
     if !tool.read_paths.is_empty() {
         details.push(format!("reads outside the workspace: {}", list(&tool.read_paths)));
     }
-    match tool.run {
+    match tool.run_mode {
         Some(RunMode::Unattended) => details.push("called by an agent WITHOUT asking (run = \"unattended\")".into()),
         Some(RunMode::Skip) => details.push("never called by an agent (run = \"skip\")".into()),
         _ => {}

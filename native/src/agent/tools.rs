@@ -53,7 +53,7 @@ impl NativeTools {
         app.discover().await;
         let mut tools = Vec::new();
         for entry in app.tools() {
-            if entry.config.run == Some(RunMode::Skip) {
+            if entry.config.run_mode == Some(RunMode::Skip) {
                 continue;
             }
             tools.push(app.agent_tool(&entry.name).await.map_err(|e| e.to_string())?);

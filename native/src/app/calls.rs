@@ -228,7 +228,7 @@ impl App {
             hints,
             stateful: !self.stateful_actions(name).is_empty(),
             unconfined: self.sandbox_mode() == SandboxMode::Disabled && direct,
-            run: entry.config.run,
+            run_mode: entry.config.run_mode,
         }))
     }
 
