@@ -1,8 +1,8 @@
-//! The native host as the `jp` command assembles it: the workspace, the configured and first-party
+//! The native host as the `jp` command assembles it: the workspace, the configured and builtin
 //! tools, their definitions (self-described per D06, cached), and one call routed to the runtime
 //! that D10 resolution picks.
 //!
-//! First-party tools (`fs_read_file`, …) need no configuration: they run in-process on the
+//! Builtin tools (`fs_read_file`, …) need no configuration: they run in-process on the
 //! [`BuiltinRuntime`], every host call served by the core dispatcher; with `runtime = "vfs"` in
 //! their table they are the `jp` binary itself re-executed in tool mode ([`TOOL_MODE_ARG`]) as a
 //! VFS tool under the OS sandbox. Read tools default to a read-only workspace, write tools to a
@@ -54,7 +54,7 @@ use layers::config_layers;
 
 pub use describe::{NOT_WHILE_DESCRIBING, SCHEMA_TIMEOUT};
 
-/// The hidden first argument that makes `jp` serve one first-party tool over the VFS protocol.
+/// The hidden first argument that makes `jp` serve one builtin tool over the VFS protocol.
 pub const TOOL_MODE_ARG: &str = "__tool";
 
 /// The builtin `learn` tool (a component compiled into `jp`).
@@ -108,7 +108,7 @@ pub struct AppOptions {
     pub trace: Option<Arc<dyn DispatchEvents>>,
     /// Per-call time limit.
     pub timeout: Duration,
-    /// The program that serves first-party tools (normally the running `jp`).
+    /// The program that serves builtin tools (normally the running `jp`).
     pub self_exe: PathBuf,
     /// The host environment tools' policies pick from.
     pub env: BTreeMap<String, String>,
@@ -401,14 +401,14 @@ impl App {
     }
 
     /// The runtime that answers for `entry` — its actions, its schema, whether it keeps a live
-    /// process: a first-party tool's builtin executor (even when it runs as `jp __tool`), else
+    /// process: a builtin tool's builtin executor (even when it runs as `jp __tool`), else
     /// the runtime its configuration resolves to.
     fn runtime_of(&self, entry: &ToolEntry) -> Arc<dyn ToolRuntime> {
         let builtin = entry.builtin.then(|| self.runtimes.builtin(&entry.name)).flatten();
         builtin.unwrap_or_else(|| self.runtimes.resolve(&resolve_runtime(&entry.name, &self.run_config(entry)).choice))
     }
 
-    /// A first-party tool configured with `runtime = "vfs"` (and whose runtime is not fixed): the
+    /// A builtin tool configured with `runtime = "vfs"` (and whose runtime is not fixed): the
     /// `jp` binary re-executed as a sandboxed VFS tool instead of running in-process.
     fn runs_as_vfs(&self, entry: &ToolEntry) -> bool {
         entry.builtin
@@ -430,7 +430,7 @@ impl App {
         self.runtime_of(entry).policy_summary().unwrap_or_else(|| entry.policy_summary())
     }
 
-    /// The configuration a first-party tool runs with: `jp` in tool mode, as a VFS tool.
+    /// The configuration a builtin tool runs with: `jp` in tool mode, as a VFS tool.
     fn run_config(&self, entry: &ToolEntry) -> ToolConfig {
         let mut config = entry.config.clone();
         if self.runs_as_vfs(entry) {

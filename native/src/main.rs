@@ -58,7 +58,7 @@ enum Command {
     /// Approve the workspace's .jp/config.toml: shows what it grants and what changed since the
     /// last approval, then asks. jp uses a workspace's configuration only once approved.
     Trust(TrustArgs),
-    /// Serve a first-party tool over the VFS protocol (how jp runs its own tools).
+    /// Serve a builtin tool over the VFS protocol (how jp runs its own tools).
     #[command(name = TOOL_MODE_ARG, hide = true)]
     ToolMode,
 }

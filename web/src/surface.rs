@@ -39,7 +39,7 @@ struct Hints {
 
 impl PageTool {
     /// As every agent sees it, under a policy with `hints`. The page's and the edge's tools share
-    /// the project's policy; a first-party tool that only reads never writes, whatever it allows.
+    /// the project's policy; a builtin tool that only reads never writes, whatever it allows.
     pub(crate) fn agent_tool(self, hints: Option<PolicyHints>) -> AgentTool {
         let mut hints =
             hints.unwrap_or(PolicyHints { writes: false, destructive: false, network: false, commands: false });

@@ -111,7 +111,7 @@ impl StatefulConfig {
 #[serde(deny_unknown_fields)]
 pub struct ToolConfig {
     /// Where the definition comes from (default `builtin`: a table that only sets `run` for a
-    /// first-party tool needs nothing else).
+    /// builtin tool needs nothing else).
     #[serde(default = "builtin_source")]
     pub source: ToolSource,
     /// The program (and arguments) to run, for local tools.

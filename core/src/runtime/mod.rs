@@ -55,12 +55,12 @@ pub struct Resolution {
 /// nor `access`), for listings, annotations, the ask gate and every runtime alike:
 /// - a stdio tool: the workspace read-write (RFD 075);
 /// - a local component: `/workspace` read-write (seed 002);
-/// - a first-party tool that writes (`first_party_writes`): the workspace read-write;
-/// - everything else (VFS tools, read-only first-party tools, MCP servers): read-only (D11).
-pub fn default_policy(name: &str, config: &ToolConfig, first_party_writes: bool) -> AccessPolicy {
+/// - a builtin tool that writes (`builtin_writes`): the workspace read-write;
+/// - everything else (VFS tools, read-only builtin tools, MCP servers): read-only (D11).
+pub fn default_policy(name: &str, config: &ToolConfig, builtin_writes: bool) -> AccessPolicy {
     match resolve_runtime(name, config).choice {
         RuntimeChoice::Local(ToolRuntimeKind::Stdio | ToolRuntimeKind::Wasm) => AccessPolicy::stdio_default(),
-        _ if first_party_writes => AccessPolicy::stdio_default(),
+        _ if builtin_writes => AccessPolicy::stdio_default(),
         _ => AccessPolicy::vfs_default(),
     }
 }
@@ -267,7 +267,7 @@ pub trait ToolRuntime: MaybeSend + MaybeSync {
     ) -> BoxFuture<'a, Result<ExecutionOutcome, RuntimeError>>;
 
     /// The RFD 009 actions its tool declares by itself, whatever the tool's table says (`None`:
-    /// the table's `stateful` actions, if any). The first-party `run` declares all four.
+    /// the table's `stateful` actions, if any). The builtin `run` declares all four.
     fn stateful_actions(&self) -> Option<Vec<StatefulAction>> {
         None
     }
@@ -293,7 +293,7 @@ pub trait ToolRuntime: MaybeSend + MaybeSync {
     }
 
     /// Its tool's D06 self-description when the runtime knows it without asking the tool (the
-    /// first-party tools), as the JSON text of a schema response.
+    /// builtin tools), as the JSON text of a schema response.
     fn own_schema(&self) -> Option<String> {
         None
     }
@@ -304,8 +304,8 @@ pub trait ToolRuntime: MaybeSend + MaybeSync {
         None
     }
 
-    /// Whether its first-party tool runs on it whatever `runtime` the tool's table names (`learn`,
-    /// a component inside `jp`); otherwise `runtime = "vfs"` runs a first-party tool as
+    /// Whether its builtin tool runs on it whatever `runtime` the tool's table names (`learn`,
+    /// a component inside `jp`); otherwise `runtime = "vfs"` runs a builtin tool as
     /// `jp __tool`, a sandboxed VFS tool.
     fn fixed_runtime(&self) -> bool {
         false

@@ -98,8 +98,8 @@ fn tool_grant(name: &str, tool: &ToolConfig) -> Grant {
     let mut details = Vec::new();
     if !matches!(tool.source, ToolSource::Mcp { .. }) {
         // An MCP tool runs under its server's policy (listed with the server).
-        let first_party_writes = false;
-        let policy = tool.policy(default_policy(name, tool, first_party_writes)).map_err(|e| e.to_string());
+        let builtin_writes = false;
+        let policy = tool.policy(default_policy(name, tool, builtin_writes)).map_err(|e| e.to_string());
         let configured = tool.sandbox.is_some() || tool.access.is_some();
         if configured || tool.source == ToolSource::Local {
             details.push(policy_line(policy));

@@ -186,7 +186,7 @@ fn state_of(outcome: ExecutionOutcome) -> ToolState {
 
 impl App {
     /// The RFD 009 actions a tool declares (empty: one-shot): its runtime's own (the
-    /// first-party `run` declares all four), else its table's `stateful` ones.
+    /// builtin `run` declares all four), else its table's `stateful` ones.
     pub fn stateful_actions(&self, name: &str) -> Vec<StatefulAction> {
         match self.tool(name) {
             Ok(e) => self

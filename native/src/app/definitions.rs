@@ -1,4 +1,4 @@
-//! What a tool is to an agent, per process: its D06 definition (the first-party tools' from
+//! What a tool is to an agent, per process: its D06 definition (the builtin tools' from
 //! their own tables, `learn`'s from `LEARN_SCHEMA`, an MCP server's from its `tools/list`,
 //! others described on a describing runtime with no host access, cached per program in memory
 //! and on disk), the compiled argument schema kept by name, and `key=value` arguments parsed
@@ -49,7 +49,7 @@ impl App {
     /// Ask a tool for its schema; one answer per program and process.
     async fn describe(&self, entry: &ToolEntry) -> Result<ToolSchema, RuntimeError> {
         if let Some(text) = self.runtime_of(entry).own_schema() {
-            // A first-party tool: its runtime knows its answer without asking it.
+            // A builtin tool: its runtime knows its answer without asking it.
             return Ok(SchemaResponse::parse_for(&entry.name, &text)?);
         }
         let config = self.run_config(entry);

@@ -13,7 +13,7 @@ use super::AppError;
 pub struct ToolEntry {
     /// Name.
     pub name: String,
-    /// Its configuration (synthesised for first-party tools).
+    /// Its configuration (synthesised for builtin tools).
     pub config: ToolConfig,
     /// Shipped with `jp`.
     pub builtin: bool,
@@ -52,7 +52,7 @@ impl ToolEntry {
         Ok(Self { name, config, builtin, origin, resolved_policy: Arc::new(policy) })
     }
 
-    /// The runtime a tool that is not first-party runs on, for listings (`vfs`, `stdio`,
+    /// The runtime a tool that is not builtin runs on, for listings (`vfs`, `stdio`,
     /// `wasm`, `mcp`); `App::runtime_label` answers for every tool.
     pub(super) fn configured_runtime_label(&self) -> String {
         match resolve_runtime(&self.name, &self.config).choice {
@@ -88,7 +88,7 @@ impl ToolEntry {
     }
 }
 
-/// Whether `name` is a first-party fs tool that writes (its default policy is a writable
+/// Whether `name` is a builtin fs tool that writes (its default policy is a writable
 /// workspace; the read tools' is read-only).
 pub(super) fn builtin_writes(name: &str) -> bool {
     jp_fs_tools::TOOLS.iter().any(|t| t.name == name) && !jp_fs_tools::READ_ONLY_TOOLS.contains(&name)

@@ -2,7 +2,7 @@
 //! each an `Arc<dyn ToolRuntime>`. [`Runtimes::resolve`] turns a tool's resolved runtime kind
 //! into the runtime that executes it; `App::call` then only calls `execute`.
 //!
-//! - local tools: stdio, VFS (first-party fs tools as `jp __tool` get their writable default
+//! - local tools: stdio, VFS (builtin fs tools as `jp __tool` get their writable default
 //!   here), wasm (the engine is built on first use: [`LazyWasm`]);
 //! - `source = "builtin"`: [`Builtins`], D10's registry of builtin executors by name — the
 //!   in-process fs tools, `learn` (a component inside `jp`) and `run` (`RunRuntime`: stateful;
@@ -149,7 +149,7 @@ impl ToolRuntime for Builtins {
     }
 }
 
-/// The VFS runtime with the first-party fs tools' defaults: those that write get a writable
+/// The VFS runtime with the builtin fs tools' defaults: those that write get a writable
 /// workspace when their table sets no policy (`runtime = "vfs"` on them).
 struct Vfs {
     vfs: Arc<VfsRuntime>,
@@ -185,7 +185,7 @@ impl ToolRuntime for Vfs {
     }
 }
 
-/// Whether `command` runs this `jp` in tool mode (a first-party tool as a VFS tool).
+/// Whether `command` runs this `jp` in tool mode (a builtin tool as a VFS tool).
 fn is_self(command: &str) -> bool {
     command.ends_with(super::TOOL_MODE_ARG)
 }
@@ -228,7 +228,7 @@ impl Runtimes {
         }
     }
 
-    /// D10's builtin executor of the first-party tool `name`: the runtime that answers for it
+    /// D10's builtin executor of the builtin tool `name`: the runtime that answers for it
     /// (its actions, its schema, whether it keeps a live process), even when it runs as `jp __tool`.
     pub(super) fn builtin(&self, name: &str) -> Option<Arc<dyn ToolRuntime>> {
         self.executors.get(name).cloned()

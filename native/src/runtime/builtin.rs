@@ -1,4 +1,4 @@
-//! [`BuiltinRuntime`] (D10): first-party tools run in-process. A tool is our own code written
+//! [`BuiltinRuntime`] (D10): builtin tools run in-process. A tool is our own code written
 //! against [`jp_tool::Host`] only; its host calls become typed [`HostRequest`]s served directly by
 //! the core [`Dispatcher`](jp_core::host::Dispatcher) — the same policy, inquiries and trace events
 //! as a VFS tool, without a subprocess or JSON in between.
@@ -18,7 +18,7 @@ use jp_tool::{Call, DirectHost, Reply, ToolSpec};
 
 use crate::runtime::services::HostServices;
 
-/// Runs first-party tools in this process.
+/// Runs builtin tools in this process.
 #[derive(Debug)]
 pub struct BuiltinRuntime {
     services: HostServices,

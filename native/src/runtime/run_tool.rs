@@ -1,4 +1,4 @@
-//! The first-party stateful tool `run` — RFD 009's long-running command. `spawn {program, args}`
+//! The builtin stateful tool `run` — RFD 009's long-running command. `spawn {program, args}`
 //! starts a command the tool's `commands` policy allows (decided by the dispatcher, inquiries
 //! included) under the same OS sandbox as `process.run`; `fetch` returns the output since the
 //! last fetch (stdout and stderr interleaved as they arrive, secrets scrubbed, at most

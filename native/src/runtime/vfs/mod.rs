@@ -192,7 +192,7 @@ impl VfsRuntime {
     }
 
     /// [`run`](Self::run) with another policy for a tool without a `sandbox` or `access` table
-    /// (first-party tools that write have a writable default).
+    /// (builtin tools that write have a writable default).
     pub async fn run_with_default(
         &self,
         call: ToolCall,
