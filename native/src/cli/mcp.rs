@@ -36,10 +36,10 @@ pub(crate) async fn serve(cli: &Cli, args: &McpArgs) -> Result<ExitCode, Failure
                         });
                     }
                 },
-                None => (generate_token().map_err(|m| Failure { code: 1, message: m })?, false),
+                None => (generate_token().map_err(|e| Failure { code: 1, message: e.to_string() })?, false),
             };
             http::serve(app, options, HttpOptions { addr, token, token_given }, shutdown_signal()).await
         }
     };
-    served.map(|()| ExitCode::SUCCESS).map_err(|message| Failure { code: 1, message })
+    served.map(|()| ExitCode::SUCCESS).map_err(|e| Failure { code: 1, message: e.to_string() })
 }

@@ -474,10 +474,40 @@ impl relay::Router for AppRouter {
     }
 }
 
+/// Why `jp mcp` could not serve (exit code 1): each says what failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// No random token could be drawn for `--http`.
+    #[error("cannot generate a token: {0}")]
+    Token(String),
+    /// `--http` on a non-loopback address with a generated token.
+    #[error(
+        "{addr} is not a loopback address: serving there needs a token you chose (--token-env VAR); a generated one is only for 127.0.0.1"
+    )]
+    NotLoopback {
+        /// The address asked for.
+        addr: std::net::SocketAddr,
+    },
+    /// The address could not be listened on.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// The address asked for.
+        addr: std::net::SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The listener's own address could not be read.
+    #[error("{0}")]
+    LocalAddr(std::io::Error),
+    /// The MCP session over stdio failed.
+    #[error("MCP session: {0}")]
+    Session(String),
+}
+
 /// Serve one session over stdin/stdout until the client closes it or `jp` is asked to stop
 /// (SIGINT, SIGTERM); then abort its handles, so no tool process outlives `jp mcp`. rmcp serves
 /// the session behind the [`relay`] front, which relays what it can.
-pub async fn serve_stdio(app: Arc<App>, options: McpOptions) -> Result<(), String> {
+pub async fn serve_stdio(app: Arc<App>, options: McpOptions) -> Result<(), ServeError> {
     let server = JpMcp::new(app.clone(), options);
     let handles = server.handles().clone();
     let tasks = server.tasks.clone();
@@ -493,8 +523,9 @@ pub async fn serve_stdio(app: Arc<App>, options: McpOptions) -> Result<(), Strin
         front,
     ));
     let session = async {
-        let running = server.serve(tokio::io::split(rmcp_side)).await.map_err(|e| format!("MCP session: {e}"))?;
-        running.waiting().await.map(|_| ()).map_err(|e| format!("MCP session: {e}"))
+        let running =
+            server.serve(tokio::io::split(rmcp_side)).await.map_err(|e| ServeError::Session(e.to_string()))?;
+        running.waiting().await.map(|_| ()).map_err(|e| ServeError::Session(e.to_string()))
     };
     let ended = tokio::select! {
         r = session => r,
