@@ -1,8 +1,8 @@
-//! The native host as the `jp` command assembles it: the workspace, the configured and first-party
+//! The native host as the `jp` command assembles it: the workspace, the configured and builtin
 //! tools, their definitions (self-described per D06, cached), and one call routed to the runtime
 //! that D10 resolution picks.
 //!
-//! First-party tools (`fs_read_file`, …) need no configuration: they run in-process on the
+//! Builtin tools (`fs_read_file`, …) need no configuration: they run in-process on the
 //! [`BuiltinRuntime`], every host call served by the core dispatcher; with `runtime = "vfs"` in
 //! their table they are the `jp` binary itself re-executed in tool mode ([`TOOL_MODE_ARG`]) as a
 //! VFS tool under the OS sandbox. Read tools default to a read-only workspace, write tools to a
@@ -17,11 +17,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use jp_core::files::ProjectFiles;
 use jp_core::host::{DenyInquirer, DispatchEvents, Inquirer};
 use jp_core::runtime::{
-    Config, ExecutionOutcome, McpToolsImport, RuntimeError, ToolCall, ToolConfig, ToolRuntimeKind, ToolSource,
-    resolve_runtime,
+    Config, ExecutionOutcome, McpToolsImport, RuntimeError, ToolCall, ToolConfig, ToolRuntime, ToolRuntimeKind,
+    ToolSource, resolve_runtime,
 };
 use jp_core::schema::{ArgumentSchema, ToolDefinition};
 use tokio::sync::Mutex;
@@ -31,7 +30,8 @@ use crate::http::ReqwestHttpClient;
 use crate::process::TokioProcessRunner;
 use crate::runtime::builtin::BuiltinRuntime;
 use crate::runtime::mcp::client::McpRuntime;
-use crate::runtime::run_tool::{self, RUN};
+use crate::runtime::run_tool::{RUN, RunRuntime};
+use crate::runtime::services::HostServices;
 use crate::runtime::stdio::StdioRuntime;
 use crate::runtime::vfs::{VfsOptions, VfsRuntime};
 use crate::runtime::wasm::WasmLimits;
@@ -49,12 +49,12 @@ mod schema_cache;
 
 pub use calls::{Answerer, CallReply, Handles, NoAnswerer};
 pub use entry::ToolEntry;
-use entry::{PolicyContext, describe_entry, first_party_writes, mcp_entry};
+use entry::{PolicyContext, builtin_writes, describe_entry, mcp_entry};
 use layers::config_layers;
 
 pub use describe::{NOT_WHILE_DESCRIBING, SCHEMA_TIMEOUT};
 
-/// The hidden first argument that makes `jp` serve one first-party tool over the VFS protocol.
+/// The hidden first argument that makes `jp` serve one builtin tool over the VFS protocol.
 pub const TOOL_MODE_ARG: &str = "__tool";
 
 /// The builtin `learn` tool (a component compiled into `jp`).
@@ -83,6 +83,16 @@ pub enum AppError {
     },
 }
 
+impl From<AppError> for RuntimeError {
+    /// An unknown tool stays one a caller can match; the others keep their words.
+    fn from(e: AppError) -> Self {
+        match e {
+            AppError::UnknownTool { name, available } => RuntimeError::UnknownTool { name, available },
+            AppError::Config(m) | AppError::Untrusted(m) => RuntimeError::Config(m),
+        }
+    }
+}
+
 /// How the host is set up.
 #[derive(Clone)]
 pub struct AppOptions {
@@ -98,7 +108,7 @@ pub struct AppOptions {
     pub trace: Option<Arc<dyn DispatchEvents>>,
     /// Per-call time limit.
     pub timeout: Duration,
-    /// The program that serves first-party tools (normally the running `jp`).
+    /// The program that serves builtin tools (normally the running `jp`).
     pub self_exe: PathBuf,
     /// The host environment tools' policies pick from.
     pub env: BTreeMap<String, String>,
@@ -152,8 +162,6 @@ pub struct App {
     schemas: Mutex<HashMap<String, Result<String, String>>>,
     /// The runtimes that ask tools for their schema (no host access, a short deadline).
     describers: describe::Describers,
-    /// Starts the commands of the `run` tool.
-    runner: TokioProcessRunner,
     sandbox: SandboxMode,
     fetch_wait: Duration,
     /// Definitions by tool name (the configuration does not change while `jp` runs).
@@ -242,15 +250,14 @@ impl App {
                         describe_entry(other)
                     )));
                 }
-                let first_party =
-                    config.source == ToolSource::Builtin && tools.get(&name).is_some_and(|t| t.first_party);
-                if config.source == ToolSource::Builtin && !first_party {
+                let builtin = config.source == ToolSource::Builtin && tools.get(&name).is_some_and(|t| t.builtin);
+                if config.source == ToolSource::Builtin && !builtin {
                     return Err(AppError::Config(format!(
                         "{shown}: [conversation.tools.{name}] has source = \"builtin\", but jp has no builtin tool named '{name}' (builtin tools: {}); use source = \"local\" with a `command`",
                         jp_fs_tools::TOOLS.iter().map(|t| t.name).chain([LEARN, RUN]).collect::<Vec<_>>().join(", ")
                     )));
                 }
-                let entry = ToolEntry::new(name.clone(), config, first_party, shown.clone(), &context)?;
+                let entry = ToolEntry::new(name.clone(), config, builtin, shown.clone(), &context)?;
                 tools.insert(name, entry);
             }
         }
@@ -261,7 +268,6 @@ impl App {
         let http: Arc<dyn jp_core::host::HttpClient> = Arc::new(
             ReqwestHttpClient::new(options.timeout).map_err(|e| AppError::Config(format!("HTTP client: {e}")))?,
         );
-        let (files_for_wasm, http_for_wasm) = (files.clone() as Arc<dyn ProjectFiles>, http.clone());
         let kb_files = files.clone();
         let describers = describe::Describers::new(
             workspace.clone(),
@@ -270,44 +276,30 @@ impl App {
             home.clone(),
             options.trace.clone(),
         );
-        let mut vfs = VfsRuntime::new(files, &workspace)
+        // What every runtime's tools are served by, built once.
+        let services = HostServices::new(files, &workspace)
             .http(http)
             .process(Arc::new(TokioProcessRunner::new(options.timeout).sandbox(options.sandbox)))
             .inquirer(options.inquirer.clone())
             .env(options.env.clone())
             .home(home)
+            .trace(options.trace.clone());
+        let vfs = VfsRuntime::with_services(services.clone())
             .sandbox(options.sandbox)
             .options(VfsOptions { request_timeout: options.timeout, ..VfsOptions::default() });
-        if let Some(trace) = &options.trace {
-            vfs = vfs.trace(trace.clone());
-        }
         let wasm = Arc::new(runtimes::LazyWasm::new(runtimes::WasmSetup {
-            files: files_for_wasm,
-            http: http_for_wasm,
-            inquirer: options.inquirer.clone(),
-            env: options.env.clone(),
-            trace: options.trace.clone(),
+            services: services.clone(),
             limits: WasmLimits { deadline: options.timeout, ..WasmLimits::default() },
             sandbox: options.sandbox,
-            workspace: workspace.clone(),
         }));
         let vfs = Arc::new(vfs);
         let builtin = BuiltinRuntime::new(vfs.services().clone(), jp_fs_tools::TOOLS);
-        let mcp = Arc::new(
-            McpRuntime::new(&workspace, mcp_servers, options.env.clone(), options.sandbox, options.timeout)
-                .with_trace(options.trace.clone())
-                .egress_observers(options.inquirer.clone(), options.trace.clone()),
-        );
-        let mut stdio = StdioRuntime::new(&workspace)
-            .env(options.env)
-            .inquirer(options.inquirer.clone())
-            .sandbox(options.sandbox)
-            .timeout(options.timeout);
-        if let Some(trace) = &options.trace {
-            stdio = stdio.trace(trace.clone());
-        }
+        let mcp = Arc::new(McpRuntime::with_services(&services, mcp_servers, options.sandbox, options.timeout));
+        let stdio = StdioRuntime::with_services(&services).sandbox(options.sandbox).timeout(options.timeout);
         let learn = runtimes::Learn { wasm: wasm.clone(), kb_files, workspace: workspace.clone() };
-        let runtimes = runtimes::Runtimes::new(stdio, vfs.clone(), wasm, builtin, mcp.clone(), learn);
+        let run =
+            RunRuntime::new(vfs.services().clone(), TokioProcessRunner::new(options.timeout).sandbox(options.sandbox));
+        let runtimes = runtimes::Runtimes::new(stdio, vfs.clone(), wasm, builtin, mcp.clone(), learn, run);
         Ok(Self {
             workspace,
             tools: std::sync::RwLock::new(tools),
@@ -320,7 +312,6 @@ impl App {
             timeout: options.timeout,
             schemas: Mutex::new(HashMap::new()),
             describers,
-            runner: TokioProcessRunner::new(options.timeout).sandbox(options.sandbox),
             sandbox: options.sandbox,
             fetch_wait: options.fetch_wait,
             definitions: std::sync::Mutex::new(HashMap::new()),
@@ -409,10 +400,40 @@ impl App {
         })
     }
 
-    /// The configuration a first-party tool runs with: `jp` in tool mode, as a VFS tool.
+    /// The runtime that answers for `entry` — its actions, its schema, whether it keeps a live
+    /// process: a builtin tool's builtin executor (even when it runs as `jp __tool`), else
+    /// the runtime its configuration resolves to.
+    fn runtime_of(&self, entry: &ToolEntry) -> Arc<dyn ToolRuntime> {
+        let builtin = entry.builtin.then(|| self.runtimes.builtin(&entry.name)).flatten();
+        builtin.unwrap_or_else(|| self.runtimes.resolve(&resolve_runtime(&entry.name, &self.run_config(entry)).choice))
+    }
+
+    /// A builtin tool configured with `runtime = "vfs"` (and whose runtime is not fixed): the
+    /// `jp` binary re-executed as a sandboxed VFS tool instead of running in-process.
+    fn runs_as_vfs(&self, entry: &ToolEntry) -> bool {
+        entry.builtin
+            && entry.config.runtime == Some(ToolRuntimeKind::Vfs)
+            && !self.runtimes.builtin(&entry.name).is_some_and(|r| r.fixed_runtime())
+    }
+
+    /// The runtime a tool runs on, for listings (`vfs`, `stdio`, `wasm`, `mcp`, `builtin`).
+    pub fn runtime_label(&self, entry: &ToolEntry) -> String {
+        if !entry.builtin {
+            return entry.configured_runtime_label();
+        }
+        if self.runs_as_vfs(entry) { "vfs".into() } else { self.runtime_of(entry).kind().into() }
+    }
+
+    /// One line for listings: what the tool may touch (its policy, unless its runtime holds it
+    /// to less).
+    pub fn policy_summary(&self, entry: &ToolEntry) -> String {
+        self.runtime_of(entry).policy_summary().unwrap_or_else(|| entry.policy_summary())
+    }
+
+    /// The configuration a builtin tool runs with: `jp` in tool mode, as a VFS tool.
     fn run_config(&self, entry: &ToolEntry) -> ToolConfig {
         let mut config = entry.config.clone();
-        if entry.runs_as_vfs() {
+        if self.runs_as_vfs(entry) {
             let exe = self.self_exe.to_string_lossy();
             let quoted = shlex::try_quote(&exe).map_or_else(|_| exe.to_string(), |q| q.into_owned());
             config.source = ToolSource::Local;
@@ -427,7 +448,7 @@ impl App {
     pub async fn call(&self, call: ToolCall) -> Result<ExecutionOutcome, RuntimeError> {
         let name = call.name.clone();
         let name = name.as_str();
-        let entry = self.tool(name).map_err(|e| RuntimeError::Config(e.to_string()))?;
+        let entry = self.tool(name)?;
         self.check_arguments(name, &call.arguments).await?;
         let cancel = call.cancel.clone();
         let mut call = call;

@@ -11,14 +11,14 @@
 //!   [`runtime::vfs::VfsRuntime`] (a sandboxed subprocess whose every request is served by the
 //!   core dispatcher), [`runtime::stdio::StdioRuntime`] (legacy local tools under the same OS
 //!   sandbox, granted the workspace as a whole), [`runtime::wasm::WasmRuntime`] (WASI p2
-//!   components under wasmtime), [`runtime::builtin::BuiltinRuntime`] (first-party tools
+//!   components under wasmtime), [`runtime::builtin::BuiltinRuntime`] (builtin tools
 //!   in-process), the stateful `run` tool ([`runtime::run_tool`]) and jp as an MCP client
 //!   ([`runtime::mcp`]).
 //! - [`mcp`] — `jp mcp`, the MCP server: the tools served to agents.
 //! - [`agent`] — `jp query`: the core turn loop with a model from `[providers.*]` and these tools.
 //! - [`trust`] — which configuration is used: the user's own, `--config`, and a workspace's only
 //!   once the user approved its exact content (`jp trust`).
-//! - [`app`] and [`terminal`] — the `jp` command's host: configuration, first-party tools, D06
+//! - [`app`] and [`terminal`] — the `jp` command's host: configuration, builtin tools, D06
 //!   schemas, D10 runtime resolution, terminal inquiries and `--trace`.
 
 pub mod agent;

@@ -3,22 +3,20 @@
 //! Exit codes: 0 when the tool succeeded, 1 when it failed (its own error, a denial it could not
 //! recover from, a crash, a timeout), 2 for usage and configuration errors.
 
-use std::io::IsTerminal as _;
+mod cli;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use jp_core::cancel::CancellationToken;
 use jp_core::host::{DenyInquirer, Inquirer};
-use jp_core::runtime::{ExecutionOutcome, RuntimeError, ToolCall};
-use jp_native::app::{Answerer, App, AppError, AppOptions, CallReply, Handles, NoAnswerer, TOOL_MODE_ARG};
-use jp_native::mcp::http::{self, HttpOptions, generate_token};
-use jp_native::mcp::{McpOptions, serve_stdio, shutdown_signal};
-use jp_native::sandbox::{OPT_OUT_FLAG, SandboxMode, probe};
+use jp_core::runtime::RuntimeError;
+use jp_native::app::{App, AppError, AppOptions, TOOL_MODE_ARG};
+use jp_native::sandbox::SandboxMode;
 use jp_native::terminal::{self, StderrTrace, TerminalInquirer};
-use serde_json::{Map, Value, json};
+use serde_json::json;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -60,7 +58,7 @@ enum Command {
     /// Approve the workspace's .jp/config.toml: shows what it grants and what changed since the
     /// last approval, then asks. jp uses a workspace's configuration only once approved.
     Trust(TrustArgs),
-    /// Serve a first-party tool over the VFS protocol (how jp runs its own tools).
+    /// Serve a builtin tool over the VFS protocol (how jp runs its own tools).
     #[command(name = TOOL_MODE_ARG, hide = true)]
     ToolMode,
 }
@@ -205,7 +203,13 @@ impl From<AppError> for Failure {
 impl From<RuntimeError> for Failure {
     fn from(e: RuntimeError) -> Self {
         let code = match e {
-            RuntimeError::Config(_) | RuntimeError::Input(_) | RuntimeError::UnsupportedRuntime { .. } => 2,
+            RuntimeError::Config(_)
+            | RuntimeError::UnknownTool { .. }
+            | RuntimeError::NoCommand { .. }
+            | RuntimeError::Policy(_)
+            | RuntimeError::Schema(_)
+            | RuntimeError::Input(_)
+            | RuntimeError::UnsupportedRuntime { .. } => 2,
             _ => 1,
         };
         Self { code, message: e.to_string() }
@@ -240,15 +244,15 @@ fn options(cli: &Cli) -> AppOptions {
 async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     match &cli.command {
         Command::ToolMode => Ok(jp_tool::serve(jp_fs_tools::TOOLS)),
-        Command::Sandbox(SandboxCommand::Status) => Ok(sandbox_status(cli.json)),
+        Command::Sandbox(SandboxCommand::Status) => Ok(cli::sandbox::status(cli.json)),
         Command::Tool(ToolSubcommand::List) => {
             let app = App::load(options(&cli))?;
             app.discover().await;
-            list(&app, cli.json).await
+            cli::tool::list(&app, cli.json).await
         }
-        Command::Mcp(args) => mcp(&cli, args).await,
-        Command::Trust(args) => trust(&cli, args).await,
-        Command::Query(args) => query(&cli, args).await,
+        Command::Mcp(args) => cli::mcp::serve(&cli, args).await,
+        Command::Trust(args) => cli::trust::trust(&cli, args).await,
+        Command::Query(args) => cli::query::query(&cli, args).await,
         Command::Tool(ToolSubcommand::Schema { name, one_of }) => {
             let app = App::load(options(&cli))?;
             app.discover().await;
@@ -276,346 +280,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             o.timeout = Duration::from_secs(args.timeout.max(1));
             let app = Arc::new(App::load(o)?);
             app.discover().await;
-            call(&app, args, interactive, cli.json).await
-        }
-    }
-}
-
-fn sandbox_status(json: bool) -> ExitCode {
-    let p = probe();
-    if json {
-        println!(
-            "{}",
-            json!({
-                "landlock_abi": p.landlock_abi,
-                "landlock_note": p.landlock_note,
-                "filesystem": p.filesystem(),
-                "network": p.network(),
-                "scoping": p.scoping(),
-                "seccomp": p.seccomp,
-                "egress": p.egress(),
-                "egress_note": p.user_namespaces_note,
-                "can_enforce": p.can_enforce(),
-                "missing": p.missing(),
-            })
-        );
-    } else {
-        let yes = |b: bool| if b { "enforced" } else { "NOT available" };
-        match p.landlock_abi {
-            Some(v) => println!("Landlock ABI:            {v}"),
-            None => println!("Landlock:                not available ({})", p.landlock_note.as_deref().unwrap_or("?")),
-        }
-        println!("filesystem restriction:  {}", yes(p.filesystem()));
-        println!("TCP bind/connect:        {}", yes(p.network()));
-        println!("signal/socket scoping:   {}", yes(p.scoping()));
-        println!("seccomp filters:         {}", yes(p.seccomp));
-        match &p.user_namespaces_note {
-            None => println!(
-                "per-host egress:         enforced (a direct-access process whose policy allows URLs gets a network namespace of its own; its only way out is jp's proxy)"
-            ),
-            Some(why) => println!(
-                "per-host egress:         NOT available ({why}); a stdio tool, MCP server or process.run child whose policy allows URLs will NOT run"
-            ),
-        }
-        match p.missing() {
-            None => println!("tools run under the OS sandbox"),
-            Some(why) => println!("tools will NOT run: {why} (pass {OPT_OUT_FLAG} to run them without the OS sandbox)"),
-        }
-    }
-    if p.can_enforce() { ExitCode::SUCCESS } else { ExitCode::from(1) }
-}
-
-async fn trust(cli: &Cli, args: &TrustArgs) -> Result<ExitCode, Failure> {
-    use jp_native::trust::{self, TrustStore, Verdict};
-    let usage = |message: String| Failure { code: 2, message };
-    let given = cli.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
-    let workspace = std::fs::canonicalize(&given).map_err(|e| {
-        usage(format!("workspace {}: {e}; pass an existing directory with --workspace", given.display()))
-    })?;
-    let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
-    let state = trust::state_dir(&env)
-        .ok_or_else(|| usage("jp keeps approvals in $XDG_STATE_HOME or $HOME, and neither is set".into()))?;
-    let store = TrustStore::new(&state);
-    let shown_ws = terminal::escape(&workspace.display().to_string());
-    if args.revoke {
-        let had = store.revoke(&workspace).map_err(usage)?;
-        if cli.json {
-            println!("{}", json!({"ok": true, "workspace": workspace, "revoked": had}));
-        } else if had {
-            println!("revoked: jp no longer uses the configuration of {shown_ws}");
-        } else {
-            println!("nothing to revoke: no configuration of {shown_ws} was approved");
-        }
-        return Ok(ExitCode::SUCCESS);
-    }
-    let config = trust::read_workspace_config(&workspace)
-        .map_err(usage)?
-        .ok_or_else(|| usage(format!("{shown_ws} has no {}: nothing to approve", jp_native::trust::CONFIG_PATH)))?;
-    let verdict = store.verdict(&workspace, &config).map_err(usage)?;
-    let path = terminal::escape(&config.path.display().to_string());
-    if matches!(verdict, Verdict::Approved) {
-        if cli.json {
-            println!(
-                "{}",
-                json!({"ok": true, "workspace": workspace, "sha256": config.sha256, "approved": true, "changed": false})
-            );
-        } else {
-            println!("{path} is approved as it is (sha256 {})", config.sha256);
-        }
-        return Ok(ExitCode::SUCCESS);
-    }
-    // What it grants is decided on the configuration jp would enforce: over the user's own.
-    let user_file = trust::user_config_file(&env).filter(|f| f.is_file());
-    let user_text = user_file
-        .as_ref()
-        .map(|f| std::fs::read_to_string(f).map_err(|e| usage(format!("{}: {e}", f.display()))))
-        .transpose()?;
-    let user_name = user_file.as_ref().map(|f| f.display().to_string()).unwrap_or_default();
-    let user = user_text.as_deref().map(|t| (t, user_name.as_str()));
-    let summary = trust::summary(&config, user).map_err(|e| {
-        usage(format!(
-            "{path} cannot be used as it is ({}), so there is nothing to approve; fix it first",
-            terminal::escape(&e)
-        ))
-    })?;
-    if cli.json && !args.yes {
-        return Err(usage(format!(
-            "not approved: --json shows no summary to review; run `jp trust --workspace {shown_ws}` on a terminal, or pass --yes"
-        )));
-    }
-    if !cli.json {
-        println!("{path} (sha256 {}) grants, beyond jp's defaults:\n{summary}", config.sha256);
-        match &verdict {
-            Verdict::Changed(previous) => {
-                println!("changes since your approval:\n{}", trust::diff(&previous.text, &config.text));
-            }
-            _ => println!("it was never approved for this workspace.\n"),
-        }
-    }
-    let approve = if args.yes {
-        true
-    } else if TerminalInquirer::available() {
-        let answer = terminal::ask_line(format!("approve this configuration for {shown_ws}? [y/N] ")).await;
-        matches!(answer.as_deref(), Some("y" | "yes" | "Y"))
-    } else {
-        return Err(usage(format!(
-            "not approved: no terminal to ask on; review {path}, then run `jp trust --yes --workspace {shown_ws}`"
-        )));
-    };
-    if !approve {
-        return Err(Failure { code: 1, message: format!("not approved: jp will not use {path}") });
-    }
-    store.approve(&workspace, &config).map_err(|m| Failure { code: 1, message: m })?;
-    if cli.json {
-        println!(
-            "{}",
-            json!({"ok": true, "workspace": workspace, "sha256": config.sha256, "approved": true, "changed": true})
-        );
-    } else {
-        println!("approved: jp uses {path} (sha256 {}) until it changes", config.sha256);
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-async fn query(cli: &Cli, args: &QueryCli) -> Result<ExitCode, Failure> {
-    use jp_native::agent::{self, QueryArgs, QueryError, output::Printer};
-    let usage = |message: String| Failure { code: 2, message };
-    let first = App::load(options(cli))?;
-    let (name, provider) = agent::provider(&first, args.provider.as_deref()).map_err(usage)?;
-    let mut o = options(cli);
-    let (model, key) = agent::model(&name, &provider, first.workspace(), &o.env).map_err(usage)?;
-    drop(first);
-    // The key is not in the environment tools pick from: no policy can hand it to one.
-    if let Some(var) = &provider.api_key_env {
-        o.env.remove(var);
-    }
-    let secrets: Vec<String> = key.into_iter().collect();
-    let printer = Arc::new(Printer::new(cli.json, &secrets));
-    let interactive = !args.no_interaction && TerminalInquirer::available();
-    o.inquirer =
-        if interactive { Arc::new(TerminalInquirer::default()) as Arc<dyn Inquirer> } else { Arc::new(DenyInquirer) };
-    o.trace = Some(printer.clone());
-    o.timeout = Duration::from_secs(args.timeout.max(1));
-    let app = Arc::new(App::load(o)?);
-    let cancel = CancellationToken::new();
-    let on_signal = {
-        let (cancel, printer) = (cancel.clone(), printer.clone());
-        tokio::spawn(async move {
-            shutdown_signal().await;
-            printer.note("cancelling: stopping the running tool calls…");
-            cancel.cancel();
-        })
-    };
-    let query_args = QueryArgs {
-        prompt: args.prompt.clone(),
-        provider: Some(name),
-        continue_last: args.continue_last,
-        interactive,
-        json: cli.json,
-        max_rounds: args.max_rounds,
-    };
-    let result = agent::query(app, &query_args, model.as_ref(), &printer, &secrets, &cancel).await;
-    on_signal.abort();
-    match result {
-        Ok(_) => Ok(ExitCode::SUCCESS),
-        Err(QueryError::Failed) => Ok(ExitCode::from(1)),
-        Err(QueryError::Usage(message)) => Err(usage(printer.scrub(&message))),
-    }
-}
-
-async fn list(app: &App, json: bool) -> Result<ExitCode, Failure> {
-    let mut rows = Vec::new();
-    for entry in app.tools() {
-        let summary = match app.definition(&entry.name).await {
-            Ok(d) => d.summary.unwrap_or_default(),
-            Err(e) => format!("(cannot describe itself: {e})"),
-        };
-        let policy = entry.policy_summary();
-        rows.push(json!({
-            "name": entry.name,
-            "runtime": entry.runtime_label(),
-            "source": entry.source_label(),
-            "summary": summary,
-            "policy": policy,
-            "defined_in": entry.origin,
-        }));
-    }
-    if json {
-        println!("{}", Value::Array(rows));
-        return Ok(ExitCode::SUCCESS);
-    }
-    let width = rows.iter().map(|r| r["name"].as_str().map_or(0, str::len)).max().unwrap_or(4).max(4);
-    println!("{:width$}  {:7}  {:8}  SUMMARY", "NAME", "RUNTIME", "SOURCE");
-    for r in &rows {
-        // Names and summaries can come from a tool's own schema.
-        let s = |k: &str| terminal::neutralize(r[k].as_str().unwrap_or_default());
-        println!("{:width$}  {:7}  {:8}  {}", s("name"), s("runtime"), s("source"), s("summary"));
-        println!("{:width$}  policy: {}", "", s("policy"));
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn parse_json_object(text: &str, what: &str) -> Result<Map<String, Value>, Failure> {
-    match serde_json::from_str::<Value>(text) {
-        Ok(Value::Object(m)) => Ok(m),
-        Ok(other) => Err(Failure { code: 2, message: format!("{what} must be a JSON object, got {other}") }),
-        Err(e) => Err(Failure {
-            code: 2,
-            message: format!("{what} is not valid JSON ({e}); write e.g. --args '{{\"path\":\"src/main.rs\"}}'"),
-        }),
-    }
-}
-
-async fn mcp(cli: &Cli, args: &McpArgs) -> Result<ExitCode, Failure> {
-    let mut o = options(cli);
-    o.timeout = Duration::from_secs(args.timeout.max(1));
-    o.fetch_wait = Duration::from_millis(args.fetch_wait_ms);
-    if args.trace {
-        o.trace = Some(Arc::new(StderrTrace::default()));
-    }
-    let app = Arc::new(App::load(o)?);
-    let mut options = McpOptions::default();
-    if let Some(n) = args.max_concurrent {
-        options.max_concurrent = n.max(1);
-    }
-    let served = match args.http {
-        None => serve_stdio(app, options).await,
-        Some(addr) => {
-            let (token, token_given) = match &args.token_env {
-                Some(var) => match std::env::var(var) {
-                    Ok(t) if !t.trim().is_empty() => (t.trim().to_owned(), true),
-                    _ => {
-                        return Err(Failure {
-                            code: 2,
-                            message: format!("--token-env {var}: the variable is not set or empty; export it first"),
-                        });
-                    }
-                },
-                None => (generate_token().map_err(|m| Failure { code: 1, message: m })?, false),
-            };
-            http::serve(app, options, HttpOptions { addr, token, token_given }, shutdown_signal()).await
-        }
-    };
-    served.map(|()| ExitCode::SUCCESS).map_err(|message| Failure { code: 1, message })
-}
-
-async fn call(app: &Arc<App>, args: &CallArgs, interactive: bool, json: bool) -> Result<ExitCode, Failure> {
-    let mut arguments = match &args.args {
-        Some(text) => parse_json_object(text, "--args")?,
-        None => Map::new(),
-    };
-    arguments.extend(app.parse_pairs(&args.name, &args.pairs).await?);
-    let mut answers = Map::new();
-    for a in &args.answers {
-        let (id, value) = a.split_once('=').ok_or_else(|| Failure {
-            code: 2,
-            message: format!("--answer {a:?} is not ID=VALUE; write e.g. --answer confirm=true"),
-        })?;
-        answers.insert(id.into(), serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.into())));
-    }
-    let cancel = CancellationToken::new();
-    let on_ctrl_c = cancel.clone();
-    let ctrl_c = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_ctrl_c.cancel();
-        }
-    });
-    let mut call = ToolCall::new(args.name.clone(), "call", arguments);
-    call.answers = answers;
-    call.cancel = cancel.clone();
-    let answerer: Box<dyn Answerer> =
-        if interactive { Box::new(terminal::TerminalAnswerer) } else { Box::new(NoAnswerer) };
-    // A stateful command (`action`) gets a handle that lives as long as this process: the reply
-    // shows its state, and the handle is aborted before jp exits.
-    let handles = Handles::new();
-    let result = app.agent_call(call, &handles, answerer.as_ref()).await;
-    handles.close().await;
-    let result = match result {
-        Ok(CallReply::Outcome(outcome)) => Ok(outcome),
-        Ok(CallReply::Handle { id, state }) => {
-            ctrl_c.abort();
-            println!("{}", state.to_handle_response(&id));
-            let failed = matches!(state, jp_core::state::ToolState::Stopped { result: Err(_) });
-            return Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS });
-        }
-        Err(e) => Err(e),
-    };
-    ctrl_c.abort();
-    match result? {
-        ExecutionOutcome::Completed { result: Ok(r), .. } => {
-            if json {
-                println!("{}", json!({"ok": true, "result": r, "text": r.to_text()}));
-            } else {
-                // Text as text; an image, audio, resource or link as one line (`--json` has them).
-                let mut text = r.to_shown();
-                if std::io::stdout().is_terminal() {
-                    text = terminal::neutralize(&text);
-                }
-                print!("{text}");
-                if !text.ends_with('\n') {
-                    println!();
-                }
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        ExecutionOutcome::Completed { result: Err(e), .. } => {
-            if json {
-                println!("{}", json!({"ok": false, "error": e.message, "transient": e.transient}));
-            } else {
-                let shown = if std::io::stderr().is_terminal() { terminal::neutralize(&e.message) } else { e.message };
-                eprintln!("error: tool '{}' failed: {shown}", args.name);
-            }
-            Ok(ExitCode::from(1))
-        }
-        ExecutionOutcome::NeedsInput { question, .. } => Err(Failure {
-            code: 1,
-            message: format!(
-                "tool '{}' asks: {} — answer with --answer {}=VALUE (no terminal to ask on)",
-                args.name, question.text, question.id
-            ),
-        }),
-        ExecutionOutcome::Cancelled { .. } => {
-            Err(Failure { code: 1, message: format!("tool '{}' was cancelled", args.name) })
+            cli::tool::call(&app, args, interactive, cli.json).await
         }
     }
 }

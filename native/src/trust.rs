@@ -73,9 +73,61 @@ pub struct WorkspaceConfig {
     pub sha256: String,
 }
 
+/// Why a workspace's configuration or its approval could not be read or written. Each says
+/// which file and what to do; `NotPrivate` and the file-kind checks are refusals, the rest I/O.
+#[derive(Debug, thiserror::Error)]
+pub enum TrustError {
+    /// A file or directory could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// What was read.
+        path: PathBuf,
+        /// Why it failed.
+        source: std::io::Error,
+    },
+    /// The configuration is not a regular file (a FIFO or device planted there is not opened).
+    #[error("{} is not a regular file; remove it or pass --config FILE", path.display())]
+    NotRegular {
+        /// The configuration file.
+        path: PathBuf,
+    },
+    /// The configuration is larger than [`MAX_CONFIG_BYTES`].
+    #[error("{} is larger than {} KiB; a configuration file is small", path.display(), MAX_CONFIG_BYTES >> 10)]
+    TooLarge {
+        /// The configuration file.
+        path: PathBuf,
+    },
+    /// The configuration is not UTF-8.
+    #[error("{} is not UTF-8 text", path.display())]
+    NotUtf8 {
+        /// The configuration file.
+        path: PathBuf,
+    },
+    /// The state directory could not be created.
+    #[error("cannot create {}{}", dir.display(), source.as_ref().map(|e| format!(": {e}")).unwrap_or_default())]
+    CreateDir {
+        /// The state directory.
+        dir: PathBuf,
+        /// Why, when the system said.
+        source: Option<std::io::Error>,
+    },
+    /// The state directory is someone else's or writable by others: its approvals would be theirs.
+    #[error(
+        "{} is not private to you (owned by someone else or writable by others); fix its owner and mode (chmod 700)",
+        dir.display()
+    )]
+    NotPrivate {
+        /// The state directory.
+        dir: PathBuf,
+    },
+    /// The approval could not be written.
+    #[error("{0}")]
+    Write(String),
+}
+
 /// Read `<workspace>/.jp/config.toml` if there is one: a regular file (a FIFO or device planted
 /// there cannot hang `jp`), at most [`MAX_CONFIG_BYTES`], UTF-8.
-pub fn read_workspace_config(workspace: &Path) -> Result<Option<WorkspaceConfig>, String> {
+pub fn read_workspace_config(workspace: &Path) -> Result<Option<WorkspaceConfig>, TrustError> {
     use std::os::unix::fs::OpenOptionsExt as _;
     let path = workspace.join(CONFIG_PATH);
     let file = match std::fs::OpenOptions::new()
@@ -85,25 +137,24 @@ pub fn read_workspace_config(workspace: &Path) -> Result<Option<WorkspaceConfig>
     {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        Err(source) => return Err(TrustError::Read { path, source }),
     };
-    let meta = file.metadata().map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let meta = match file.metadata() {
+        Ok(m) => m,
+        Err(source) => return Err(TrustError::Read { path, source }),
+    };
     if !meta.is_file() {
-        return Err(format!("{} is not a regular file; remove it or pass --config FILE", path.display()));
+        return Err(TrustError::NotRegular { path });
     }
     let mut bytes = Vec::new();
-    file.take(MAX_CONFIG_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if let Err(source) = file.take(MAX_CONFIG_BYTES + 1).read_to_end(&mut bytes) {
+        return Err(TrustError::Read { path, source });
+    }
     if bytes.len() as u64 > MAX_CONFIG_BYTES {
-        return Err(format!(
-            "{} is larger than {} KiB; a configuration file is small",
-            path.display(),
-            MAX_CONFIG_BYTES >> 10
-        ));
+        return Err(TrustError::TooLarge { path });
     }
     let sha256 = hex(&Sha256::digest(&bytes));
-    let text = String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8 text", path.display()))?;
+    let Ok(text) = String::from_utf8(bytes) else { return Err(TrustError::NotUtf8 { path }) };
     Ok(Some(WorkspaceConfig { path, text, sha256 }))
 }
 
@@ -156,31 +207,28 @@ impl TrustStore {
 
     /// The directory, created private to the user; one that someone else owns or could write to
     /// is not used (its approvals would be theirs).
-    fn checked_dir(&self, create: bool) -> Result<Option<&Path>, String> {
+    fn checked_dir(&self, create: bool) -> Result<Option<&Path>, TrustError> {
         use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
         if create {
             std::fs::DirBuilder::new()
                 .recursive(true)
                 .mode(0o700)
                 .create(&self.dir)
-                .map_err(|e| format!("cannot create {}: {e}", self.dir.display()))?;
+                .map_err(|e| TrustError::CreateDir { dir: self.dir.clone(), source: Some(e) })?;
         }
         let meta = match std::fs::metadata(&self.dir) {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(format!("cannot read {}: {e}", self.dir.display())),
+            Err(source) => return Err(TrustError::Read { path: self.dir.clone(), source }),
         };
         if meta.uid() != rustix::process::getuid().as_raw() || meta.mode() & 0o022 != 0 {
-            return Err(format!(
-                "{} is not private to you (owned by someone else or writable by others); fix its owner and mode (chmod 700)",
-                self.dir.display()
-            ));
+            return Err(TrustError::NotPrivate { dir: self.dir.clone() });
         }
         Ok(Some(&self.dir))
     }
 
     /// The approval recorded for `workspace`, if any.
-    pub fn approval(&self, workspace: &Path) -> Result<Option<Approval>, String> {
+    pub fn approval(&self, workspace: &Path) -> Result<Option<Approval>, TrustError> {
         if self.checked_dir(false)?.is_none() {
             return Ok(None);
         }
@@ -191,12 +239,12 @@ impl TrustStore {
                 _ => Ok(None),
             },
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+            Err(source) => Err(TrustError::Read { path, source }),
         }
     }
 
     /// How `config` of `workspace` stands.
-    pub fn verdict(&self, workspace: &Path, config: &WorkspaceConfig) -> Result<Verdict, String> {
+    pub fn verdict(&self, workspace: &Path, config: &WorkspaceConfig) -> Result<Verdict, TrustError> {
         Ok(match self.approval(workspace)? {
             Some(a) if a.sha256 == config.sha256 => Verdict::Approved,
             Some(a) => Verdict::Changed(Box::new(a)),
@@ -206,8 +254,9 @@ impl TrustStore {
 
     /// Record `config` as approved for `workspace` (atomically), and forget the approvals of
     /// workspaces that no longer exist.
-    pub fn approve(&self, workspace: &Path, config: &WorkspaceConfig) -> Result<(), String> {
-        let dir = self.checked_dir(true)?.ok_or_else(|| format!("cannot create {}", self.dir.display()))?;
+    pub fn approve(&self, workspace: &Path, config: &WorkspaceConfig) -> Result<(), TrustError> {
+        let dir =
+            self.checked_dir(true)?.ok_or_else(|| TrustError::CreateDir { dir: self.dir.clone(), source: None })?;
         let approved_at =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
         let approval = Approval {
@@ -216,25 +265,27 @@ impl TrustStore {
             text: config.text.clone(),
             approved_at,
         };
-        let bytes = serde_json::to_vec_pretty(&approval).map_err(|e| e.to_string())?;
-        let mut tmp =
-            tempfile::NamedTempFile::new_in(dir).map_err(|e| format!("cannot write in {}: {e}", dir.display()))?;
-        std::io::Write::write_all(&mut tmp, &bytes).map_err(|e| e.to_string())?;
-        tmp.as_file().sync_all().map_err(|e| e.to_string())?;
-        tmp.persist(self.record(workspace)).map_err(|e| format!("cannot record the approval: {e}"))?;
+        let write = |e: &dyn std::fmt::Display| TrustError::Write(e.to_string());
+        let bytes = serde_json::to_vec_pretty(&approval).map_err(|e| write(&e))?;
+        let mut tmp = tempfile::NamedTempFile::new_in(dir)
+            .map_err(|e| TrustError::Write(format!("cannot write in {}: {e}", dir.display())))?;
+        std::io::Write::write_all(&mut tmp, &bytes).map_err(|e| write(&e))?;
+        tmp.as_file().sync_all().map_err(|e| write(&e))?;
+        tmp.persist(self.record(workspace))
+            .map_err(|e| TrustError::Write(format!("cannot record the approval: {e}")))?;
         self.forget_gone();
         Ok(())
     }
 
     /// Remove the approval of `workspace`; `true` when there was one.
-    pub fn revoke(&self, workspace: &Path) -> Result<bool, String> {
+    pub fn revoke(&self, workspace: &Path) -> Result<bool, TrustError> {
         if self.checked_dir(false)?.is_none() {
             return Ok(false);
         }
         match std::fs::remove_file(self.record(workspace)) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(format!("cannot remove the approval: {e}")),
+            Err(e) => Err(TrustError::Write(format!("cannot remove the approval: {e}"))),
         }
     }
 

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use jp_core::files::ProjectFiles;
 use jp_core::host::{BackendError, Dispatcher, HostError, NoEvents, ProcessOutput, ProcessRequest, ProcessRunner};
-use jp_core::policy::{AccessPolicy, ProcessGrant, WorkspaceGrant};
+use jp_core::policy::{AccessPolicy, GrantError, ProcessGrant, WorkspaceGrant};
 use jp_core::protocol::{HostRequest, Id};
 use jp_core::runtime::Config;
 use jp_native::files::FsProjectFiles;
@@ -24,7 +24,7 @@ use serde_json::json;
 const READ_ONLY: ProcessGrant = ProcessGrant { workspace: WorkspaceGrant { read: true, write: false }, network: false };
 const READ_WRITE: ProcessGrant = ProcessGrant { workspace: WorkspaceGrant { read: true, write: true }, network: false };
 
-fn request(ws: &Path, program: &str, args: &[&str], grant: Result<ProcessGrant, String>) -> ProcessRequest {
+fn request(ws: &Path, program: &str, args: &[&str], grant: Result<ProcessGrant, GrantError>) -> ProcessRequest {
     ProcessRequest {
         program: program.into(),
         args: args.iter().map(|a| (*a).to_owned()).collect(),
@@ -237,11 +237,13 @@ async fn nothing_the_child_started_outlives_the_call_however_it_ends() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_policy_the_kernel_cannot_hold_is_refused_unless_the_sandbox_is_off() {
     let ws = tempfile::tempdir().unwrap();
-    let why = "its filesystem rule for 'secrets' takes away access";
-    let err = runner().run(request(ws.path(), "sh", &["-c", "echo ran"], Err(why.into()))).await.unwrap_err();
+    let why = GrantError::TakesAway { path: "secrets".into(), origin: "the test's policy".into() };
+    let err = runner().run(request(ws.path(), "sh", &["-c", "echo ran"], Err(why.clone()))).await.unwrap_err();
     let BackendError::Unavailable(message) = err else { panic!("{err:?}") };
     assert!(
-        message.contains(why) && message.contains("--no-os-sandbox") && message.contains("not started"),
+        message.contains("its filesystem rule for 'secrets' (the test's policy) takes away access")
+            && message.contains("--no-os-sandbox")
+            && message.contains("not started"),
         "{message}"
     );
 
@@ -249,7 +251,7 @@ async fn a_policy_the_kernel_cannot_hold_is_refused_unless_the_sandbox_is_off() 
     let elsewhere = tempfile::tempdir().unwrap();
     std::fs::write(elsewhere.path().join("s.txt"), "outside").unwrap();
     let script = format!("cat {}/s.txt", elsewhere.path().display());
-    let req = request(ws.path(), "sh", &["-c", &script], Err(why.into()));
+    let req = request(ws.path(), "sh", &["-c", &script], Err(why));
     let out = runner().sandbox(SandboxMode::Disabled).run(req).await.unwrap();
     assert_eq!(out, ProcessOutput { stdout: b"outside".to_vec(), stderr: Vec::new(), exit_code: Some(0) });
 }

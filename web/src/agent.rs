@@ -12,7 +12,7 @@ use jp_core::agent::openai::OpenAi;
 use jp_core::agent::prompt::describe_call;
 use jp_core::agent::scripted::Scripted;
 use jp_core::agent::turn::{Sleep, ToolOutput, Turn, TurnEvent, TurnOptions, TurnTools, run_turn};
-use jp_core::agent::{Message, Model, ToolCallRequest, ToolSpec};
+use jp_core::agent::{Message, Model, ModelTool, ToolCallRequest};
 use jp_core::cancel::CancellationToken;
 use jp_core::policy::{Scrubber, StreamScrubber};
 use jp_core::state::ToolResult;
@@ -134,7 +134,7 @@ fn event_json(event: &TurnEvent) -> Option<Value> {
 
 /// The tools of a turn in the page: their specs, and a JS callback that runs one call.
 struct JsTools {
-    specs: Vec<ToolSpec>,
+    specs: Vec<ModelTool>,
     call: Function,
 }
 
@@ -147,7 +147,7 @@ fn message_of(e: &JsValue) -> String {
 }
 
 impl TurnTools for JsTools {
-    fn specs(&self) -> Vec<ToolSpec> {
+    fn specs(&self) -> Vec<ModelTool> {
         self.specs.clone()
     }
 

@@ -3,7 +3,9 @@
 //! - `files::IndexedDbProjectFiles`: the project's files in IndexedDB, one transaction per
 //!   operation.
 //! - `host::JpHost`: the JS API (wasm-bindgen): files, the policy, decisions as events, and
-//!   call sessions serving a jco-transpiled component's `jp:host` imports via the core dispatcher.
+//!   the start of a call; `call::CallSession` serves a jco-transpiled component's `jp:host`
+//!   imports via the core dispatcher; `policy`: the policy text (and the edge's ceiling);
+//!   `schema`: argument schemas checked as `jp` checks them (`ArgumentSchema`, `toolInputSchema`).
 //! - `store::Store`: where a host keeps its project — IndexedDB, memory, or the embedder's
 //!   `ProjectStorage` (edge functions) — and the snapshot/commit every call runs on.
 //! - `agent`: `runAgentTurn`, the core turn loop in the page (model through `fetch`, tool calls
@@ -16,11 +18,15 @@
 #![cfg(target_arch = "wasm32")]
 
 pub mod agent;
+pub mod call;
 pub mod files;
 pub mod host;
 pub mod http;
 mod js;
+pub mod policy;
+pub mod schema;
 pub mod store;
 pub mod surface;
 
-pub use host::{CallSession, JpHost};
+pub use call::CallSession;
+pub use host::JpHost;

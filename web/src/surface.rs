@@ -3,7 +3,7 @@
 //! outcome becomes (`agentResult`) — the same functions `jp mcp` and `jp query` use, so that the
 //! page's agent and the edge's `/mcp` describe, gate and answer calls exactly as they do.
 
-use jp_core::agent::ToolSpec;
+use jp_core::agent::ModelTool;
 use jp_core::agent::surface::{self, AgentTool, Gate, ToolFacts};
 use jp_core::policy::PolicyHints;
 use jp_core::runtime::ExecutionOutcome;
@@ -39,7 +39,7 @@ struct Hints {
 
 impl PageTool {
     /// As every agent sees it, under a policy with `hints`. The page's and the edge's tools share
-    /// the project's policy; a first-party tool that only reads never writes, whatever it allows.
+    /// the project's policy; a builtin tool that only reads never writes, whatever it allows.
     pub(crate) fn agent_tool(self, hints: Option<PolicyHints>) -> AgentTool {
         let mut hints =
             hints.unwrap_or(PolicyHints { writes: false, destructive: false, network: false, commands: false });
@@ -56,12 +56,12 @@ impl PageTool {
             hints,
             stateful: false,
             unconfined: false,
-            run: None,
+            run_mode: None,
         })
     }
 
     /// As a model provider is told about it (its description and schema; no policy needed).
-    pub(crate) fn spec(self) -> ToolSpec {
+    pub(crate) fn spec(self) -> ModelTool {
         self.agent_tool(None).spec()
     }
 }

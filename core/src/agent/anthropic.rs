@@ -5,9 +5,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{Message, Model, ModelReply, ProviderError, Role, ToolCallRequest, ToolSpec};
+use super::{Message, ModelReply, ModelTool, ProviderError, Role, ToolCallRequest};
 use crate::host::HttpClient;
-use crate::maybe::BoxFuture;
 use crate::protocol::Header;
 
 /// The API version sent.
@@ -40,7 +39,7 @@ impl std::fmt::Debug for Anthropic {
 
 /// The request body: system messages become `system`; tool results are `tool_result` blocks of
 /// a user message (consecutive ones merged, as the API wants).
-pub fn request_body(model: &str, max_tokens: u32, messages: &[Message], tools: &[ToolSpec], stream: bool) -> Value {
+pub fn request_body(model: &str, max_tokens: u32, messages: &[Message], tools: &[ModelTool], stream: bool) -> Value {
     let system: Vec<&str> = messages.iter().filter(|m| m.role == Role::System).map(|m| m.content.as_str()).collect();
     let mut out: Vec<Value> = Vec::new();
     for m in messages.iter().filter(|m| m.role != Role::System) {
@@ -177,33 +176,24 @@ fn delta_text(v: &Value) -> Option<&str> {
         .flatten()
 }
 
-const READING: super::Reading = super::Reading { whole: parse_response, stream: parse_stream, delta: delta_text };
+impl super::Endpoint for Anthropic {
+    const READING: super::Reading = super::Reading { whole: parse_response, stream: parse_stream, delta: delta_text };
 
-impl Model for Anthropic {
-    fn complete<'a>(
-        &'a self,
-        messages: &'a [Message],
-        tools: &'a [ToolSpec],
-    ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
-        self.complete_streaming(messages, tools, &|_: &str| {})
+    fn http(&self) -> &dyn HttpClient {
+        &*self.http
     }
 
-    fn complete_streaming<'a>(
-        &'a self,
-        messages: &'a [Message],
-        tools: &'a [ToolSpec],
-        on_text: crate::maybe::OnText<'a>,
-    ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
-        Box::pin(async move {
-            let mut headers = vec![Header { name: "anthropic-version".into(), value: VERSION.into() }];
-            if let Some(key) = &self.api_key {
-                headers.push(Header { name: "x-api-key".into(), value: key.clone() });
-            }
-            let url = format!("{}/v1/messages", self.base_url.trim_end_matches('/'));
-            let body = request_body(&self.model, self.max_tokens, messages, tools, self.stream);
-            let streamed = self.stream.then_some(on_text);
-            super::post_json(&*self.http, url, headers, &body, &READING, streamed).await
-        })
+    fn streams(&self) -> bool {
+        self.stream
+    }
+
+    fn request(&self, messages: &[Message], tools: &[ModelTool]) -> (String, Vec<Header>, Value) {
+        let mut headers = vec![Header { name: "anthropic-version".into(), value: VERSION.into() }];
+        if let Some(key) = &self.api_key {
+            headers.push(Header { name: "x-api-key".into(), value: key.clone() });
+        }
+        let url = format!("{}/v1/messages", self.base_url.trim_end_matches('/'));
+        (url, headers, request_body(&self.model, self.max_tokens, messages, tools, self.stream))
     }
 }
 

@@ -79,7 +79,7 @@ impl Message {
 
 /// A tool as the model is told about it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolSpec {
+pub struct ModelTool {
     /// Name.
     pub name: String,
     /// What it does.
@@ -103,7 +103,7 @@ pub trait Model: MaybeSend + MaybeSync {
     fn complete<'a>(
         &'a self,
         messages: &'a [Message],
-        tools: &'a [ToolSpec],
+        tools: &'a [ModelTool],
     ) -> BoxFuture<'a, Result<ModelReply, ProviderError>>;
 
     /// Ask the model, giving `on_text` the reply's text as it is written (a streamed answer);
@@ -112,11 +112,48 @@ pub trait Model: MaybeSend + MaybeSync {
     fn complete_streaming<'a>(
         &'a self,
         messages: &'a [Message],
-        tools: &'a [ToolSpec],
+        tools: &'a [ModelTool],
         on_text: crate::maybe::OnText<'a>,
     ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
         let _ = on_text;
         self.complete(messages, tools)
+    }
+}
+
+/// A model behind an HTTP API (OpenAI's Chat Completions, Anthropic's Messages): it says how
+/// its request is built and how its answers are read, and asking it — whole or streamed — is
+/// one path for every such provider (the [`Model`] impl below, over [`post_json`]).
+pub(crate) trait Endpoint: MaybeSend + MaybeSync {
+    /// How its answers are read.
+    const READING: Reading;
+    /// The client its requests go through.
+    fn http(&self) -> &dyn crate::host::HttpClient;
+    /// Whether it asks for a server-sent event stream.
+    fn streams(&self) -> bool;
+    /// The URL, the headers and the JSON body of a request for `messages` and `tools`.
+    fn request(&self, messages: &[Message], tools: &[ModelTool]) -> (String, Vec<crate::protocol::Header>, Value);
+}
+
+impl<E: Endpoint> Model for E {
+    fn complete<'a>(
+        &'a self,
+        messages: &'a [Message],
+        tools: &'a [ModelTool],
+    ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
+        self.complete_streaming(messages, tools, &|_: &str| {})
+    }
+
+    fn complete_streaming<'a>(
+        &'a self,
+        messages: &'a [Message],
+        tools: &'a [ModelTool],
+        on_text: crate::maybe::OnText<'a>,
+    ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
+        Box::pin(async move {
+            let (url, headers, body) = self.request(messages, tools);
+            let streamed = self.streams().then_some(on_text);
+            post_json(self.http(), url, headers, &body, &E::READING, streamed).await
+        })
     }
 }
 

@@ -6,9 +6,8 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use super::{Message, Model, ModelReply, ProviderError, Role, ToolCallRequest, ToolSpec};
+use super::{Message, ModelReply, ModelTool, ProviderError, Role, ToolCallRequest};
 use crate::host::HttpClient;
-use crate::maybe::BoxFuture;
 use crate::protocol::Header;
 
 /// A Chat Completions endpoint.
@@ -32,7 +31,7 @@ impl std::fmt::Debug for OpenAi {
 }
 
 /// The request body for `messages` and `tools`.
-pub fn request_body(model: &str, messages: &[Message], tools: &[ToolSpec], stream: bool) -> Value {
+pub fn request_body(model: &str, messages: &[Message], tools: &[ModelTool], stream: bool) -> Value {
     let messages: Vec<Value> = messages
         .iter()
         .map(|m| {
@@ -158,33 +157,24 @@ fn delta_text(v: &Value) -> Option<&str> {
     v.pointer("/choices/0/delta/content").and_then(Value::as_str)
 }
 
-const READING: super::Reading = super::Reading { whole: parse_response, stream: parse_stream, delta: delta_text };
+impl super::Endpoint for OpenAi {
+    const READING: super::Reading = super::Reading { whole: parse_response, stream: parse_stream, delta: delta_text };
 
-impl Model for OpenAi {
-    fn complete<'a>(
-        &'a self,
-        messages: &'a [Message],
-        tools: &'a [ToolSpec],
-    ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
-        self.complete_streaming(messages, tools, &|_: &str| {})
+    fn http(&self) -> &dyn HttpClient {
+        &*self.http
     }
 
-    fn complete_streaming<'a>(
-        &'a self,
-        messages: &'a [Message],
-        tools: &'a [ToolSpec],
-        on_text: crate::maybe::OnText<'a>,
-    ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
-        Box::pin(async move {
-            let headers = match &self.api_key {
-                Some(key) => vec![Header { name: "authorization".into(), value: format!("Bearer {key}") }],
-                None => Vec::new(),
-            };
-            let url = format!("{}/chat/completions", self.base_url.trim_end_matches('/'));
-            let body = request_body(&self.model, messages, tools, self.stream);
-            let streamed = self.stream.then_some(on_text);
-            super::post_json(&*self.http, url, headers, &body, &READING, streamed).await
-        })
+    fn streams(&self) -> bool {
+        self.stream
+    }
+
+    fn request(&self, messages: &[Message], tools: &[ModelTool]) -> (String, Vec<Header>, Value) {
+        let headers = match &self.api_key {
+            Some(key) => vec![Header { name: "authorization".into(), value: format!("Bearer {key}") }],
+            None => Vec::new(),
+        };
+        let url = format!("{}/chat/completions", self.base_url.trim_end_matches('/'));
+        (url, headers, request_body(&self.model, messages, tools, self.stream))
     }
 }
 
@@ -206,7 +196,7 @@ mod tests {
             },
             Message::tool_result("c1", "content", false),
         ];
-        let tools = vec![ToolSpec {
+        let tools = vec![ModelTool {
             name: "fs_read_file".into(),
             description: "read".into(),
             input_schema: json!({"type": "object"}),

@@ -12,7 +12,7 @@ use std::sync::Mutex;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Message, Model, ModelReply, ProviderError, ToolCallRequest, ToolSpec};
+use super::{Message, Model, ModelReply, ModelTool, ProviderError, ToolCallRequest};
 use crate::maybe::BoxFuture;
 
 /// The recording shipped with jp-host: it makes a small project (`jp-demo/`), greps it for its
@@ -93,7 +93,7 @@ impl Model for Scripted {
     fn complete<'a>(
         &'a self,
         _messages: &'a [Message],
-        _tools: &'a [ToolSpec],
+        _tools: &'a [ModelTool],
     ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
         Box::pin(async move {
             let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);

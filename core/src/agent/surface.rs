@@ -7,7 +7,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::ToolSpec;
+use super::ModelTool;
 use crate::policy::PolicyHints;
 use crate::runtime::{ExecutionOutcome, RunMode};
 use crate::state::{ContentBlock, ToolResult, ToolState};
@@ -32,7 +32,7 @@ pub struct ToolFacts<'a> {
     /// sandbox: then it is described as able to do anything.
     pub unconfined: bool,
     /// Its `run = …` setting.
-    pub run: Option<RunMode>,
+    pub run_mode: Option<RunMode>,
 }
 
 /// MCP tool annotations (`ToolAnnotations`), derived from the policy.
@@ -78,7 +78,7 @@ pub struct AgentTool {
     /// Whether it is stateful.
     pub stateful: bool,
     /// Its `run = …` setting.
-    pub run: Option<RunMode>,
+    pub run_mode: Option<RunMode>,
 }
 
 impl AgentTool {
@@ -107,13 +107,13 @@ impl AgentTool {
             annotations,
             hints,
             stateful: facts.stateful,
-            run: facts.run,
+            run_mode: facts.run_mode,
         }
     }
 
     /// As a model provider is told about it.
-    pub fn spec(&self) -> ToolSpec {
-        ToolSpec {
+    pub fn spec(&self) -> ModelTool {
+        ModelTool {
             name: self.name.clone(),
             description: self.description.clone(),
             input_schema: self.input_schema.clone(),
@@ -134,7 +134,7 @@ impl AgentTool {
     /// user is asked before a `spawn` of a stateful tool (never before `fetch`, `apply` or
     /// `abort` of a running handle) and before a one-shot tool that may write or run commands.
     pub fn gate(&self, arguments: &Value) -> Gate {
-        match self.run {
+        match self.run_mode {
             Some(RunMode::Unattended) => return Gate::Run,
             Some(RunMode::Skip) => return Gate::Skip,
             Some(RunMode::Ask) => return Gate::Ask,
@@ -242,7 +242,7 @@ mod tests {
             hints,
             stateful: false,
             unconfined: false,
-            run: None,
+            run_mode: None,
         }
     }
 
@@ -291,7 +291,7 @@ mod tests {
             assert_eq!(t.gate(&json!({"action": action})), Gate::Run, "{action}");
         }
         for (run, gate) in [(RunMode::Unattended, Gate::Run), (RunMode::Ask, Gate::Ask), (RunMode::Skip, Gate::Skip)] {
-            let t = AgentTool::new(ToolFacts { run: Some(run), ..facts(WRITES) });
+            let t = AgentTool::new(ToolFacts { run_mode: Some(run), ..facts(WRITES) });
             assert_eq!(t.gate(&json!({})), gate, "{run:?}");
         }
     }

@@ -8,7 +8,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use super::{Message, Model, ProviderError, Role, ToolCallRequest, ToolSpec};
+use super::{Message, Model, ModelTool, ProviderError, Role, ToolCallRequest};
 use crate::cancel::CancellationToken;
 use crate::maybe::{BoxFuture, MaybeSend, MaybeSync};
 
@@ -25,7 +25,7 @@ pub struct ToolOutput {
 /// embedder's: it asks before `spawn` and before one-shot tools that can write).
 pub trait TurnTools: MaybeSend + MaybeSync {
     /// The tools the model is told about.
-    fn specs(&self) -> Vec<ToolSpec>;
+    fn specs(&self) -> Vec<ModelTool>;
     /// Run one call (after asking, when the rules say so; a refusal is an error output).
     fn call<'a>(&'a self, call: &'a ToolCallRequest, cancel: &'a CancellationToken) -> BoxFuture<'a, ToolOutput>;
     /// The turn is over: abort whatever it left running.
@@ -243,7 +243,7 @@ mod tests {
         fn complete<'a>(
             &'a self,
             m: &'a [Message],
-            _: &'a [ToolSpec],
+            _: &'a [ModelTool],
         ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
             self.seen.lock().unwrap().push(m.to_vec());
             let next = self.replies.lock().unwrap().pop().unwrap_or_else(|| Ok(ModelReply::default()));
@@ -258,8 +258,8 @@ mod tests {
     }
 
     impl TurnTools for Tools {
-        fn specs(&self) -> Vec<ToolSpec> {
-            vec![ToolSpec { name: "echo".into(), description: "echo".into(), input_schema: json!({"type": "object"}) }]
+        fn specs(&self) -> Vec<ModelTool> {
+            vec![ModelTool { name: "echo".into(), description: "echo".into(), input_schema: json!({"type": "object"}) }]
         }
         fn call<'a>(&'a self, call: &'a ToolCallRequest, _: &'a CancellationToken) -> BoxFuture<'a, ToolOutput> {
             self.calls.lock().unwrap().push(call.name.clone());

@@ -82,7 +82,7 @@ pub struct ProcessRequest {
     /// What an OS sandbox must grant the process ([`AccessPolicy::process_grant`](crate::policy::AccessPolicy::process_grant)); an error
     /// says why the policy cannot be held by a kernel sandbox (a runner that sandboxes refuses
     /// to run it).
-    pub grant: Result<ProcessGrant, String>,
+    pub grant: Result<ProcessGrant, crate::policy::GrantError>,
     /// Who decides the connections of a process whose grant has the network (through jp's
     /// egress proxy): the tool's policy, inquirer and trace. `None`: nobody — a runner then
     /// gives such a process no network.

@@ -4,6 +4,47 @@
 
 use super::{AccessPolicy, Capability, Caps, WorkspacePath};
 
+/// Why a policy cannot be held by a kernel sandbox (a direct-access tool, an MCP server, a
+/// `process.run` child): the sandbox grants whole trees and whole origins. Each names the rule.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GrantError {
+    /// A filesystem rule below the root (a direct-access tool gets the whole workspace or none).
+    #[error("its filesystem rule for '{path}' ({origin}) is finer than the whole workspace")]
+    FinerThanWorkspace {
+        /// The rule's path.
+        path: String,
+        /// Where the rule is written.
+        origin: String,
+    },
+    /// A rule granting part of write, or write without read (only nothing, read, or read and
+    /// write of a whole tree can be held).
+    #[error(
+        "its filesystem rule for '{path}' ({origin}) grants {granted}, which the kernel cannot hold a process to (only nothing, read, or read and write of a whole tree)"
+    )]
+    NotWholeTree {
+        /// The rule's path.
+        path: String,
+        /// Where the rule is written.
+        origin: String,
+        /// What it grants, in words.
+        granted: String,
+    },
+    /// A rule below the root taking away access the rest of the workspace has.
+    #[error(
+        "its filesystem rule for '{path}' ({origin}) takes away access that the rest of the workspace has, which the kernel cannot hold a process to"
+    )]
+    TakesAway {
+        /// The rule's path.
+        path: String,
+        /// Where the rule is written.
+        origin: String,
+    },
+    /// A network rule finer than its origin (a path, methods, headers): a tunnel is decided per
+    /// host and port only. The reason `check_connect` gives.
+    #[error("{0}")]
+    FinerThanOrigin(String),
+}
+
 /// How much of the workspace an OS sandbox grants a direct-access tool
 /// ([`AccessPolicy::workspace_grant`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,7 +113,7 @@ impl AccessPolicy {
     /// finer than its origin (a path, methods, path patterns, headers) cannot hold a tunnel, so
     /// such a policy is an error with `check_connect`'s reason (fail closed, before anything
     /// starts).
-    pub fn network_grant(&self) -> Result<bool, String> {
+    pub fn network_grant(&self) -> Result<bool, GrantError> {
         if let Some(ceiling) = &self.ceiling {
             let (own, theirs) = (self.unbounded().network_grant()?, ceiling.network_grant()?);
             return Ok(own && theirs);
@@ -82,11 +123,11 @@ impl AccessPolicy {
         }
         if let Some(rule) = self.net_rules.iter().find(|r| r.finer_than_origin()) {
             let port = rule.prefix.port.unwrap_or(0);
-            return Err(match self.check_connect(&rule.prefix.host, port) {
+            return Err(GrantError::FinerThanOrigin(match self.check_connect(&rule.prefix.host, port) {
                 super::Decision::Deny(why) => why,
                 // (check_connect refuses every connection a finer rule is on; never reached.)
                 other => other.reason().to_owned(),
-            });
+            }));
         }
         Ok(true)
     }
@@ -96,17 +137,16 @@ impl AccessPolicy {
     /// directory trees, so a policy with rules below the root cannot be enforced and is an
     /// error naming the rule. Sensitive-path inquiries cannot be asked for direct file access.
     /// (Its network is [`network_grant`](Self::network_grant).)
-    pub fn workspace_grant(&self) -> Result<WorkspaceGrant, String> {
+    pub fn workspace_grant(&self) -> Result<WorkspaceGrant, GrantError> {
         if let Some(ceiling) = &self.ceiling {
             let (own, theirs) = (self.unbounded().workspace_grant()?, ceiling.workspace_grant()?);
             return Ok(WorkspaceGrant { read: own.read && theirs.read, write: own.write && theirs.write });
         }
         if let Some(rule) = self.fs_rules.iter().find(|r| !r.path.is_root()) {
-            return Err(format!(
-                "its filesystem rule for '{}' ({}) is finer than the whole workspace",
-                rule.path.display(),
-                rule.origin
-            ));
+            return Err(GrantError::FinerThanWorkspace {
+                path: rule.path.display().to_owned(),
+                origin: rule.origin.clone(),
+            });
         }
         let caps = self.fs_rules.iter().rev().find(|r| r.path.is_root()).map_or(Caps::default(), |r| r.caps);
         let write = [Capability::Create, Capability::Update, Capability::Delete].into_iter().any(|c| caps.contains(c));
@@ -122,7 +162,7 @@ impl AccessPolicy {
     /// kernel and is an error naming the rule. Rules below the root that grant *more* are not
     /// extended to the process (narrower is safe). Sensitive-path inquiries cannot be asked for
     /// direct access.
-    pub fn process_grant(&self) -> Result<ProcessGrant, String> {
+    pub fn process_grant(&self) -> Result<ProcessGrant, GrantError> {
         if let Some(ceiling) = &self.ceiling {
             let (own, theirs) = (self.unbounded().process_grant()?, ceiling.process_grant()?);
             return Ok(ProcessGrant {
@@ -137,16 +177,16 @@ impl AccessPolicy {
         // must be exactly nothing, read, or read + create + update + delete: a write-only or
         // delete-only rule cannot be held (granting it would also grant read and the rest).
         let rw = Caps::READ_WRITE;
-        let expressible = |caps: Caps, origin: &str, path: &WorkspacePath| -> Result<WorkspaceGrant, String> {
+        let expressible = |caps: Caps, origin: &str, path: &WorkspacePath| -> Result<WorkspaceGrant, GrantError> {
             let held = Caps(caps.0 & rw.0);
             if held == Caps::default() || held == Caps::READ || held == rw {
                 Ok(WorkspaceGrant { read: held.contains(Capability::Read), write: held == rw })
             } else {
-                Err(format!(
-                    "its filesystem rule for '{}' ({origin}) grants {}, which the kernel cannot hold a process to (only nothing, read, or read and write of a whole tree)",
-                    path.display(),
-                    held.describe()
-                ))
+                Err(GrantError::NotWholeTree {
+                    path: path.display().to_owned(),
+                    origin: origin.to_owned(),
+                    granted: held.describe(),
+                })
             }
         };
         let root = self.fs_rules.iter().rev().find(|r| r.path.is_root());
@@ -162,11 +202,10 @@ impl AccessPolicy {
                 .filter(|c| *c != Capability::Execute)
                 .any(|c| root.is_some_and(|r| r.caps.contains(c)) && !rule.caps.contains(c));
             if takes_away {
-                return Err(format!(
-                    "its filesystem rule for '{}' ({}) takes away access that the rest of the workspace has, which the kernel cannot hold a process to",
-                    rule.path.display(),
-                    rule.origin
-                ));
+                return Err(GrantError::TakesAway {
+                    path: rule.path.display().to_owned(),
+                    origin: rule.origin.clone(),
+                });
             }
         }
         Ok(ProcessGrant { workspace, network: self.network_grant()? })
@@ -201,7 +240,11 @@ mod tests {
             let g = grant(&format!(
                 r#"[{{ path = ".", allow = ["read", "write"] }}, {{ path = "secrets", allow = {below} }}]"#
             ));
-            assert!(g.as_ref().is_err_and(|e| e.contains("'secrets'")), "{below}: {g:?}");
+            assert!(
+                g.as_ref().is_err_and(|e| matches!(e, GrantError::TakesAway { path, .. } | GrantError::NotWholeTree { path, .. } if path == "secrets")
+                    && e.to_string().contains("'secrets'")),
+                "{below}: {g:?}"
+            );
         }
         // A root the kernel cannot express (create without read) is refused too.
         for root in [r#"["create"]"#, r#"["read", "create"]"#, r#"["delete"]"#] {
@@ -230,7 +273,9 @@ mod tests {
         let none = access(r#"filesystem = [{ path = ".", allow = [] }]"#);
         assert_eq!(none.workspace_grant(), Ok(WorkspaceGrant { read: false, write: false }));
         let finer = access(r#"filesystem = [{ path = ".", allow = ["read"] }, { path = "src", allow = ["write"] }]"#);
-        assert!(finer.workspace_grant().unwrap_err().contains("'src'"));
+        let why = finer.workspace_grant().unwrap_err();
+        assert!(matches!(&why, GrantError::FinerThanWorkspace { path, .. } if path == "src"), "{why:?}");
+        assert!(why.to_string().contains("'src'"));
         // The network is not the workspace's business (see `network_grant`).
         let net = access(r#"network = { allow = ["https://api.example.com/"] }"#);
         assert_eq!(net.workspace_grant(), Ok(WorkspaceGrant { read: false, write: false }));
@@ -248,6 +293,8 @@ mod tests {
             r#"network = { allow = ["https://api.example.com"], deny = ["https://api.example.com/admin"] }"#,
         ] {
             let why = access(finer).network_grant().unwrap_err();
+            assert!(matches!(why, GrantError::FinerThanOrigin(_)), "{finer}: {why:?}");
+            let why = why.to_string();
             assert!(why.contains("api.example.com:443") && why.contains("per host and port"), "{finer}: {why}");
             assert!(access(finer).process_grant().is_err(), "{finer}");
         }

@@ -37,7 +37,7 @@ pub use config::{
     AccessConfig, CapabilityName, CommandRule, FsRuleConfig, NetworkRulesConfig, SandboxConfig, SandboxFilesystem,
     SandboxNetwork,
 };
-pub use grant::{PolicyHints, ProcessGrant, WorkspaceGrant};
+pub use grant::{GrantError, PolicyHints, ProcessGrant, WorkspaceGrant};
 use network::NetRule;
 pub use network::{HeaderRules, HttpCheck, METHODS, NetRuleConfig, NetRuleTable, canonical_host};
 pub use path::{MAX_COMPONENT_BYTES, MAX_PATH_BYTES, PathError, WorkspacePath};

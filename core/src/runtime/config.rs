@@ -111,7 +111,7 @@ impl StatefulConfig {
 #[serde(deny_unknown_fields)]
 pub struct ToolConfig {
     /// Where the definition comes from (default `builtin`: a table that only sets `run` for a
-    /// first-party tool needs nothing else).
+    /// builtin tool needs nothing else).
     #[serde(default = "builtin_source")]
     pub source: ToolSource,
     /// The program (and arguments) to run, for local tools.
@@ -151,9 +151,10 @@ pub struct ToolConfig {
     /// tools under other names (D06); default: the table's name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
-    /// Whether an agent turn (`jp query`) asks before calling it (RFD 009's permission rules).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run: Option<RunMode>,
+    /// Whether an agent turn (`jp query`) asks before calling it (RFD 009's permission rules):
+    /// the table's `run` key (not the `run` tool, not `process.run`).
+    #[serde(default, rename = "run", skip_serializing_if = "Option::is_none")]
+    pub run_mode: Option<RunMode>,
 }
 
 fn builtin_source() -> ToolSource {
@@ -234,7 +235,7 @@ impl ToolConfig {
             options: Map::new(),
             read_paths: Vec::new(),
             tool: None,
-            run: None,
+            run_mode: None,
         }
     }
 

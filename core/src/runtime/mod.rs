@@ -10,6 +10,7 @@
 //! the `wasm` key) > `stdio`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{Map, Value};
 
@@ -19,8 +20,10 @@ use crate::maybe::{BoxFuture, MaybeSend, MaybeSync};
 pub mod config;
 mod definition;
 pub mod review;
+use crate::handles::AnyToolHandle;
 use crate::policy::AccessPolicy;
-use crate::state::{Question, ToolError, ToolResult};
+use crate::schema::StatefulAction;
+use crate::state::{Question, ToolError, ToolResult, ToolState};
 pub use config::*;
 
 /// Which runtime a tool resolved to.
@@ -52,12 +55,12 @@ pub struct Resolution {
 /// nor `access`), for listings, annotations, the ask gate and every runtime alike:
 /// - a stdio tool: the workspace read-write (RFD 075);
 /// - a local component: `/workspace` read-write (seed 002);
-/// - a first-party tool that writes (`first_party_writes`): the workspace read-write;
-/// - everything else (VFS tools, read-only first-party tools, MCP servers): read-only (D11).
-pub fn default_policy(name: &str, config: &ToolConfig, first_party_writes: bool) -> AccessPolicy {
+/// - a builtin tool that writes (`builtin_writes`): the workspace read-write;
+/// - everything else (VFS tools, read-only builtin tools, MCP servers): read-only (D11).
+pub fn default_policy(name: &str, config: &ToolConfig, builtin_writes: bool) -> AccessPolicy {
     match resolve_runtime(name, config).choice {
         RuntimeChoice::Local(ToolRuntimeKind::Stdio | ToolRuntimeKind::Wasm) => AccessPolicy::stdio_default(),
-        _ if first_party_writes => AccessPolicy::stdio_default(),
+        _ if builtin_writes => AccessPolicy::stdio_default(),
         _ => AccessPolicy::vfs_default(),
     }
 }
@@ -189,9 +192,30 @@ pub enum RuntimeError {
         /// Why, and what to do.
         why: String,
     },
-    /// The configuration does not allow running the tool.
+    /// The configuration does not allow running the tool (the cases below have their own
+    /// variants; this one says in words what else is wrong and how to fix it).
     #[error("{0}")]
     Config(String),
+    /// No tool of that name.
+    #[error("no tool named '{name}'; available tools: {available}")]
+    UnknownTool {
+        /// The name asked for.
+        name: String,
+        /// The names there are, comma-separated.
+        available: String,
+    },
+    /// A local tool's table names no program.
+    #[error("tool '{tool}' has no `command`")]
+    NoCommand {
+        /// Tool name.
+        tool: String,
+    },
+    /// The tool's `sandbox` or `access` table does not compile.
+    #[error(transparent)]
+    Policy(#[from] crate::policy::PolicyConfigError),
+    /// The tool's D06 self-description could not be read.
+    #[error(transparent)]
+    Schema(#[from] crate::schema::SchemaError),
     /// The caller's input does not fit: arguments against the tool's schema
     /// ([`ArgumentSchema`](crate::schema::ArgumentSchema)), an unknown or stopped handle, an
     /// action the tool does not support. A tool error the caller reads and fixes (MCP
@@ -241,7 +265,55 @@ pub trait ToolRuntime: MaybeSend + MaybeSync {
         call: ToolCall,
         config: &'a ToolConfig,
     ) -> BoxFuture<'a, Result<ExecutionOutcome, RuntimeError>>;
+
+    /// The RFD 009 actions its tool declares by itself, whatever the tool's table says (`None`:
+    /// the table's `stateful` actions, if any). The builtin `run` declares all four.
+    fn stateful_actions(&self) -> Option<Vec<StatefulAction>> {
+        None
+    }
+
+    /// Whether a stateful tool on it keeps a live process between commands — started by
+    /// [`spawn`](Self::spawn), then fetched and applied through its handle (VFS tools, `run`).
+    /// Otherwise a stateful tool is run again with the answers.
+    fn live(&self) -> bool {
+        false
+    }
+
+    /// Start a live stateful tool: its first state, and its handle unless it stopped at once;
+    /// the handle's `fetch` and `apply` wait up to `wait` for a change.
+    fn spawn<'a>(&'a self, call: ToolCall, config: &'a ToolConfig, wait: Duration) -> BoxFuture<'a, SpawnResult> {
+        let _ = (config, wait);
+        Box::pin(async move {
+            Err(RuntimeError::Config(format!(
+                "tool '{}' keeps no live process on the {} runtime; call it without `action`",
+                call.name,
+                self.kind()
+            )))
+        })
+    }
+
+    /// Its tool's D06 self-description when the runtime knows it without asking the tool (the
+    /// builtin tools), as the JSON text of a schema response.
+    fn own_schema(&self) -> Option<String> {
+        None
+    }
+
+    /// What a listing says its tool may touch, when the runtime holds the tool to less than its
+    /// policy (`learn`: its topic's subjects only); `None`: the policy's summary.
+    fn policy_summary(&self) -> Option<String> {
+        None
+    }
+
+    /// Whether its builtin tool runs on it whatever `runtime` the tool's table names (`learn`,
+    /// a component inside `jp`); otherwise `runtime = "vfs"` runs a builtin tool as
+    /// `jp __tool`, a sandboxed VFS tool.
+    fn fixed_runtime(&self) -> bool {
+        false
+    }
 }
+
+/// What [`ToolRuntime::spawn`] gives: the tool's first state, and its handle unless it stopped.
+pub type SpawnResult = Result<(ToolState, Option<Box<dyn AnyToolHandle>>), RuntimeError>;
 
 #[cfg(test)]
 mod tests {

@@ -98,8 +98,8 @@ fn tool_grant(name: &str, tool: &ToolConfig) -> Grant {
     let mut details = Vec::new();
     if !matches!(tool.source, ToolSource::Mcp { .. }) {
         // An MCP tool runs under its server's policy (listed with the server).
-        let first_party_writes = false;
-        let policy = tool.policy(default_policy(name, tool, first_party_writes)).map_err(|e| e.to_string());
+        let builtin_writes = false;
+        let policy = tool.policy(default_policy(name, tool, builtin_writes)).map_err(|e| e.to_string());
         let configured = tool.sandbox.is_some() || tool.access.is_some();
         if configured || tool.source == ToolSource::Local {
             details.push(policy_line(policy));
@@ -108,7 +108,7 @@ fn tool_grant(name: &str, tool: &ToolConfig) -> Grant {
     if !tool.read_paths.is_empty() {
         details.push(format!("reads outside the workspace: {}", list(&tool.read_paths)));
     }
-    match tool.run {
+    match tool.run_mode {
         Some(RunMode::Unattended) => details.push("called by an agent WITHOUT asking (run = \"unattended\")".into()),
         Some(RunMode::Skip) => details.push("never called by an agent (run = \"skip\")".into()),
         _ => {}

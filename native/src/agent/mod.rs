@@ -17,7 +17,7 @@ use jp_core::agent::anthropic::Anthropic;
 use jp_core::agent::openai::OpenAi;
 use jp_core::agent::scripted::Scripted;
 use jp_core::agent::turn::{Sleep, Turn, TurnError, TurnOptions, run_turn};
-use jp_core::agent::{Message, Model, ModelReply, ProviderError, Role, ToolSpec};
+use jp_core::agent::{Message, Model, ModelReply, ModelTool, ProviderError, Role};
 use jp_core::cancel::CancellationToken;
 use jp_core::runtime::{ProviderConfig, ProviderKind};
 
@@ -63,9 +63,45 @@ pub enum QueryError {
     Failed,
 }
 
+/// Why `jp query` has no model to ask: which provider is meant, or what its table lacks. Each
+/// says what to do (a usage error: exit 2).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProviderSetupError {
+    /// `--provider NAME` names no `[providers.NAME]` table.
+    #[error("no provider '{name}'; configured: {known}; add a [providers.{name}] table to .jp/config.toml")]
+    Unknown {
+        /// The name asked for.
+        name: String,
+        /// The providers there are.
+        known: String,
+    },
+    /// No `--provider`, and no table marked default or alone.
+    #[error(
+        "which model? pass --provider NAME ({known}), or mark one [providers.NAME] with default = true; --provider scripted replays the offline demo"
+    )]
+    NotChosen {
+        /// The providers there are.
+        known: String,
+    },
+    /// The provider's `api_key_env` is not set.
+    #[error("[providers.{provider}] reads its API key from ${var}, which is not set; export {var}=… and run again")]
+    NoKey {
+        /// The provider.
+        provider: String,
+        /// The variable.
+        var: String,
+    },
+    /// The HTTP client could not be built.
+    #[error("no HTTP client: {0}")]
+    NoHttpClient(String),
+    /// A scripted provider's recording could not be read or parsed.
+    #[error("{0}")]
+    Recording(String),
+}
+
 /// The provider `jp query` uses: `--provider NAME`, else the one with `default = true`, else the
 /// only one. `scripted` without a table of that name is the shipped demo.
-pub fn provider(app: &App, name: Option<&str>) -> Result<(String, ProviderConfig), String> {
+pub fn provider(app: &App, name: Option<&str>) -> Result<(String, ProviderConfig), ProviderSetupError> {
     let providers = app.providers();
     let demo = || ProviderConfig {
         kind: ProviderKind::Scripted,
@@ -86,10 +122,7 @@ pub fn provider(app: &App, name: Option<&str>) -> Result<(String, ProviderConfig
         Some(n) => match providers.get(n) {
             Some(p) => Ok((n.to_owned(), p.clone())),
             None if n == "scripted" => Ok((n.to_owned(), demo())),
-            None => Err(format!(
-                "no provider '{n}'; configured: {}; add a [providers.{n}] table to .jp/config.toml",
-                known()
-            )),
+            None => Err(ProviderSetupError::Unknown { name: n.to_owned(), known: known() }),
         },
         None => {
             if let Some((n, p)) = providers.iter().find(|(_, p)| p.default) {
@@ -98,10 +131,7 @@ pub fn provider(app: &App, name: Option<&str>) -> Result<(String, ProviderConfig
             if let (1, Some((n, p))) = (providers.len(), providers.iter().next()) {
                 return Ok((n.clone(), p.clone()));
             }
-            Err(format!(
-                "which model? pass --provider NAME ({}), or mark one [providers.NAME] with default = true; --provider scripted replays the offline demo",
-                known()
-            ))
+            Err(ProviderSetupError::NotChosen { known: known() })
         }
     }
 }
@@ -112,15 +142,18 @@ pub fn model(
     config: &ProviderConfig,
     workspace: &Path,
     env: &std::collections::BTreeMap<String, String>,
-) -> Result<(Box<dyn Model>, Option<String>), String> {
+) -> Result<(Box<dyn Model>, Option<String>), ProviderSetupError> {
     let key = match &config.api_key_env {
-        Some(var) => Some(env.get(var).filter(|k| !k.is_empty()).cloned().ok_or_else(|| {
-            format!("[providers.{name}] reads its API key from ${var}, which is not set; export {var}=… and run again")
-        })?),
+        Some(var) => Some(
+            env.get(var)
+                .filter(|k| !k.is_empty())
+                .cloned()
+                .ok_or_else(|| ProviderSetupError::NoKey { provider: name.to_owned(), var: var.clone() })?,
+        ),
         None => None,
     };
-    let http = || -> Result<Arc<ReqwestHttpClient>, String> {
-        ReqwestHttpClient::new(MODEL_TIMEOUT).map(Arc::new).map_err(|e| format!("no HTTP client: {e}"))
+    let http = || -> Result<Arc<ReqwestHttpClient>, ProviderSetupError> {
+        ReqwestHttpClient::new(MODEL_TIMEOUT).map(Arc::new).map_err(|e| ProviderSetupError::NoHttpClient(e.to_string()))
     };
     let model_name = config.model.clone().unwrap_or_default();
     let model: Box<dyn Model> = match config.kind {
@@ -142,11 +175,15 @@ pub fn model(
         ProviderKind::Scripted => match &config.file {
             Some(file) => {
                 let path = workspace.join(file);
-                let text = std::fs::read_to_string(&path)
-                    .map_err(|e| format!("[providers.{name}] file {}: {e}", path.display()))?;
-                Box::new(Scripted::from_json(&text).map_err(|e| format!("[providers.{name}] file {file}: {e}"))?)
+                let text = std::fs::read_to_string(&path).map_err(|e| {
+                    ProviderSetupError::Recording(format!("[providers.{name}] file {}: {e}", path.display()))
+                })?;
+                Box::new(
+                    Scripted::from_json(&text)
+                        .map_err(|e| ProviderSetupError::Recording(format!("[providers.{name}] file {file}: {e}")))?,
+                )
             }
-            None => Box::new(Scripted::demo().map_err(|e| e.to_string())?),
+            None => Box::new(Scripted::demo().map_err(|e| ProviderSetupError::Recording(e.to_string()))?),
         },
     };
     Ok((model, key))
@@ -162,7 +199,7 @@ impl Model for Cancellable<'_> {
     fn complete<'a>(
         &'a self,
         messages: &'a [Message],
-        tools: &'a [ToolSpec],
+        tools: &'a [ModelTool],
     ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
         self.complete_streaming(messages, tools, &|_: &str| {})
     }
@@ -170,7 +207,7 @@ impl Model for Cancellable<'_> {
     fn complete_streaming<'a>(
         &'a self,
         messages: &'a [Message],
-        tools: &'a [ToolSpec],
+        tools: &'a [ModelTool],
         on_text: jp_core::maybe::OnText<'a>,
     ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
         Box::pin(async move {

@@ -13,8 +13,8 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use jp_core::BoxFuture;
+use jp_core::agent::ModelTool;
 use jp_core::agent::ToolCallRequest;
-use jp_core::agent::ToolSpec;
 use jp_core::agent::prompt::describe_call;
 use jp_core::agent::surface::{self, AgentTool, Gate};
 use jp_core::agent::turn::{ToolOutput, TurnTools};
@@ -53,7 +53,7 @@ impl NativeTools {
         app.discover().await;
         let mut tools = Vec::new();
         for entry in app.tools() {
-            if entry.config.run == Some(RunMode::Skip) {
+            if entry.config.run_mode == Some(RunMode::Skip) {
                 continue;
             }
             tools.push(app.agent_tool(&entry.name).await.map_err(|e| e.to_string())?);
@@ -118,7 +118,7 @@ fn output(name: &str, reply: CallReply) -> ToolOutput {
 }
 
 impl TurnTools for NativeTools {
-    fn specs(&self) -> Vec<ToolSpec> {
+    fn specs(&self) -> Vec<ModelTool> {
         self.tools.iter().map(AgentTool::spec).collect()
     }
 

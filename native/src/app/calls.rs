@@ -11,12 +11,12 @@ use jp_core::BoxFuture;
 use jp_core::agent::surface::{AgentTool, ToolFacts};
 use jp_core::cancel::CancellationToken;
 use jp_core::handles::{AnyToolHandle, ApplyInput, HandleRegistry};
-use jp_core::runtime::{ExecutionOutcome, RuntimeChoice, RuntimeError, ToolCall, ToolRuntimeKind, resolve_runtime};
+use jp_core::runtime::{ExecutionOutcome, RuntimeError, ToolCall};
 use jp_core::schema::{StatefulAction, flat_stateful_schema, stateful_schema};
 use jp_core::state::{Question, ToolCommand, ToolError, ToolResult, ToolState};
 use serde_json::Value;
 
-use super::{App, RUN, run_tool};
+use super::App;
 use crate::sandbox::SandboxMode;
 
 /// Who answers a tool's own questions (a `waiting` state, a `NeedsInput`) during a call that
@@ -185,11 +185,14 @@ fn state_of(outcome: ExecutionOutcome) -> ToolState {
 }
 
 impl App {
-    /// The RFD 009 actions a tool declares (empty: one-shot). The first-party `run` declares all four.
+    /// The RFD 009 actions a tool declares (empty: one-shot): its runtime's own (the
+    /// builtin `run` declares all four), else its table's `stateful` ones.
     pub fn stateful_actions(&self, name: &str) -> Vec<StatefulAction> {
         match self.tool(name) {
-            Ok(e) if e.first_party && e.name == RUN => StatefulAction::ALL.to_vec(),
-            Ok(e) => e.config.stateful.as_ref().map(|s| s.actions()).unwrap_or_default(),
+            Ok(e) => self
+                .runtime_of(&e)
+                .stateful_actions()
+                .unwrap_or_else(|| e.config.stateful.as_ref().map(|s| s.actions()).unwrap_or_default()),
             Err(_) => Vec::new(),
         }
     }
@@ -212,11 +215,11 @@ impl App {
     /// OS sandbox, what touches files directly (a stdio tool, the programs a tool runs) is held
     /// by nothing: it is described as able to do anything.
     pub async fn agent_tool(&self, name: &str) -> Result<AgentTool, RuntimeError> {
-        let entry = self.tool(name).map_err(|e| RuntimeError::Config(e.to_string()))?;
+        let entry = self.tool(name)?;
         let definition = self.definition(name).await?;
         let input_schema = self.agent_schema(name, false).await?;
         let hints = entry.policy().hints();
-        let direct = entry.runtime_label() == "stdio" || hints.commands;
+        let direct = self.runtime_label(&entry) == "stdio" || hints.commands;
         Ok(AgentTool::new(ToolFacts {
             name,
             summary: definition.summary.as_deref(),
@@ -225,18 +228,14 @@ impl App {
             hints,
             stateful: !self.stateful_actions(name).is_empty(),
             unconfined: self.sandbox_mode() == SandboxMode::Disabled && direct,
-            run: entry.config.run,
+            run_mode: entry.config.run_mode,
         }))
     }
 
-    /// Whether a stateful tool keeps a live process between commands (VFS tools and `run`); the
-    /// others are run again with answers.
+    /// Whether a stateful tool keeps a live process between commands (its runtime says: VFS
+    /// tools and `run`); the others are run again with answers.
     fn live(&self, name: &str) -> bool {
-        let Ok(entry) = self.tool(name) else { return false };
-        if entry.first_party {
-            return entry.name == RUN;
-        }
-        matches!(resolve_runtime(name, &self.run_config(&entry)).choice, RuntimeChoice::Local(ToolRuntimeKind::Vfs))
+        self.tool(name).is_ok_and(|entry| self.runtime_of(&entry).live())
     }
 
     /// Start a stateful tool: its first state, and its handle unless it stopped at once.
@@ -246,20 +245,13 @@ impl App {
     ) -> Result<(ToolState, Option<Box<dyn AnyToolHandle>>), RuntimeError> {
         let name = call.name.clone();
         self.check_arguments(&name, &call.arguments).await?;
-        let entry = self.tool(&name).map_err(|e| RuntimeError::Config(e.to_string()))?;
+        let entry = self.tool(&name)?;
         // The runtime enforces the policy resolved at load: the one listings and annotations show.
         let mut call = call;
         call.policy = Some(entry.policy());
-        if entry.first_party && entry.name == RUN {
-            let (state, handle) =
-                run_tool::spawn(self.vfs.services(), &self.runner, &call, &entry.config, self.fetch_wait).await?;
-            return Ok((state, handle.map(|h| Box::new(h) as Box<dyn AnyToolHandle>)));
-        }
-        if self.live(&name) {
-            let config = self.run_config(&entry);
-            let (state, handle) =
-                self.vfs.spawn_stateful(call, &config, (*entry.policy()).clone(), self.fetch_wait).await?;
-            return Ok((state, handle.map(|h| Box::new(h) as Box<dyn AnyToolHandle>)));
+        let runtime = self.runtime_of(&entry);
+        if runtime.live() {
+            return runtime.spawn(call, &entry.config, self.fetch_wait).await;
         }
         let state = state_of(self.call(call.clone()).await?);
         let handle =
@@ -350,7 +342,7 @@ impl App {
         answerer: &dyn Answerer,
     ) -> Result<CallReply, RuntimeError> {
         let name = call.name.clone();
-        self.tool(&name).map_err(|e| RuntimeError::Config(e.to_string()))?;
+        self.tool(&name)?;
         let actions = self.stateful_actions(&name);
         if actions.is_empty() {
             return self.run_to_end(call, answerer).await.map(CallReply::Outcome);

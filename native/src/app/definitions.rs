@@ -1,4 +1,4 @@
-//! What a tool is to an agent, per process: its D06 definition (the first-party tools' from
+//! What a tool is to an agent, per process: its D06 definition (the builtin tools' from
 //! their own tables, `learn`'s from `LEARN_SCHEMA`, an MCP server's from its `tools/list`,
 //! others described on a describing runtime with no host access, cached per program in memory
 //! and on disk), the compiled argument schema kept by name, and `key=value` arguments parsed
@@ -11,8 +11,7 @@ use jp_core::runtime::{RuntimeChoice, RuntimeError, ToolConfig, ToolRuntimeKind,
 use jp_core::schema::{ArgumentError, ArgumentSchema, SchemaResponse, ToolDefinition, ToolSchema};
 use serde_json::{Map, Value};
 
-use super::{App, LEARN, ToolEntry, schema_cache};
-use crate::runtime::run_tool::{self, RUN};
+use super::{App, ToolEntry, schema_cache};
 
 impl App {
     /// The tool's definition: its configured `parameters`, or what it says about itself (D06)
@@ -22,7 +21,7 @@ impl App {
         if let Some(d) = cached {
             return Ok(d);
         }
-        let entry = self.tool(name).map_err(|e| RuntimeError::Config(e.to_string()))?;
+        let entry = self.tool(name)?;
         let definition = if let ToolSource::Mcp { server, tool } = &entry.config.source {
             // D06 for MCP: the server's `tools/list`, the user's summary/description on top.
             let listed = self.mcp.list_tools(server).await?;
@@ -34,7 +33,7 @@ impl App {
             })?;
             let schema = Value::Object((*found.input_schema).clone());
             ToolDefinition::from_mcp(name, found.description.as_ref().map(|d| d.to_string()), schema, &entry.config)
-        } else if entry.config.parameters.is_some() && !entry.first_party {
+        } else if entry.config.parameters.is_some() && !entry.builtin {
             ToolDefinition::resolve(name, None, &entry.config)
         } else {
             let described = self.describe(&entry).await?;
@@ -49,25 +48,9 @@ impl App {
 
     /// Ask a tool for its schema; one answer per program and process.
     async fn describe(&self, entry: &ToolEntry) -> Result<ToolSchema, RuntimeError> {
-        if entry.first_party && entry.name == RUN {
-            let text = serde_json::json!({"tools": [{
-                "name": RUN,
-                "summary": run_tool::SUMMARY,
-                "description": run_tool::DESCRIPTION,
-                "parameters": serde_json::from_str::<Value>(run_tool::PARAMETERS).unwrap_or_default(),
-            }]});
-            return SchemaResponse::parse_for(RUN, &text.to_string()).map_err(|e| RuntimeError::Config(e.to_string()));
-        }
-        if entry.first_party && entry.name == LEARN {
-            // The component's own answer, kept beside it as a file: listing compiles nothing.
-            return SchemaResponse::parse_for(LEARN, crate::runtime::wasm::LEARN_SCHEMA)
-                .map_err(|e| RuntimeError::Config(e.to_string()));
-        }
-        if entry.first_party {
-            // The first-party fs tools are this very binary in tool mode: its answer to the
-            // schema action is this table, so it is read here instead of spawning `jp __tool`.
-            let text = jp_tool::schema_response(jp_fs_tools::TOOLS).to_string();
-            return SchemaResponse::parse_for(&entry.name, &text).map_err(|e| RuntimeError::Config(e.to_string()));
+        if let Some(text) = self.runtime_of(entry).own_schema() {
+            // A builtin tool: its runtime knows its answer without asking it.
+            return Ok(SchemaResponse::parse_for(&entry.name, &text)?);
         }
         let config = self.run_config(entry);
         let kind = match resolve_runtime(&entry.name, &config).choice {
@@ -106,7 +89,7 @@ impl App {
         let text = cache.get(&key).cloned().unwrap_or_else(|| Err("no answer".into()));
         drop(cache);
         let text = text.map_err(RuntimeError::Config)?;
-        SchemaResponse::parse_for(entry.binary_name(), &text).map_err(|e| RuntimeError::Config(e.to_string()))
+        Ok(SchemaResponse::parse_for(entry.binary_name(), &text)?)
     }
 
     /// The files a local tool is made of: its program and scripts, or its component.

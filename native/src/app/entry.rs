@@ -4,19 +4,19 @@
 use std::sync::Arc;
 
 use jp_core::policy::AccessPolicy;
-use jp_core::runtime::{McpServerConfig, RuntimeChoice, ToolConfig, ToolRuntimeKind, ToolSource, resolve_runtime};
+use jp_core::runtime::{McpServerConfig, RuntimeChoice, ToolConfig, ToolSource, resolve_runtime};
 
-use super::{AppError, LEARN};
+use super::AppError;
 
 /// A tool the host knows.
 #[derive(Debug, Clone)]
 pub struct ToolEntry {
     /// Name.
     pub name: String,
-    /// Its configuration (synthesised for first-party tools).
+    /// Its configuration (synthesised for builtin tools).
     pub config: ToolConfig,
     /// Shipped with `jp`.
-    pub first_party: bool,
+    pub builtin: bool,
     /// Where it was defined: `built in` or the config file.
     pub origin: String,
     /// Its policy, resolved once when the tool was loaded: what listings, MCP annotations and the
@@ -38,42 +38,28 @@ impl ToolEntry {
     pub(super) fn new(
         name: String,
         config: ToolConfig,
-        first_party: bool,
+        builtin: bool,
         origin: String,
         context: &PolicyContext,
     ) -> Result<Self, AppError> {
-        let default = jp_core::runtime::default_policy(&name, &config, first_party && first_party_writes(&name));
+        let default = jp_core::runtime::default_policy(&name, &config, builtin && builtin_writes(&name));
         let mut policy = config
             .policy(default)
             .map_err(|e| AppError::Config(format!("{origin}: [conversation.tools.{name}] {e}")))?;
         if let Some(home) = &context.home {
             policy.set_home(&context.workspace, home);
         }
-        Ok(Self { name, config, first_party, origin, resolved_policy: Arc::new(policy) })
+        Ok(Self { name, config, builtin, origin, resolved_policy: Arc::new(policy) })
     }
 
-    /// The runtime it runs on, for listings (`vfs`, `stdio`, `wasm`, `mcp`).
-    pub fn runtime_label(&self) -> String {
-        if self.first_party {
-            return if self.name == LEARN {
-                "wasm".into()
-            } else if self.runs_as_vfs() {
-                "vfs".into()
-            } else {
-                "builtin".into()
-            };
-        }
+    /// The runtime a tool that is not builtin runs on, for listings (`vfs`, `stdio`,
+    /// `wasm`, `mcp`); `App::runtime_label` answers for every tool.
+    pub(super) fn configured_runtime_label(&self) -> String {
         match resolve_runtime(&self.name, &self.config).choice {
             RuntimeChoice::Local(kind) => kind.name().into(),
             RuntimeChoice::Builtin => "builtin".into(),
             RuntimeChoice::Mcp { .. } => "mcp".into(),
         }
-    }
-
-    /// A first-party fs tool configured with `runtime = "vfs"`: the `jp` binary re-executed as a
-    /// sandboxed VFS tool instead of running in-process.
-    pub fn runs_as_vfs(&self) -> bool {
-        self.first_party && self.name != LEARN && self.config.runtime == Some(ToolRuntimeKind::Vfs)
     }
 
     /// The name the tool's binary knows it by (`tool` in its table, else its own name).
@@ -90,11 +76,9 @@ impl ToolEntry {
         }
     }
 
-    /// One line for listings: what the tool may touch.
+    /// One line: what its policy allows. What a listing shows is `App::policy_summary`, which
+    /// the tool's runtime may narrow (`learn`).
     pub fn policy_summary(&self) -> String {
-        if self.first_party && self.name == LEARN {
-            return "files: the chosen topic's subjects, read-only at /subjects (no workspace); network: none; processes: none".into();
-        }
         self.resolved_policy.summary()
     }
 
@@ -104,16 +88,16 @@ impl ToolEntry {
     }
 }
 
-/// Whether `name` is a first-party fs tool that writes (its default policy is a writable
+/// Whether `name` is a builtin fs tool that writes (its default policy is a writable
 /// workspace; the read tools' is read-only).
-pub(super) fn first_party_writes(name: &str) -> bool {
+pub(super) fn builtin_writes(name: &str) -> bool {
     jp_fs_tools::TOOLS.iter().any(|t| t.name == name) && !jp_fs_tools::READ_ONLY_TOOLS.contains(&name)
 }
 
 /// What a tool is, for a clash message: `jp's builtin tool`, `tool 'x' of MCP server 's'`, ….
 pub(super) fn describe_entry(entry: &ToolEntry) -> String {
     match &entry.config.source {
-        _ if entry.first_party => format!("jp's builtin tool '{}'", entry.name),
+        _ if entry.builtin => format!("jp's builtin tool '{}'", entry.name),
         ToolSource::Mcp { server, tool } => format!("tool '{tool}' of MCP server '{server}'"),
         _ => format!("the tool '{}' of {}", entry.name, entry.origin),
     }

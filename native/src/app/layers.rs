@@ -54,7 +54,7 @@ pub(super) fn config_layers(options: &AppOptions, workspace: &Path) -> Result<Ve
         layers.push(read(path)?);
         return Ok(layers);
     }
-    let Some(config) = trust::read_workspace_config(workspace).map_err(AppError::Config)? else {
+    let Some(config) = trust::read_workspace_config(workspace).map_err(|e| AppError::Config(e.to_string()))? else {
         return Ok(layers);
     };
     let Some(state) = &options.state_dir else {
@@ -63,7 +63,8 @@ pub(super) fn config_layers(options: &AppOptions, workspace: &Path) -> Result<Ve
             config.path.display()
         )));
     };
-    let verdict = trust::TrustStore::new(state).verdict(workspace, &config).map_err(AppError::Config)?;
+    let verdict =
+        trust::TrustStore::new(state).verdict(workspace, &config).map_err(|e| AppError::Config(e.to_string()))?;
     if !matches!(verdict, trust::Verdict::Approved) {
         let user = layers.first().map(|(t, f)| (t.as_str(), f.as_str()));
         return Err(AppError::Untrusted(trust::refusal(workspace, &config, &verdict, user)));

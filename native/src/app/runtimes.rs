@@ -2,22 +2,23 @@
 //! each an `Arc<dyn ToolRuntime>`. [`Runtimes::resolve`] turns a tool's resolved runtime kind
 //! into the runtime that executes it; `App::call` then only calls `execute`.
 //!
-//! - local tools: stdio, VFS (first-party fs tools as `jp __tool` get their writable default
+//! - local tools: stdio, VFS (builtin fs tools as `jp __tool` get their writable default
 //!   here), wasm (the engine is built on first use: [`LazyWasm`]);
 //! - `source = "builtin"`: [`Builtins`], D10's registry of builtin executors by name — the
-//!   in-process fs tools, `learn` (a component inside `jp`) and `run` (stateful; its one-shot
-//!   form is `App::run_to_end`);
+//!   in-process fs tools, `learn` (a component inside `jp`) and `run` (`RunRuntime`: stateful;
+//!   its one-shot form is `App::run_to_end`); each executor also answers for its tool (actions,
+//!   schema, live process), so `App` names no tool;
 //! - `source = "mcp.*"`: the `McpRuntime`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use jp_core::BoxFuture;
-use jp_core::files::ProjectFiles;
-use jp_core::host::{DispatchEvents, HttpClient, Inquirer};
+use jp_core::handles::AnyToolHandle;
 use jp_core::runtime::{
-    ExecutionOutcome, RuntimeChoice, RuntimeError, ToolCall, ToolConfig, ToolRuntime, ToolRuntimeKind,
+    ExecutionOutcome, RuntimeChoice, RuntimeError, SpawnResult, ToolCall, ToolConfig, ToolRuntime, ToolRuntimeKind,
 };
 
 use super::{LEARN, RUN};
@@ -25,6 +26,8 @@ use crate::files::FsProjectFiles;
 use crate::process::TokioProcessRunner;
 use crate::runtime::builtin::BuiltinRuntime;
 use crate::runtime::mcp::client::McpRuntime;
+use crate::runtime::run_tool::RunRuntime;
+use crate::runtime::services::HostServices;
 use crate::runtime::stdio::StdioRuntime;
 use crate::runtime::vfs::VfsRuntime;
 use crate::runtime::wasm::{WasmEngine, WasmLimits, WasmRuntime};
@@ -32,15 +35,11 @@ use crate::sandbox::SandboxMode;
 
 /// What the wasm runtime is built from, on first use (the engine costs a few milliseconds).
 pub(super) struct WasmSetup {
-    pub(super) files: Arc<dyn ProjectFiles>,
-    pub(super) http: Arc<dyn HttpClient>,
-    pub(super) inquirer: Arc<dyn Inquirer>,
-    pub(super) env: BTreeMap<String, String>,
-    pub(super) trace: Option<Arc<dyn DispatchEvents>>,
+    /// The host's services (files, workspace, HTTP, inquirer, environment, trace).
+    pub(super) services: HostServices,
     pub(super) limits: WasmLimits,
     /// For the programs its components run with `process.run`.
     pub(super) sandbox: SandboxMode,
-    pub(super) workspace: PathBuf,
 }
 
 /// The wasm runtime, built on first use.
@@ -57,14 +56,14 @@ impl LazyWasm {
     pub(super) fn get(&self) -> Result<&WasmRuntime, RuntimeError> {
         self.cell
             .get_or_init(|| {
-                let s = &self.setup;
-                let mut rt = WasmRuntime::new(WasmEngine::shared()?, s.files.clone(), &s.workspace)
-                    .http(s.http.clone())
+                let (s, services) = (&self.setup, &self.setup.services);
+                let mut rt = WasmRuntime::new(WasmEngine::shared()?, services.files.clone(), &services.workspace)
+                    .http(services.http.clone())
                     .process(Arc::new(TokioProcessRunner::new(s.limits.deadline).sandbox(s.sandbox)))
-                    .inquirer(s.inquirer.clone())
-                    .env(s.env.clone())
+                    .inquirer(services.inquirer.clone())
+                    .env(services.env.clone())
                     .limits(s.limits);
-                if let Some(t) = &s.trace {
+                if let Some(t) = &services.trace {
                     rt = rt.trace(t.clone());
                 }
                 Ok(rt)
@@ -109,22 +108,21 @@ impl ToolRuntime for Learn {
             self.wasm.get()?.run(call, config, Some(source)).await
         })
     }
-}
 
-/// `run` outside a handle: refused with the way to call it (`App::run_to_end` runs it to its
-/// end through `spawn`).
-struct RunOneShot;
-
-impl ToolRuntime for RunOneShot {
-    fn kind(&self) -> &'static str {
-        "builtin"
+    fn own_schema(&self) -> Option<String> {
+        // The component's own answer, kept beside it as a file: listing compiles nothing.
+        Some(crate::runtime::wasm::LEARN_SCHEMA.to_owned())
     }
-    fn execute<'a>(&'a self, _: ToolCall, _: &'a ToolConfig) -> BoxFuture<'a, Result<ExecutionOutcome, RuntimeError>> {
-        Box::pin(async {
-            Err(RuntimeError::Config(format!(
-                "'{RUN}' is stateful: call it with action = \"spawn\" (then fetch, apply, abort), or run it to the end as a one-shot call"
-            )))
-        })
+
+    fn policy_summary(&self) -> Option<String> {
+        Some(
+            "files: the chosen topic's subjects, read-only at /subjects (no workspace); network: none; processes: none"
+                .into(),
+        )
+    }
+
+    fn fixed_runtime(&self) -> bool {
+        true
     }
 }
 
@@ -151,7 +149,7 @@ impl ToolRuntime for Builtins {
     }
 }
 
-/// The VFS runtime with the first-party fs tools' defaults: those that write get a writable
+/// The VFS runtime with the builtin fs tools' defaults: those that write get a writable
 /// workspace when their table sets no policy (`runtime = "vfs"` on them).
 struct Vfs {
     vfs: Arc<VfsRuntime>,
@@ -167,15 +165,27 @@ impl ToolRuntime for Vfs {
         config: &'a ToolConfig,
     ) -> BoxFuture<'a, Result<ExecutionOutcome, RuntimeError>> {
         Box::pin(async move {
-            let first_party_writes =
-                super::first_party_writes(&call.name) && config.command.as_deref().is_some_and(is_self);
-            let default = jp_core::runtime::default_policy(&call.name, config, first_party_writes);
+            let builtin_writes = super::builtin_writes(&call.name) && config.command.as_deref().is_some_and(is_self);
+            let default = jp_core::runtime::default_policy(&call.name, config, builtin_writes);
             self.vfs.run_with_default(call, config, None, default).await
+        })
+    }
+
+    fn live(&self) -> bool {
+        true
+    }
+
+    fn spawn<'a>(&'a self, call: ToolCall, config: &'a ToolConfig, wait: Duration) -> BoxFuture<'a, SpawnResult> {
+        Box::pin(async move {
+            // Only the table's own policy applies here (`call.policy`, resolved at load, wins).
+            let default = jp_core::runtime::default_policy(&call.name, config, false);
+            let (state, handle) = self.vfs.spawn_stateful(call, config, default, wait).await?;
+            Ok((state, handle.map(|h| Box::new(h) as Box<dyn AnyToolHandle>)))
         })
     }
 }
 
-/// Whether `command` runs this `jp` in tool mode (a first-party tool as a VFS tool).
+/// Whether `command` runs this `jp` in tool mode (a builtin tool as a VFS tool).
 fn is_self(command: &str) -> bool {
     command.ends_with(super::TOOL_MODE_ARG)
 }
@@ -186,6 +196,8 @@ pub(super) struct Runtimes {
     vfs: Arc<dyn ToolRuntime>,
     wasm: Arc<LazyWasm>,
     builtins: Arc<dyn ToolRuntime>,
+    /// The builtin executors by name (those `builtins` dispatches to).
+    executors: BTreeMap<&'static str, Arc<dyn ToolRuntime>>,
     mcp: Arc<McpRuntime>,
 }
 
@@ -197,6 +209,7 @@ impl Runtimes {
         builtin: BuiltinRuntime,
         mcp: Arc<McpRuntime>,
         learn: Learn,
+        run: RunRuntime,
     ) -> Self {
         let fs: Arc<dyn ToolRuntime> = Arc::new(builtin);
         let mut executors: BTreeMap<&'static str, Arc<dyn ToolRuntime>> = BTreeMap::new();
@@ -204,14 +217,21 @@ impl Runtimes {
             executors.insert(t.name, fs.clone());
         }
         executors.insert(LEARN, Arc::new(learn));
-        executors.insert(RUN, Arc::new(RunOneShot));
+        executors.insert(RUN, Arc::new(run));
         Self {
             stdio: Arc::new(stdio),
             vfs: Arc::new(Vfs { vfs }),
             wasm,
-            builtins: Arc::new(Builtins { executors }),
+            builtins: Arc::new(Builtins { executors: executors.clone() }),
+            executors,
             mcp,
         }
+    }
+
+    /// D10's builtin executor of the builtin tool `name`: the runtime that answers for it
+    /// (its actions, its schema, whether it keeps a live process), even when it runs as `jp __tool`.
+    pub(super) fn builtin(&self, name: &str) -> Option<Arc<dyn ToolRuntime>> {
+        self.executors.get(name).cloned()
     }
 
     /// D10: the runtime that executes a tool resolved to `choice`.

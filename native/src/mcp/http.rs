@@ -15,7 +15,7 @@ use hyper_util::rt::TokioIo;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
-use super::{JpMcp, McpOptions, TaskStore};
+use super::{JpMcp, McpOptions, ServeError, TaskStore};
 use crate::app::{App, Handles};
 
 /// The endpoint's path.
@@ -33,10 +33,10 @@ pub struct HttpOptions {
 }
 
 /// A fresh random token (32 bytes from the OS, hex).
-pub fn generate_token() -> Result<String, String> {
+pub fn generate_token() -> Result<String, ServeError> {
     let mut bytes = [0u8; 32];
     rustix::rand::getrandom(&mut bytes, rustix::rand::GetRandomFlags::empty())
-        .map_err(|e| format!("cannot generate a token: {e}"))?;
+        .map_err(|e| ServeError::Token(e.to_string()))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
@@ -60,16 +60,14 @@ pub async fn serve(
     options: McpOptions,
     http: HttpOptions,
     shutdown: impl std::future::Future<Output = ()>,
-) -> Result<(), String> {
+) -> Result<(), ServeError> {
     if !http.addr.ip().is_loopback() && !http.token_given {
-        return Err(format!(
-            "{} is not a loopback address: serving there needs a token you chose (--token-env VAR); a generated one is only for 127.0.0.1",
-            http.addr
-        ));
+        return Err(ServeError::NotLoopback { addr: http.addr });
     }
-    let listener =
-        tokio::net::TcpListener::bind(http.addr).await.map_err(|e| format!("cannot listen on {}: {e}", http.addr))?;
-    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    let listener = tokio::net::TcpListener::bind(http.addr)
+        .await
+        .map_err(|source| ServeError::Listen { addr: http.addr, source })?;
+    let local = listener.local_addr().map_err(ServeError::LocalAddr)?;
     let own_origins = [format!("http://{local}"), format!("http://localhost:{}", local.port())];
     let mut config = StreamableHttpServerConfig::default();
     if !local.ip().is_loopback() {

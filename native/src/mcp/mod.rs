@@ -72,7 +72,7 @@ pub struct JpMcp {
     handles: Arc<Handles>,
     slots: Arc<Semaphore>,
     /// This session's client, as wrapped servers' messages see it.
-    session: Arc<forward::Session>,
+    session: Arc<forward::AgentSession>,
     tasks: tasks::SessionTasks,
     _session: Arc<SessionEnd>,
 }
@@ -453,7 +453,7 @@ impl ServerHandler for JpMcp {
 /// stateful, with arguments that pass the same check as every call.
 /// A server whose requests may be forwarded to this client is not relayed: they are tied to
 /// the call through rmcp (see `forward`).
-struct AppRouter(Arc<App>, Arc<forward::Session>);
+struct AppRouter(Arc<App>, Arc<forward::AgentSession>);
 
 impl relay::Router for AppRouter {
     async fn route(&self, name: &str, arguments: &serde_json::value::RawValue) -> Option<relay::Route> {
@@ -474,10 +474,40 @@ impl relay::Router for AppRouter {
     }
 }
 
+/// Why `jp mcp` could not serve (exit code 1): each says what failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// No random token could be drawn for `--http`.
+    #[error("cannot generate a token: {0}")]
+    Token(String),
+    /// `--http` on a non-loopback address with a generated token.
+    #[error(
+        "{addr} is not a loopback address: serving there needs a token you chose (--token-env VAR); a generated one is only for 127.0.0.1"
+    )]
+    NotLoopback {
+        /// The address asked for.
+        addr: std::net::SocketAddr,
+    },
+    /// The address could not be listened on.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// The address asked for.
+        addr: std::net::SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The listener's own address could not be read.
+    #[error("{0}")]
+    LocalAddr(std::io::Error),
+    /// The MCP session over stdio failed.
+    #[error("MCP session: {0}")]
+    Session(String),
+}
+
 /// Serve one session over stdin/stdout until the client closes it or `jp` is asked to stop
 /// (SIGINT, SIGTERM); then abort its handles, so no tool process outlives `jp mcp`. rmcp serves
 /// the session behind the [`relay`] front, which relays what it can.
-pub async fn serve_stdio(app: Arc<App>, options: McpOptions) -> Result<(), String> {
+pub async fn serve_stdio(app: Arc<App>, options: McpOptions) -> Result<(), ServeError> {
     let server = JpMcp::new(app.clone(), options);
     let handles = server.handles().clone();
     let tasks = server.tasks.clone();
@@ -498,9 +528,9 @@ pub async fn serve_stdio(app: Arc<App>, options: McpOptions) -> Result<(), Strin
             // A client that leaves before (or without: MCP 2026-07-28 has no `initialize`)
             // initializing ended the session; it is not an error.
             Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
-            Err(e) => return Err(format!("MCP session: {e}")),
+            Err(e) => return Err(ServeError::Session(e.to_string())),
         };
-        running.waiting().await.map(|_| ()).map_err(|e| format!("MCP session: {e}"))
+        running.waiting().await.map(|_| ()).map_err(|e| ServeError::Session(e.to_string()))
     };
     let ended = tokio::select! {
         r = session => r,

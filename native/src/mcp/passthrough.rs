@@ -18,7 +18,7 @@ use rmcp::model::{
 };
 
 use crate::app::App;
-use crate::runtime::mcp::forward::Session;
+use crate::runtime::mcp::forward::AgentSession;
 use crate::runtime::mcp::requests::Offer;
 
 /// Whether any server is configured (then `jp mcp` declares prompts, resources, logging and
@@ -168,7 +168,7 @@ async fn owner_of(app: &Arc<App>, uri: &str) -> Option<String> {
 /// server that takes subscriptions.
 pub(crate) async fn subscribe(
     app: &Arc<App>,
-    session: &Arc<Session>,
+    session: &Arc<AgentSession>,
     uri: &str,
     subscribe: bool,
 ) -> Result<(), ErrorData> {
@@ -283,7 +283,11 @@ pub(crate) async fn complete(app: &Arc<App>, mut params: CompleteRequestParams) 
 
 /// `logging/setLevel` of `session`: remembered (for servers started later) and passed on to
 /// every running server that declared logging, at the lowest level any session asked for.
-pub(crate) async fn set_level(app: &Arc<App>, session: &Arc<Session>, level: LoggingLevel) -> Result<(), ErrorData> {
+pub(crate) async fn set_level(
+    app: &Arc<App>,
+    session: &Arc<AgentSession>,
+    level: LoggingLevel,
+) -> Result<(), ErrorData> {
     session.set_level(level);
     app.mcp().hub().join(session);
     let level = app.mcp().hub().set_level(level);

@@ -7,7 +7,7 @@
 //! costs nothing per call). Nothing is decided per call for such a tool — the kernel holds the
 //! server to its policy (see [`client`](crate::runtime::mcp::client)) — so the relay changes only the
 //! transport: which server and which of its tools still come from the same resolution as every
-//! other call, and everything else (initialize, tools/list, stateful and first-party tools,
+//! other call, and everything else (initialize, tools/list, stateful and builtin tools,
 //! progress, elicitation, a server not yet started) stays on rmcp.
 //!
 //! Two line multiplexers make it possible:

@@ -1,4 +1,4 @@
-//! [`BuiltinRuntime`] (D10): first-party tools run in-process. A tool is our own code written
+//! [`BuiltinRuntime`] (D10): builtin tools run in-process. A tool is our own code written
 //! against [`jp_tool::Host`] only; its host calls become typed [`HostRequest`]s served directly by
 //! the core [`Dispatcher`](jp_core::host::Dispatcher) — the same policy, inquiries and trace events
 //! as a VFS tool, without a subprocess or JSON in between.
@@ -18,7 +18,7 @@ use jp_tool::{Call, DirectHost, Reply, ToolSpec};
 
 use crate::runtime::services::HostServices;
 
-/// Runs first-party tools in this process.
+/// Runs builtin tools in this process.
 #[derive(Debug)]
 pub struct BuiltinRuntime {
     services: HostServices,
@@ -119,6 +119,12 @@ impl BuiltinRuntime {
 impl jp_core::runtime::ToolRuntime for BuiltinRuntime {
     fn kind(&self) -> &'static str {
         "builtin"
+    }
+
+    fn own_schema(&self) -> Option<String> {
+        // These tools are this very binary in tool mode: its answer to the schema action is
+        // this table, so it is read here instead of spawning `jp __tool`.
+        Some(jp_tool::schema_response(self.tools).to_string())
     }
 
     fn execute<'a>(

@@ -7,10 +7,11 @@
 //! - [`stdio`] — `StdioRuntime`: legacy local tools under the same OS sandbox, granted the
 //!   workspace as a whole.
 //! - [`wasm`] — `WasmRuntime`: WASI p2 components under wasmtime.
-//! - [`builtin`] — `BuiltinRuntime`: the first-party fs tools in-process.
-//! - [`run_tool`] — the first-party stateful tool `run`.
+//! - [`builtin`] — `BuiltinRuntime`: the builtin fs tools in-process.
+//! - [`run_tool`] — the builtin stateful tool `run`.
 //! - [`mcp`] — `McpRuntime`: jp as the client of `[mcp.servers.*]`.
 //! - [`services`] — `HostServices`, what a tool's dispatcher is built from.
+//! - [`tail`] — `StderrTail`, the one reader of a child's stderr.
 //!
 //! **Architecture invariant:** nothing here imports a front end or `crate::app`; the app
 //! assembles runtimes, runtimes never reach back.
@@ -20,5 +21,6 @@ pub mod mcp;
 pub mod run_tool;
 pub mod services;
 pub mod stdio;
+pub mod tail;
 pub mod vfs;
 pub mod wasm;

@@ -1,4 +1,4 @@
-//! The first-party stateful tool `run` — RFD 009's long-running command. `spawn {program, args}`
+//! The builtin stateful tool `run` — RFD 009's long-running command. `spawn {program, args}`
 //! starts a command the tool's `commands` policy allows (decided by the dispatcher, inquiries
 //! included) under the same OS sandbox as `process.run`; `fetch` returns the output since the
 //! last fetch (stdout and stderr interleaved as they arrive, secrets scrubbed, at most
@@ -15,7 +15,8 @@ use jp_core::handles::{AnyToolHandle, ApplyInput};
 use jp_core::host::{DispatchEvents, NoEvents};
 use jp_core::policy::Scrubber;
 use jp_core::protocol::{Id, ProcessRunParams};
-use jp_core::runtime::{RuntimeError, ToolCall, ToolConfig};
+use jp_core::runtime::{ExecutionOutcome, RuntimeError, SpawnResult, ToolCall, ToolConfig, ToolRuntime};
+use jp_core::schema::StatefulAction;
 use jp_core::state::{ToolError, ToolState};
 use rustix::process::Signal;
 use serde_json::Value;
@@ -95,6 +96,61 @@ pub struct RunHandle {
 impl std::fmt::Debug for RunHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RunHandle").field("pgid", &self.pgid).finish_non_exhaustive()
+    }
+}
+
+/// The `run` tool as a runtime: a stateful tool whose every call is a live process
+/// ([`spawn`]); a call without `action` is refused with the way to make it (`App::run_to_end`
+/// runs it to its end through `spawn`).
+#[derive(Debug)]
+pub struct RunRuntime {
+    services: HostServices,
+    runner: TokioProcessRunner,
+}
+
+impl RunRuntime {
+    /// `run` with its requests decided through `services`, its commands started by `runner`.
+    pub fn new(services: HostServices, runner: TokioProcessRunner) -> Self {
+        Self { services, runner }
+    }
+}
+
+impl ToolRuntime for RunRuntime {
+    fn kind(&self) -> &'static str {
+        "builtin"
+    }
+
+    fn execute<'a>(&'a self, _: ToolCall, _: &'a ToolConfig) -> BoxFuture<'a, Result<ExecutionOutcome, RuntimeError>> {
+        Box::pin(async {
+            Err(RuntimeError::Config(format!(
+                "'{RUN}' is stateful: call it with action = \"spawn\" (then fetch, apply, abort), or run it to the end as a one-shot call"
+            )))
+        })
+    }
+
+    fn stateful_actions(&self) -> Option<Vec<StatefulAction>> {
+        Some(StatefulAction::ALL.to_vec())
+    }
+
+    fn live(&self) -> bool {
+        true
+    }
+
+    fn spawn<'a>(&'a self, call: ToolCall, config: &'a ToolConfig, wait: Duration) -> BoxFuture<'a, SpawnResult> {
+        Box::pin(async move {
+            let (state, handle) = spawn(&self.services, &self.runner, &call, config, wait).await?;
+            Ok((state, handle.map(|h| Box::new(h) as Box<dyn AnyToolHandle>)))
+        })
+    }
+
+    fn own_schema(&self) -> Option<String> {
+        let text = serde_json::json!({"tools": [{
+            "name": RUN,
+            "summary": SUMMARY,
+            "description": DESCRIPTION,
+            "parameters": serde_json::from_str::<Value>(PARAMETERS).unwrap_or_default(),
+        }]});
+        Some(text.to_string())
     }
 }
 

@@ -1,7 +1,8 @@
 //! [`HostServices`]: what a runtime needs to build a tool's [`Dispatcher`] — the project files,
 //! the HTTP client, the process runner, who answers inquiries, the host environment and where
-//! decisions are reported. The VFS runtime and the builtin runtime share it, so a tool gets the
-//! same policy and the same dispatcher whichever way it runs.
+//! decisions are reported. `App` builds it once; the VFS, builtin and `run` runtimes serve their
+//! tools' requests through it (so a tool gets the same policy and the same dispatcher whichever
+//! way it runs), and the stdio and wasm runtimes are built from it.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -58,6 +59,37 @@ impl HostServices {
         }
     }
 
+    /// The HTTP client behind `http.*`.
+    pub fn http(mut self, http: Arc<dyn HttpClient>) -> Self {
+        self.http = http;
+        self
+    }
+    /// The runner behind `process.run`.
+    pub fn process(mut self, process: Arc<dyn ProcessRunner>) -> Self {
+        self.process = process;
+        self
+    }
+    /// Who answers inquiries unless a call brings its own.
+    pub fn inquirer(mut self, inquirer: Arc<dyn Inquirer>) -> Self {
+        self.inquirer = inquirer;
+        self
+    }
+    /// The host environment (filtered by each tool's policy).
+    pub fn env(mut self, env: BTreeMap<String, String>) -> Self {
+        self.env = env;
+        self
+    }
+    /// The home directory, so `~/…` sensitive paths apply when the workspace contains it.
+    pub fn home(mut self, home: Option<PathBuf>) -> Self {
+        self.home = home;
+        self
+    }
+    /// Where every decision is reported (`--trace`, logs); `None`: nowhere.
+    pub fn trace(mut self, trace: Option<Arc<dyn DispatchEvents>>) -> Self {
+        self.trace = trace;
+        self
+    }
+
     /// The policy of `call`: the one the host resolved for the tool ([`ToolCall::policy`]),
     /// else its table compiled (`default` without a `sandbox`/`access` table) with the home
     /// directory known.
@@ -76,7 +108,7 @@ impl HostServices {
     /// A tool's table compiled (`default` without a `sandbox`/`access` table), with the home
     /// directory known.
     pub fn compile(&self, config: &ToolConfig, default: AccessPolicy) -> Result<Arc<AccessPolicy>, RuntimeError> {
-        let mut policy = config.policy(default).map_err(|e| RuntimeError::Config(e.to_string()))?;
+        let mut policy = config.policy(default)?;
         if let (Some(home), Ok(ws)) = (&self.home, std::fs::canonicalize(&self.workspace)) {
             policy.set_home(&ws.to_string_lossy(), &home.to_string_lossy());
         }

@@ -23,11 +23,13 @@ use jp_core::runtime::{ExecutionOutcome, RuntimeError, ToolCall, ToolConfig, Too
 use jp_core::state::{Printed, ToolResult, ToolState};
 use rustix::process::Signal;
 use serde_json::json;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 use crate::process::{GroupGuard, private_env, read_capped, signal_group};
+use crate::runtime::services::HostServices;
+use crate::runtime::tail::StderrTail;
 use crate::runtime::vfs::ProgramLine;
-use crate::sandbox::{ChildCommand, NETWORK_READ, SandboxMode, SandboxSpec, configured_read_paths};
+use crate::sandbox::{ChildCommand, DirectAccess, SandboxMode, SandboxSpec, configured_read_paths};
 
 /// Runs `runtime = "stdio"` tools (the default for local tools).
 #[derive(Clone)]
@@ -59,6 +61,13 @@ impl StdioRuntime {
             max_output: jp_core::protocol::DEFAULT_MAX_CONTENT,
             max_stderr: 64 * 1024,
         }
+    }
+    /// A runtime built from the host's services: their workspace, environment, inquirer and
+    /// trace (a stdio tool makes no protocol requests; these serve its connections).
+    pub fn with_services(services: &HostServices) -> Self {
+        let mut runtime = Self::new(&services.workspace).env(services.env.clone()).inquirer(services.inquirer.clone());
+        runtime.trace = services.trace.clone();
+        runtime
     }
     /// The host environment (filtered by each tool's policy).
     pub fn env(mut self, env: BTreeMap<String, String>) -> Self {
@@ -95,14 +104,13 @@ impl StdioRuntime {
         action: Option<&str>,
     ) -> Result<ExecutionOutcome, RuntimeError> {
         let name = call.name.clone();
-        let command =
-            config.command.as_deref().ok_or_else(|| RuntimeError::Config(format!("tool '{name}' has no `command`")))?;
+        let command = config.command.as_deref().ok_or_else(|| RuntimeError::NoCommand { tool: name.clone() })?;
         let cmd = ProgramLine::parse(command, &self.workspace, self.env.get("PATH").map(String::as_str))?;
         let policy = match &call.policy {
             Some(resolved) => resolved.clone(),
             None => {
                 let default = jp_core::runtime::default_policy(&name, config, false);
-                Arc::new(config.policy(default).map_err(|e| RuntimeError::Config(e.to_string()))?)
+                Arc::new(config.policy(default)?)
             }
         };
         let workspace = std::fs::canonicalize(&self.workspace).map_err(|e| RuntimeError::Spawn {
@@ -129,20 +137,20 @@ impl StdioRuntime {
                         "stdio tool '{name}' was not started: a tool that reaches the network itself is held per host and port (through jp's egress proxy), and its network rules cannot be held that way: {why}"
                     ))
                 })?;
-                let mut spec = SandboxSpec::for_tool(
+                let spec = SandboxSpec::for_tool(
                     &cmd.program,
                     &cmd.script_files,
                     &configured_read_paths(&self.workspace, config)?,
-                );
-                spec.read_write.push(scratch.path().to_path_buf());
-                if grant.write {
-                    spec.read_write.push(workspace.clone());
-                } else if grant.read {
-                    spec.read_only.push(workspace.clone());
-                }
+                )
+                .direct_access(&DirectAccess {
+                    workspace: &workspace,
+                    grant,
+                    exec_workspace: false,
+                    scratch: scratch.path(),
+                    system_config: false,
+                    network,
+                });
                 if network {
-                    spec.egress = true;
-                    spec.read_only.extend(NETWORK_READ.iter().map(PathBuf::from).filter(|p| p.exists()));
                     env = crate::egress::with_proxy_env(env);
                 }
                 Some(spec.prepare().map_err(|e| RuntimeError::Sandbox(format!("stdio tool '{name}': {e}")))?)
@@ -162,7 +170,7 @@ impl StdioRuntime {
             crate::egress::serve(listener, Arc::new(gate), crate::egress::EgressLimits::default())
         });
         let _guard = GroupGuard(pgid);
-        let (mut stdin, stdout, mut stderr) = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
+        let (mut stdin, stdout, stderr) = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
             (Some(i), Some(o), Some(e)) => (i, o, e),
             _ => return Err(RuntimeError::Spawn { tool: name, message: "pipes were not created".into() }),
         };
@@ -184,21 +192,14 @@ impl StdioRuntime {
         });
         let max_output = self.max_output;
         let out_task = tokio::spawn(read_capped(stdout, max_output));
-        let max_stderr = self.max_stderr;
-        let err_task = tokio::spawn(async move {
-            let mut tail = Vec::new();
-            let mut buf = vec![0u8; 8192];
-            while let Ok(n) = stderr.read(&mut buf).await {
-                if n == 0 {
-                    break;
-                }
-                tail.extend_from_slice(&buf[..n]);
-                if tail.len() > max_stderr {
-                    tail.drain(..tail.len() - max_stderr);
-                }
-            }
-            String::from_utf8_lossy(&tail).trim().to_owned()
-        });
+        let tail = StderrTail::new(self.max_stderr);
+        let err_task = {
+            let tail = tail.clone();
+            tokio::spawn(async move {
+                tail.read_from(stderr).await;
+                tail.text()
+            })
+        };
 
         let status = tokio::select! {
             s = child.wait() => s.ok(),

@@ -164,13 +164,39 @@ pub const NETWORK_READ: [&str; 11] = [
     "/etc/pki/ca-trust",
 ];
 
+/// What a direct-access process — a stdio tool, an MCP server, a `process.run` child — is
+/// granted beyond its program ([`SandboxSpec::direct_access`]): it touches files and the network
+/// itself, so the kernel holds it to the whole workspace and per-host egress.
+#[derive(Debug, Clone, Copy)]
+pub struct DirectAccess<'a> {
+    /// The workspace (canonical).
+    pub workspace: &'a std::path::Path,
+    /// What of the workspace it gets (`AccessPolicy::workspace_grant` / `process_grant`).
+    pub grant: jp_core::policy::WorkspaceGrant,
+    /// A read-only workspace may also be executed from (a `process.run` child: it can run `sh`
+    /// on what it reads anyway); otherwise it is read only.
+    pub exec_workspace: bool,
+    /// Its private `HOME`/`TMPDIR`, read-write.
+    pub scratch: &'a std::path::Path,
+    /// [`PROCESS_CONFIG_READ`], read-only (programs that run other programs: MCP servers,
+    /// `process.run` children).
+    pub system_config: bool,
+    /// The network through jp's egress proxy ([`SandboxSpec::egress`]) and [`NETWORK_READ`].
+    pub network: bool,
+}
+
+fn existing(list: &[&str]) -> Vec<PathBuf> {
+    list.iter().map(PathBuf::from).filter(|p| p.exists()).collect()
+}
+
 impl SandboxSpec {
-    /// The spec for a tool: the system locations, the program and any script files it names
-    /// (read + execute), and the configured `read_paths` (read only). Nothing else — not the
-    /// project, not home.
-    pub fn for_tool(program: &std::path::Path, script_files: &[PathBuf], read_paths: &[PathBuf]) -> Self {
-        let mut read_exec: Vec<PathBuf> = SYSTEM_READ_EXEC.iter().map(PathBuf::from).filter(|p| p.exists()).collect();
-        read_exec.push(program.to_path_buf());
+    /// The spec every sandboxed child starts from (the one constructor): the system locations
+    /// and the program, when given, and any script files it names (read + execute), and the
+    /// configured `read_paths` (read only). Nothing else — not the project, not home. A VFS tool
+    /// gets exactly this; a direct-access process adds [`direct_access`](Self::direct_access).
+    pub fn new(program: Option<&std::path::Path>, script_files: &[PathBuf], read_paths: &[PathBuf]) -> Self {
+        let mut read_exec = existing(&SYSTEM_READ_EXEC);
+        read_exec.extend(program.map(std::path::Path::to_path_buf));
         read_exec.extend(script_files.iter().cloned());
         Self {
             read_exec,
@@ -180,6 +206,51 @@ impl SandboxSpec {
             egress: false,
             force_signal_filter: false,
         }
+    }
+
+    /// [`new`](Self::new) for a tool's program.
+    pub fn for_tool(program: &std::path::Path, script_files: &[PathBuf], read_paths: &[PathBuf]) -> Self {
+        Self::new(Some(program), script_files, read_paths)
+    }
+
+    /// This spec with what a direct-access process is granted: `scratch` read-write, the
+    /// workspace as `access.grant` says, [`PROCESS_CONFIG_READ`] when asked, and the network —
+    /// through the egress proxy — only when granted.
+    pub fn direct_access(mut self, access: &DirectAccess<'_>) -> Self {
+        self.read_write.push(access.scratch.to_path_buf());
+        if access.system_config {
+            self.read_only.extend(existing(&PROCESS_CONFIG_READ));
+        }
+        let workspace = access.workspace.to_path_buf();
+        if access.grant.write {
+            self.read_write.push(workspace);
+        } else if access.grant.read {
+            if access.exec_workspace { self.read_exec.push(workspace) } else { self.read_only.push(workspace) }
+        }
+        if access.network {
+            self.egress = true;
+            self.read_only.extend(existing(&NETWORK_READ));
+        }
+        self
+    }
+
+    /// Execution limited to `may_exec` (an MCP server runs its own program only): every other
+    /// read+exec location stays readable but is no longer executable.
+    pub fn exec_only(mut self, may_exec: Vec<PathBuf>) -> Self {
+        let system: Vec<PathBuf> = std::mem::take(&mut self.read_exec);
+        for p in system {
+            if may_exec.contains(&p) {
+                self.read_exec.push(p);
+            } else {
+                self.read_only.push(p);
+            }
+        }
+        for p in may_exec {
+            if !self.read_exec.contains(&p) {
+                self.read_exec.push(p);
+            }
+        }
+        self
     }
 
     /// The spec for a `process.run` child: the system locations and `program` (read + execute;
@@ -193,24 +264,14 @@ impl SandboxSpec {
         grant: &jp_core::policy::ProcessGrant,
         scratch: &std::path::Path,
     ) -> Self {
-        let existing = |list: &[&str]| list.iter().map(PathBuf::from).filter(|p| p.exists()).collect::<Vec<_>>();
-        let mut spec = Self {
-            read_exec: existing(&SYSTEM_READ_EXEC),
-            read_only: existing(&PROCESS_CONFIG_READ),
-            read_write: vec![PathBuf::from("/dev/null"), scratch.to_path_buf()],
-            ..Self::default()
-        };
-        spec.read_exec.extend(program.map(std::path::Path::to_path_buf));
-        if grant.workspace.write {
-            spec.read_write.push(workspace.to_path_buf());
-        } else if grant.workspace.read {
-            spec.read_exec.push(workspace.to_path_buf());
-        }
-        if grant.network {
-            spec.egress = true;
-            spec.read_only.extend(existing(&NETWORK_READ));
-        }
-        spec
+        Self::new(program, &[], &[]).direct_access(&DirectAccess {
+            workspace,
+            grant: grant.workspace,
+            exec_workspace: true,
+            scratch,
+            system_config: true,
+            network: grant.network,
+        })
     }
 }
 

@@ -1,4 +1,4 @@
-//! The first-party file tools of jp-host, written once against the [`jp_tool::Host`] trait: the
+//! The builtin file tools of jp-host, written once against the [`jp_tool::Host`] trait: the
 //! same source runs as a sandboxed VFS subprocess (the `jp-fs-tools` binary, or `jp` itself in
 //! tool mode) and as a WASI component.
 //!

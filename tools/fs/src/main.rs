@@ -1,4 +1,4 @@
-//! `jp-fs-tools`: the first-party file tools as one VFS tool binary (`runtime = "vfs"`).
+//! `jp-fs-tools`: the builtin file tools as one VFS tool binary (`runtime = "vfs"`).
 
 fn main() -> std::process::ExitCode {
     jp_tool::serve(jp_fs_tools::TOOLS)

@@ -18,7 +18,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use jp_core::host::DispatchEvents;
@@ -32,6 +32,8 @@ use super::forward::Hub;
 use super::pipes::{RelayError, ServerPipes};
 use super::wrapped::Wrapped;
 use crate::process::GroupGuard;
+use crate::runtime::services::HostServices;
+use crate::runtime::tail::StderrTail;
 use crate::sandbox::SandboxMode;
 
 /// How long a server has to answer `initialize` and `tools/list`.
@@ -45,7 +47,7 @@ pub(super) struct Server {
     pub(super) service: RunningService<RoleClient, Wrapped>,
     /// A stdio server's pipes, which the relay shares with rmcp.
     pub(super) pipes: Option<Arc<ServerPipes>>,
-    pub(super) stderr: Arc<Mutex<Vec<u8>>>,
+    pub(super) stderr: StderrTail,
     pub(super) pgid: Option<u32>,
     pub(super) _guard: Option<GroupGuard>,
     pub(super) _scratch: Option<tempfile::TempDir>,
@@ -55,8 +57,7 @@ pub(super) struct Server {
 
 impl Server {
     pub(super) fn tail(&self) -> String {
-        let tail = self.stderr.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        String::from_utf8_lossy(&tail).trim().to_owned()
+        self.stderr.text()
     }
 
     /// What became of a server whose connection is gone, as a clause to append: jp closed it (a
@@ -115,6 +116,18 @@ impl McpRuntime {
             inquirer: Arc::new(jp_core::host::DenyInquirer),
             trace: None,
         }
+    }
+
+    /// The servers of `servers`, built from the host's services: their workspace, environment,
+    /// inquirer (asked about the servers' connections) and trace.
+    pub fn with_services(
+        services: &HostServices,
+        servers: BTreeMap<String, McpServerConfig>,
+        sandbox: SandboxMode,
+        timeout: Duration,
+    ) -> Self {
+        Self::new(&services.workspace, servers, services.env.clone(), sandbox, timeout)
+            .egress_observers(services.inquirer.clone(), services.trace.clone())
     }
 
     /// Report the requests passed on to servers to `trace` (`--trace`).

@@ -5,7 +5,7 @@
 //!   (the agent's `progressToken`; only if it gave one), in place of jp's "running for N s"
 //!   ticks, rebased so that the values the agent sees keep increasing ([`Caller`]).
 //! - Its `notifications/message` reaches every agent session as a log message whose logger is
-//!   the server's name, at or above the level that session set ([`Session`]); its list-changed
+//!   the server's name, at or above the level that session set ([`AgentSession`]); its list-changed
 //!   notifications reach every session, `notifications/resources/updated` the sessions that
 //!   subscribed to that URI.
 //! - Its `elicitation/create`, `sampling/createMessage` and `roots/list` reach the agent's client
@@ -24,13 +24,13 @@
 #![allow(deprecated)]
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use jp_core::runtime::{McpForward, McpServerConfig};
 use rmcp::model::{
-    ClientResult, LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken, RequestId,
-    RequestMetaObject, ServerNotification, ServerRequest,
+    ClientResult, LoggingLevel, ProgressNotificationParam, ProgressToken, RequestId, RequestMetaObject,
+    ServerNotification, ServerRequest,
 };
 use rmcp::service::{OriginatingRequestId, PeerRequestOptions, RequestContext, SubscriptionSink};
 use rmcp::{Peer, RoleServer};
@@ -39,14 +39,12 @@ use tokio::sync::mpsc;
 
 use super::ask::{ASK_TIMEOUT, Client, Questions};
 
-/// Most notifications of one server waiting to be passed on; more are dropped and counted.
-pub const MAX_QUEUED: usize = 64;
+mod inbox;
+
+pub use inbox::{Inbox, MAX_LOG_DATA, MAX_QUEUED};
 
 /// Most progress notifications of one call waiting to be passed on; more are dropped.
 pub const MAX_CALL_PROGRESS: usize = 16;
-
-/// Most bytes (as JSON) of a forwarded log message's `data`; more is cut.
-pub const MAX_LOG_DATA: usize = 16 << 10;
 
 /// Most characters of a forwarded progress or elicitation message; more are cut.
 pub const MAX_TEXT: usize = 4096;
@@ -86,7 +84,7 @@ fn rank(level: LoggingLevel) -> u8 {
 /// One `jp mcp` session's client (the agent's): its peer once known, the log level it set,
 /// the URIs it subscribed to.
 #[derive(Default)]
-pub struct Session {
+pub struct AgentSession {
     peer: Mutex<Option<Peer<RoleServer>>>,
     level: Mutex<Option<LoggingLevel>>,
     subscriptions: Mutex<HashSet<String>>,
@@ -95,13 +93,13 @@ pub struct Session {
     listeners: Mutex<Vec<SubscriptionSink>>,
 }
 
-impl std::fmt::Debug for Session {
+impl std::fmt::Debug for AgentSession {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Session").field("level", &*lock(&self.level)).finish_non_exhaustive()
+        f.debug_struct("AgentSession").field("level", &*lock(&self.level)).finish_non_exhaustive()
     }
 }
 
-impl Session {
+impl AgentSession {
     /// Remember the session's peer (the first one seen).
     pub fn attach(&self, peer: &Peer<RoleServer>) {
         lock(&self.peer).get_or_insert_with(|| peer.clone());
@@ -192,7 +190,7 @@ struct Progress {
 
 /// One agent `tools/call` served by `jp mcp`: where its progress and its questions go.
 pub struct Caller {
-    session: Arc<Session>,
+    session: Arc<AgentSession>,
     peer: Peer<RoleServer>,
     token: Option<ProgressToken>,
     origin: RequestId,
@@ -203,7 +201,7 @@ pub struct Caller {
 impl Caller {
     /// The call `ctx` belongs to, in `session`; its questions go through `questions` (MRTR).
     pub(crate) fn new(
-        session: &Arc<Session>,
+        session: &Arc<AgentSession>,
         ctx: &RequestContext<RoleServer>,
         questions: Option<Questions>,
     ) -> Arc<Self> {
@@ -278,7 +276,7 @@ const CALL_MARK: &str = "jp-host/call";
 /// in its [`McpRuntime`](super::client::McpRuntime)).
 #[derive(Default)]
 pub struct Hub {
-    sessions: Mutex<Vec<Weak<Session>>>,
+    sessions: Mutex<Vec<Weak<AgentSession>>>,
     calls: Mutex<HashMap<u64, InFlight>>,
     next: AtomicU64,
     /// The last `logging/setLevel`, for servers started later.
@@ -295,7 +293,7 @@ impl std::fmt::Debug for Hub {
 
 impl Hub {
     /// A session joins: wrapped servers' notifications reach it.
-    pub fn join(&self, session: &Arc<Session>) {
+    pub fn join(&self, session: &Arc<AgentSession>) {
         let mut sessions = lock(&self.sessions);
         sessions.retain(|s| s.strong_count() > 0);
         if !sessions.iter().any(|s| std::ptr::eq(s.as_ptr(), Arc::as_ptr(session))) {
@@ -303,7 +301,7 @@ impl Hub {
         }
     }
 
-    fn sessions(&self) -> Vec<Arc<Session>> {
+    fn sessions(&self) -> Vec<Arc<AgentSession>> {
         lock(&self.sessions).iter().filter_map(Weak::upgrade).collect()
     }
 
@@ -373,7 +371,7 @@ impl Hub {
             return Ok(Asker::Call(last.caller.clone()));
         }
         drop(calls);
-        let sessions: Vec<Arc<Session>> = self.sessions().into_iter().filter(|s| s.peer().is_some()).collect();
+        let sessions: Vec<Arc<AgentSession>> = self.sessions().into_iter().filter(|s| s.peer().is_some()).collect();
         match sessions.as_slice() {
             [] => Err("no agent's MCP client is connected to jp".into()),
             [one] => Ok(Asker::Session(one.clone())),
@@ -424,11 +422,11 @@ pub(super) enum Asker {
     /// The session of the running call, tied to it.
     Call(Arc<Caller>),
     /// The only session, outside of any call.
-    Session(Arc<Session>),
+    Session(Arc<AgentSession>),
 }
 
 impl Asker {
-    pub(super) fn session(&self) -> &Session {
+    pub(super) fn session(&self) -> &AgentSession {
         match self {
             Self::Call(c) => &c.session,
             Self::Session(s) => s,
@@ -462,134 +460,12 @@ impl Asker {
     }
 }
 
-/// What the transport of a wrapped server hands its notifications to (and shows its calls).
-pub struct Inbox {
-    server: String,
-    hub: Arc<Hub>,
-    queue: mpsc::Sender<ServerNotification>,
-    dropped: Arc<AtomicUsize>,
-}
-
-impl Inbox {
-    /// The inbox of server `server`, and the task that passes its notifications on.
-    pub fn start(server: &str, hub: &Arc<Hub>) -> Arc<Self> {
-        let (queue, rx) = mpsc::channel(MAX_QUEUED);
-        let dropped = Arc::new(AtomicUsize::new(0));
-        tokio::spawn(pass_on(server.to_owned(), hub.clone(), rx, dropped.clone()));
-        Arc::new(Self { server: server.to_owned(), hub: hub.clone(), queue, dropped })
-    }
-
-    /// A `tools/call` of jp's client on its way to the server (its mark taken out, its progress token bound to its call).
-    pub fn outgoing(&self, meta: &mut RequestMetaObject, token: Option<ProgressToken>) {
-        self.hub.bind(meta, token);
-    }
-
-    /// Take one notification of the server, without waiting.
-    pub fn take(&self, notification: ServerNotification) {
-        if let ServerNotification::ProgressNotification(n) = &notification {
-            // Only to a call of this server: one server cannot report for another's call.
-            if let Some(tx) = self.hub.progress_of(&self.server, &n.params.progress_token) {
-                let _ = tx.try_send(n.params.clone());
-            }
-            return;
-        }
-        if let ServerNotification::ToolListChangedNotification(_) = &notification {
-            lock(&self.hub.tools_changed).insert(self.server.clone());
-        }
-        if self.queue.try_send(notification).is_err() {
-            self.dropped.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-}
-
-/// A log message's data, cut to [`MAX_LOG_DATA`] bytes of JSON.
-fn log_data(data: Value) -> Value {
-    let len = serde_json::to_string(&data).map_or(0, |s| s.len());
-    if len <= MAX_LOG_DATA {
-        return data;
-    }
-    let text = match &data {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
-    let mut end = MAX_LOG_DATA.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    Value::String(format!("{}… ({len} bytes, cut by jp at {MAX_LOG_DATA})", &text[..end]))
-}
-
-/// Pass server `server`'s notifications on to the sessions, one at a time, until its
-/// connection ends.
-async fn pass_on(server: String, hub: Arc<Hub>, mut rx: mpsc::Receiver<ServerNotification>, dropped: Arc<AtomicUsize>) {
-    while let Some(notification) = rx.recv().await {
-        let lost = dropped.swap(0, Ordering::Relaxed);
-        for session in hub.sessions() {
-            let Some(peer) = session.peer() else { continue };
-            let level = *lock(&session.level);
-            if lost > 0 {
-                let note = LoggingMessageNotificationParam::new(
-                    LoggingLevel::Warning,
-                    Value::String(format!(
-                        "jp dropped {lost} notifications of MCP server '{server}': it sent more than {MAX_QUEUED} faster than they could be passed on"
-                    )),
-                )
-                .with_logger("jp");
-                let _ = peer.notify_logging_message(note).await;
-            }
-            // MCP 2026-07-28: change notifications only through the client's listen streams,
-            // as their filters allow.
-            if session.listens()
-                && matches!(
-                    notification,
-                    ServerNotification::ResourceUpdatedNotification(_)
-                        | ServerNotification::ResourceListChangedNotification(_)
-                        | ServerNotification::PromptListChangedNotification(_)
-                        | ServerNotification::ToolListChangedNotification(_)
-                )
-            {
-                session.to_listeners(&notification).await;
-                continue;
-            }
-            let _ = match &notification {
-                ServerNotification::LoggingMessageNotification(n) => {
-                    if level.is_some_and(|min| rank(n.params.level) < rank(min)) {
-                        continue;
-                    }
-                    let note = LoggingMessageNotificationParam::new(n.params.level, log_data(n.params.data.clone()))
-                        .with_logger(server.clone());
-                    peer.notify_logging_message(note).await
-                }
-                ServerNotification::ResourceUpdatedNotification(n) => {
-                    if !session.subscribed(&n.params.uri) {
-                        continue;
-                    }
-                    peer.notify_resource_updated(rmcp::model::ResourceUpdatedNotificationParam::new(
-                        n.params.uri.clone(),
-                    ))
-                    .await
-                }
-                ServerNotification::ResourceListChangedNotification(_) => peer.notify_resource_list_changed().await,
-                ServerNotification::PromptListChangedNotification(_) => peer.notify_prompt_list_changed().await,
-                ServerNotification::ToolListChangedNotification(_) => peer.notify_tool_list_changed().await,
-                // Cancellations of jp's requests, task status, custom notifications: jp's
-                // client has nothing to do with them.
-                _ => continue,
-            };
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn long_log_data_and_messages_are_cut() {
-        let data = log_data(Value::String("x".repeat(MAX_LOG_DATA * 4)));
-        let text = data.as_str().unwrap();
-        assert!(text.len() < MAX_LOG_DATA + 100 && text.contains("cut by jp"), "{}", text.len());
-        assert_eq!(log_data(serde_json::json!({"a": 1})), serde_json::json!({"a": 1}));
+    fn long_messages_are_cut() {
         assert!(cut(&"é".repeat(MAX_TEXT + 1)).ends_with("(cut by jp at 4096 characters)"));
         assert_eq!(cut("short"), "short");
     }

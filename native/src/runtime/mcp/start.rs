@@ -7,22 +7,22 @@
 //! a tail; or a Streamable-HTTP server reached by its URL, checked again on connect.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use jp_core::runtime::{McpServerConfig, RuntimeError};
 use rmcp::ServiceExt;
 use rustix::process::Signal;
-use tokio::io::AsyncReadExt;
 
 use super::bounds::{BoundedTransport, MAX_MESSAGE};
 use super::forward::Inbox;
 use super::pipes::ServerPipes;
 use super::wrapped::Wrapped;
 use crate::process::{GroupGuard, find_program, private_env, signal_group};
-use crate::sandbox::{ChildCommand, PROCESS_CONFIG_READ, SandboxMode, SandboxSpec, read_paths};
+use crate::sandbox::{ChildCommand, DirectAccess, SandboxMode, SandboxSpec, read_paths};
 
 use super::client::{McpRuntime, START_TIMEOUT, STDERR_TAIL, Server, with_tail};
+use crate::runtime::tail::StderrTail;
 
 /// The ELF program interpreters a dynamically linked program needs to start.
 const ELF_LOADERS: [&str; 4] = [
@@ -96,8 +96,6 @@ impl McpRuntime {
                         "{who} was not started: a server touches files and the network directly, so the OS sandbox can grant it only the whole workspace (read-only or read-write) and the network per host and port (through jp's egress proxy), and its policy cannot be held that way: {why}"
                     ))
                 })?;
-                let mut spec =
-                    SandboxSpec::for_tool(&program, &script_files, &read_paths(&self.workspace, &config.read_paths)?);
                 // It runs its own program only: the system directories stay readable (libraries,
                 // an interpreter's modules) but nothing in them may be executed, except the
                 // program, the ELF loader, a script's interpreter and what `exec` lists.
@@ -110,34 +108,20 @@ impl McpRuntime {
                     })?;
                     may_exec.push(std::fs::canonicalize(&found).unwrap_or(found));
                 }
-                let system: Vec<PathBuf> = std::mem::take(&mut spec.read_exec);
-                for p in system {
-                    if may_exec.contains(&p) {
-                        spec.read_exec.push(p);
-                    } else {
-                        spec.read_only.push(p);
-                    }
-                }
-                for p in may_exec {
-                    if !spec.read_exec.contains(&p) {
-                        spec.read_exec.push(p);
-                    }
-                }
-                spec.read_write.push(scratch.path().to_path_buf());
-                // The harmless system files common programs fail without (as for process.run).
-                spec.read_only.extend(
-                    PROCESS_CONFIG_READ.iter().map(PathBuf::from).filter(|p| std::fs::symlink_metadata(p).is_ok()),
-                );
-                if grant.workspace.write {
-                    spec.read_write.push(workspace.clone());
-                } else if grant.workspace.read {
-                    spec.read_only.push(workspace.clone());
-                }
+                let spec =
+                    SandboxSpec::for_tool(&program, &script_files, &read_paths(&self.workspace, &config.read_paths)?)
+                        .exec_only(may_exec)
+                        .direct_access(&DirectAccess {
+                            workspace: &workspace,
+                            grant: grant.workspace,
+                            exec_workspace: false,
+                            scratch: scratch.path(),
+                            // The harmless system files common programs fail without (as for process.run).
+                            system_config: true,
+                            network: grant.network,
+                        });
                 if grant.network {
                     network = true;
-                    spec.egress = true;
-                    spec.read_only
-                        .extend(crate::sandbox::NETWORK_READ.iter().map(PathBuf::from).filter(|p| p.exists()));
                     env = crate::egress::with_proxy_env(env);
                 }
                 Some(spec.prepare().map_err(|e| RuntimeError::Sandbox(format!("{who}: {e}")))?)
@@ -165,24 +149,10 @@ impl McpRuntime {
             _ => return Err(RuntimeError::Spawn { tool: who, message: "pipes were not created".into() }),
         };
         // Drained always: a full stderr pipe would block the server.
-        let tail = Arc::new(Mutex::new(Vec::new()));
+        let tail = StderrTail::new(STDERR_TAIL);
         {
             let tail = tail.clone();
-            let mut stderr = stderr;
-            tokio::spawn(async move {
-                let mut buf = vec![0u8; 8192];
-                while let Ok(n) = stderr.read(&mut buf).await {
-                    if n == 0 {
-                        break;
-                    }
-                    let mut t = tail.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                    t.extend_from_slice(&buf[..n]);
-                    if t.len() > STDERR_TAIL {
-                        let cut = t.len() - STDERR_TAIL;
-                        t.drain(..cut);
-                    }
-                }
-            });
+            tokio::spawn(async move { tail.read_from(stderr).await });
         }
         // The child is reaped by its own task; the group dies with the guard.
         tokio::spawn(async move {
@@ -195,9 +165,7 @@ impl McpRuntime {
             rmcp::transport::async_rw::AsyncRwTransport::new_client(read, write).with_max_line_length(MAX_MESSAGE);
         let transport = BoundedTransport::new(transport, Some(Inbox::start(name, &self.hub)));
         let started = tokio::time::timeout(START_TIMEOUT, Wrapped::new(name, config, &self.hub).serve(transport)).await;
-        let tail_now = || {
-            String::from_utf8_lossy(&tail.lock().unwrap_or_else(std::sync::PoisonError::into_inner)).trim().to_owned()
-        };
+        let tail_now = || tail.text();
         let service = match started {
             Ok(Ok(s)) => s,
             Ok(Err(e)) => {
@@ -275,7 +243,7 @@ impl McpRuntime {
         Ok(Server {
             service,
             pipes: None,
-            stderr: Arc::default(),
+            stderr: StderrTail::new(0),
             pgid: None,
             _guard: None,
             _scratch: None,

@@ -11,7 +11,7 @@ use jp_core::protocol::{ApplyParams, ProtocolNotification, encode_message};
 use jp_core::state::{ToolError, ToolState};
 use tokio::sync::Notify;
 
-use super::session::{Outbox, Session, Step, stopped};
+use super::conversation::{Outbox, Step, VfsConversation, stopped};
 
 /// A stateful VFS tool kept alive between calls (for the RFD 009 handle registry). A task
 /// serves it in the background — its host requests are answered and its `state` notifications
@@ -75,8 +75,8 @@ impl Inbox {
 }
 
 impl VfsHandle {
-    /// Serve `session` in the background from its first state `state` on.
-    pub(super) fn start(mut session: Session, state: ToolState, wait: Duration) -> Self {
+    /// Serve `conversation` in the background from its first state `state` on.
+    pub(super) fn start(mut conversation: VfsConversation, state: ToolState, wait: Duration) -> Self {
         let inbox = Arc::new(Inbox {
             state: std::sync::Mutex::new(Gathered {
                 state: ToolState::Running { content: None },
@@ -87,17 +87,17 @@ impl VfsHandle {
         });
         inbox.publish(state);
         // A live stateful tool may be silent for as long as the assistant leaves it alone.
-        session.idle_ok = true;
-        let out = session.out.clone();
+        conversation.idle_ok = true;
+        let out = conversation.out.clone();
         let stop = CancellationToken::new();
         let task = {
             let (inbox, stop) = (inbox.clone(), stop.clone());
             tokio::spawn(async move {
                 loop {
-                    match session.serve(&stop, true).await {
+                    match conversation.serve(&stop, true).await {
                         Step::State(state) => inbox.publish(state),
                         step => {
-                            inbox.publish(stopped(session.end(step).await));
+                            inbox.publish(stopped(conversation.end(step).await));
                             break;
                         }
                     }

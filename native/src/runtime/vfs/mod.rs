@@ -13,8 +13,8 @@
 //! `SIGKILL`; at the end the tool's whole process group is killed, so nothing it started
 //! survives the call.
 
+mod conversation;
 mod handle;
-mod session;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -29,8 +29,8 @@ use jp_core::protocol::{DEFAULT_MAX_LINE, InitParams, InitTool, PROTOCOL_VERSION
 use jp_core::runtime::{ExecutionOutcome, RuntimeError, ToolCall, ToolConfig, ToolRuntime};
 use jp_core::state::ToolState;
 
+use self::conversation::{Spawned, Step, VfsConversation, stopped};
 pub use self::handle::VfsHandle;
-use self::session::{Session, Spawned, Step, stopped};
 use crate::process::{GroupGuard, find_program};
 use crate::runtime::services::HostServices;
 use crate::sandbox::{ChildCommand, SandboxMode, SandboxSpec, configured_read_paths};
@@ -140,27 +140,27 @@ impl VfsRuntime {
     }
     /// The HTTP client behind `http.*`.
     pub fn http(mut self, http: Arc<dyn HttpClient>) -> Self {
-        self.services.http = http;
+        self.services = self.services.http(http);
         self
     }
     /// The runner behind `process.run`.
     pub fn process(mut self, process: Arc<dyn ProcessRunner>) -> Self {
-        self.services.process = process;
+        self.services = self.services.process(process);
         self
     }
     /// Who answers inquiries.
     pub fn inquirer(mut self, inquirer: Arc<dyn Inquirer>) -> Self {
-        self.services.inquirer = inquirer;
+        self.services = self.services.inquirer(inquirer);
         self
     }
     /// The host environment (filtered by each tool's policy).
     pub fn env(mut self, env: BTreeMap<String, String>) -> Self {
-        self.services.env = env;
+        self.services = self.services.env(env);
         self
     }
     /// The home directory, so `~/…` sensitive paths apply when the workspace contains it.
     pub fn home(mut self, home: Option<PathBuf>) -> Self {
-        self.services.home = home;
+        self.services = self.services.home(home);
         self
     }
     /// Enforce the OS sandbox (default) or run without it.
@@ -192,7 +192,7 @@ impl VfsRuntime {
     }
 
     /// [`run`](Self::run) with another policy for a tool without a `sandbox` or `access` table
-    /// (first-party tools that write have a writable default).
+    /// (builtin tools that write have a writable default).
     pub async fn run_with_default(
         &self,
         call: ToolCall,
@@ -200,15 +200,15 @@ impl VfsRuntime {
         action: Option<&str>,
         default_policy: AccessPolicy,
     ) -> Result<ExecutionOutcome, RuntimeError> {
-        let mut session = self.start(&call, config, action, default_policy)?;
+        let mut conversation = self.start(&call, config, action, default_policy)?;
         let cancel = call.cancel.clone();
         // Served on a runtime worker rather than on the caller's thread (`jp` drives its main
         // future with `block_on`): the pipe's readiness then wakes the serving task on the
         // worker that saw it, instead of a hop to the caller's thread for every line. Dropping
-        // this future aborts the task, and the session's group guard kills the tool.
+        // this future aborts the task, and the conversation's group guard kills the tool.
         let mut task = AbortOnDrop(tokio::spawn(async move {
-            let step = session.serve(&cancel, false).await;
-            session.end(step).await
+            let step = conversation.serve(&cancel, false).await;
+            conversation.end(step).await
         }));
         match (&mut task.0).await {
             Ok(outcome) => outcome,
@@ -230,10 +230,10 @@ impl VfsRuntime {
         default_policy: AccessPolicy,
         wait: Duration,
     ) -> Result<(ToolState, Option<VfsHandle>), RuntimeError> {
-        let mut session = self.start(&call, config, Some("spawn"), default_policy)?;
-        match session.serve(&call.cancel, true).await {
-            Step::State(state) => Ok((state.clone(), Some(VfsHandle::start(session, state, wait)))),
-            step => Ok((stopped(session.end(step).await), None)),
+        let mut conversation = self.start(&call, config, Some("spawn"), default_policy)?;
+        match conversation.serve(&call.cancel, true).await {
+            Step::State(state) => Ok((state.clone(), Some(VfsHandle::start(conversation, state, wait)))),
+            step => Ok((stopped(conversation.end(step).await), None)),
         }
     }
 
@@ -244,10 +244,9 @@ impl VfsRuntime {
         config: &ToolConfig,
         action: Option<&str>,
         default_policy: AccessPolicy,
-    ) -> Result<Session, RuntimeError> {
+    ) -> Result<VfsConversation, RuntimeError> {
         let name = call.name.clone();
-        let command =
-            config.command.as_deref().ok_or_else(|| RuntimeError::Config(format!("tool '{name}' has no `command`")))?;
+        let command = config.command.as_deref().ok_or_else(|| RuntimeError::NoCommand { tool: name.clone() })?;
         let ws = &self.services.workspace;
         let cmd = ProgramLine::parse(command, ws, self.services.env.get("PATH").map(String::as_str))?;
         let policy = self.services.policy(call, config, default_policy)?;
@@ -281,7 +280,7 @@ impl VfsRuntime {
             protocol_version: PROTOCOL_VERSION.into(),
         });
         let dispatcher = Arc::new(self.services.dispatcher(call, policy));
-        Ok(Session::start(Spawned {
+        Ok(VfsConversation::start(Spawned {
             name,
             call_id: call.id.clone(),
             opts: self.options,

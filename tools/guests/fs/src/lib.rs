@@ -1,4 +1,4 @@
-//! The first-party file tools (`fs_read_file`, `fs_list_files`, `fs_grep_files`, …) as one WASI
+//! The builtin file tools (`fs_read_file`, `fs_list_files`, `fs_grep_files`, …) as one WASI
 //! component. The tools are the very functions the VFS binary runs (crate `jp-fs-tools`); here
 //! their `Host` is [`jp_tool::component::ComponentHost`], i.e. the `jp:host` imports.
 

@@ -1,5 +1,5 @@
 //! Serving one spawned VFS tool: the reader loop (this task), the dispatch task and the writer
-//! task of a [`Session`] (the stateful `VfsHandle` built on it is in `handle.rs`).
+//! task of a [`VfsConversation`] (the stateful `VfsHandle` built on it is in `handle.rs`).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -21,6 +21,7 @@ use tokio::sync::{Notify, mpsc, watch};
 
 use super::VfsOptions;
 use crate::process::{GroupGuard, signal_group};
+use crate::runtime::tail::StderrTail;
 use crate::sandbox::SandboxedChild;
 
 /// Requests read from the tool and waiting to be served, at most. When the queue is full the
@@ -70,7 +71,7 @@ struct Queued {
 }
 
 /// A spawned tool being served.
-pub(super) struct Session {
+pub(super) struct VfsConversation {
     name: String,
     call_id: String,
     opts: VfsOptions,
@@ -104,7 +105,7 @@ pub(super) struct Session {
     pub(super) idle_ok: bool,
 }
 
-impl Session {
+impl VfsConversation {
     /// Start the writer, stderr and dispatch tasks for a spawned tool and send it `init`.
     pub(super) fn start(s: Spawned) -> Self {
         // Writer: one task owns the tool's stdin.
@@ -141,21 +142,11 @@ impl Session {
         let out = Outbox { tx: write_tx, pending: pending_bytes.clone() };
 
         // Stderr: keep the tail.
-        let max_stderr = s.opts.max_stderr;
-        let mut stderr = s.stderr;
+        let tail = StderrTail::new(s.opts.max_stderr);
+        let stderr = s.stderr;
         let stderr_task = tokio::spawn(async move {
-            let mut tail: Vec<u8> = Vec::new();
-            let mut buf = vec![0u8; 8192];
-            while let Ok(n) = stderr.read(&mut buf).await {
-                if n == 0 {
-                    break;
-                }
-                tail.extend_from_slice(&buf[..n]);
-                if tail.len() > max_stderr {
-                    tail.drain(..tail.len() - max_stderr);
-                }
-            }
-            String::from_utf8_lossy(&tail).into_owned()
+            tail.read_from(stderr).await;
+            tail.text()
         });
 
         out.send(encode_message(&s.init.to_message()));
@@ -342,7 +333,7 @@ impl Session {
         match self.req_tx.try_send(Queued { seq: self.queued + 1, req }) {
             Ok(()) => self.queued += 1,
             Err(mpsc::error::TrySendError::Full(q)) => self.blocked = Some(q.req),
-            // The dispatcher is gone only when the session ends.
+            // The dispatcher is gone only when the conversation ends.
             Err(mpsc::error::TrySendError::Closed(_)) => {}
         }
     }

@@ -1,0 +1,277 @@
+//! [`CallSession`]: one component call's view of the project, serving its `jp:host` imports
+//! (filesystem, http, process) synchronously through the core dispatcher over the call's
+//! in-memory snapshot, and `JsEvents`, the policy decisions reported to the page.
+
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+
+use jp_core::host::{DispatchEvents, Dispatcher, TraceEvent};
+use jp_core::protocol::{
+    EntryKind, FsGrepParams, FsReadParams, FsRenameParams, FsWriteParams, Header, HostRequest, HostResponse,
+    HttpGetParams, HttpPostParams, Id, PathParams, ProcessRunParams,
+};
+use js_sys::{Array, Reflect, Uint8Array};
+use wasm_bindgen::prelude::*;
+
+use crate::js::obj;
+use crate::store::{Changes, Snapshot, Store};
+
+/// Policy decisions reported to a JS callback.
+pub(crate) struct JsEvents {
+    pub(crate) tool: String,
+    pub(crate) callback: Option<js_sys::Function>,
+}
+
+impl DispatchEvents for JsEvents {
+    fn decided(&self, event: &TraceEvent) {
+        if let Some(f) = &self.callback {
+            let o = obj(&[
+                ("tool", JsValue::from_str(&self.tool)),
+                ("method", JsValue::from_str(&event.method)),
+                ("target", JsValue::from_str(&event.target)),
+                ("decision", JsValue::from_str(event.decision)),
+                ("reason", JsValue::from_str(&event.reason)),
+                ("allowed", JsValue::from_bool(event.allowed)),
+            ]);
+            let _ = f.call1(&JsValue::NULL, &o);
+        }
+    }
+}
+/// Poll a future that cannot wait (the dispatcher over an in-memory snapshot) to completion.
+fn now<F: Future>(f: F) -> Option<F::Output> {
+    let mut f = pin!(f);
+    match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(v) => Some(v),
+        Poll::Pending => None,
+    }
+}
+/// One tool call's view of the project; serves the `jp:host/filesystem` imports.
+#[wasm_bindgen]
+pub struct CallSession {
+    dispatcher: Dispatcher,
+    events: JsEvents,
+    snapshot: Snapshot,
+    /// The caller's own files (`beginCall`'s `files`), committed with the tool's changes.
+    seeded: Changes,
+    store: Store,
+    next_id: i64,
+}
+
+/// A WIT `err(host-error)` for jco: thrown as `{ payload: { code, message } }`.
+fn host_error(code: i32, message: &str) -> JsValue {
+    obj(&[("payload", obj(&[("code", JsValue::from(code)), ("message", JsValue::from_str(message))]))])
+}
+
+fn kind(k: EntryKind) -> JsValue {
+    JsValue::from_str(match k {
+        EntryKind::File => "file",
+        EntryKind::Dir => "dir",
+    })
+}
+
+impl CallSession {
+    /// A call served by `dispatcher` over `snapshot`; `seeded` (the caller's files) is committed
+    /// with the tool's changes into `store`, or not at all.
+    pub(crate) fn new(
+        dispatcher: Dispatcher,
+        events: JsEvents,
+        snapshot: Snapshot,
+        seeded: Changes,
+        store: Store,
+    ) -> Self {
+        Self { dispatcher, events, snapshot, seeded, store, next_id: 0 }
+    }
+
+    /// One typed request through the dispatcher; its typed answer comes back as is.
+    fn call(&mut self, request: HostRequest) -> Result<HostResponse, JsValue> {
+        let method = request.method();
+        self.next_id += 1;
+        let id = Id::Number(self.next_id);
+        now(self.dispatcher.handle(&request, &id, &self.events))
+            .ok_or_else(|| host_error(-32603, &format!("{method} cannot complete synchronously in the browser")))?
+            .map_err(|e| {
+                let rpc = e.to_rpc();
+                host_error(rpc.code, &rpc.message)
+            })
+    }
+
+    fn done(&mut self, request: HostRequest) -> Result<(), JsValue> {
+        match self.call(request)? {
+            HostResponse::Done => Ok(()),
+            other => Err(unexpected(&other)),
+        }
+    }
+}
+
+/// An answer of the wrong kind: a dispatcher bug, reported rather than trusted.
+fn unexpected(got: &HostResponse) -> JsValue {
+    host_error(-32603, &format!("unexpected answer from the host: {got:?}"))
+}
+
+fn at(path: String) -> PathParams {
+    PathParams { path }
+}
+
+#[wasm_bindgen]
+impl CallSession {
+    /// `jp:host/filesystem.read`.
+    pub fn read(&mut self, path: String) -> Result<Uint8Array, JsValue> {
+        match self.call(HostRequest::FsRead(FsReadParams { path }))? {
+            HostResponse::FsRead(r) => Ok(Uint8Array::from(r.content.as_slice())),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// `jp:host/filesystem.write`.
+    pub fn write(&mut self, path: String, content: Vec<u8>) -> Result<(), JsValue> {
+        self.done(HostRequest::FsWrite(FsWriteParams { path, content }))
+    }
+
+    /// `jp:host/filesystem.exists`.
+    pub fn exists(&mut self, path: String) -> Result<bool, JsValue> {
+        match self.call(HostRequest::FsExists(at(path)))? {
+            HostResponse::FsExists(r) => Ok(r.exists),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// `jp:host/filesystem.list-dir`.
+    #[wasm_bindgen(js_name = listDir)]
+    pub fn list_dir(&mut self, path: String) -> Result<Array, JsValue> {
+        let HostResponse::FsListDir(r) = self.call(HostRequest::FsListDir(at(path)))? else {
+            return Err(host_error(-32603, "unexpected answer to fs.list_dir"));
+        };
+        Ok(r.entries
+            .into_iter()
+            .map(|e| obj(&[("path", JsValue::from_str(&e.path)), ("kind", kind(e.kind))]))
+            .collect())
+    }
+
+    /// `jp:host/filesystem.metadata`.
+    pub fn metadata(&mut self, path: String) -> Result<JsValue, JsValue> {
+        match self.call(HostRequest::FsMetadata(at(path)))? {
+            HostResponse::FsMetadata(r) => {
+                Ok(obj(&[("kind", kind(r.kind)), ("size", js_sys::BigInt::from(r.size).into())]))
+            }
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// `jp:host/filesystem.delete`.
+    pub fn delete(&mut self, path: String) -> Result<(), JsValue> {
+        self.done(HostRequest::FsDelete(at(path)))
+    }
+
+    /// `jp:host/filesystem.rename`.
+    pub fn rename(&mut self, from: String, to: String) -> Result<(), JsValue> {
+        self.done(HostRequest::FsRename(FsRenameParams { from, to }))
+    }
+
+    /// `jp:host/filesystem.grep`; `options` is the WIT record `{ paths, extensions, context }`.
+    pub fn grep(&mut self, pattern: String, options: JsValue) -> Result<Array, JsValue> {
+        let list = |key: &str| -> Vec<String> {
+            Reflect::get(&options, &JsValue::from_str(key))
+                .ok()
+                .map(|v| Array::from(&v).iter().filter_map(|s| s.as_string()).collect())
+                .unwrap_or_default()
+        };
+        let context =
+            Reflect::get(&options, &JsValue::from_str("context")).ok().and_then(|v| v.as_f64()).unwrap_or(0.0);
+        let (paths, extensions) = (list("paths"), list("extensions"));
+        let params = FsGrepParams {
+            pattern,
+            paths: (!paths.is_empty()).then_some(paths),
+            extensions: (!extensions.is_empty()).then_some(extensions),
+            context: (context >= 1.0).then_some(context as u32),
+        };
+        let HostResponse::FsGrep(r) = self.call(HostRequest::FsGrep(params))? else {
+            return Err(host_error(-32603, "unexpected answer to fs.grep"));
+        };
+        Ok(r.matches
+            .into_iter()
+            .map(|m| {
+                let lines: Array = m
+                    .lines
+                    .into_iter()
+                    .map(|l| {
+                        obj(&[
+                            ("lineNumber", js_sys::BigInt::from(l.line_number).into()),
+                            ("content", JsValue::from_str(&l.content)),
+                            ("isMatch", JsValue::from_bool(l.is_match)),
+                        ])
+                    })
+                    .collect();
+                obj(&[("path", JsValue::from_str(&m.path)), ("lines", lines.into())])
+            })
+            .collect())
+    }
+
+    /// `jp:host/http.get` and `.post` (`method` is `http.get` or `http.post`): decided by the
+    /// policy like any request; a component's synchronous call cannot wait for `fetch`, so an
+    /// allowed one answers that HTTP is not available to components in the browser. The answer
+    /// is the WIT `response` record (`{ status, headers, body: Uint8Array }`).
+    pub fn http(
+        &mut self,
+        method: String,
+        url: String,
+        headers: JsValue,
+        body: Option<Vec<u8>>,
+    ) -> Result<JsValue, JsValue> {
+        let headers: Vec<Header> = Array::from(&headers)
+            .iter()
+            .map(|h| {
+                let field = |k: &str| {
+                    Reflect::get(&h, &JsValue::from_str(k)).ok().and_then(|v| v.as_string()).unwrap_or_default()
+                };
+                Header { name: field("name"), value: field("value") }
+            })
+            .collect();
+        let request = match method.as_str() {
+            "http.get" => HostRequest::HttpGet(HttpGetParams { url, headers }),
+            "http.post" => HostRequest::HttpPost(HttpPostParams { url, headers, body: body.unwrap_or_default() }),
+            other => {
+                return Err(host_error(-32601, &format!("Method not found: \"{other}\"; use http.get or http.post")));
+            }
+        };
+        match self.call(request)? {
+            HostResponse::Http(r) => {
+                let headers: Array = r
+                    .headers
+                    .iter()
+                    .map(|h| obj(&[("name", JsValue::from_str(&h.name)), ("value", JsValue::from_str(&h.value))]))
+                    .collect();
+                Ok(obj(&[
+                    ("status", JsValue::from(r.status)),
+                    ("headers", headers.into()),
+                    ("body", Uint8Array::from(r.body.as_slice()).into()),
+                ]))
+            }
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// `jp:host/process.run`: decided by the policy; an allowed one answers that processes do
+    /// not exist in the browser. The answer is the WIT `output` record.
+    #[wasm_bindgen(js_name = processRun)]
+    pub fn process_run(&mut self, program: String, args: Vec<String>) -> Result<JsValue, JsValue> {
+        match self.call(HostRequest::ProcessRun(ProcessRunParams { program, args, envs: Vec::new() }))? {
+            HostResponse::ProcessRun(r) => Ok(obj(&[
+                ("stdout", Uint8Array::from(r.stdout.as_slice()).into()),
+                ("stderr", Uint8Array::from(r.stderr.as_slice()).into()),
+                ("exitCode", r.exit_code.map_or(JsValue::UNDEFINED, JsValue::from)),
+            ])),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// End the call. With `commit`, every change (the caller's `files` and the tool's) is
+    /// written back in one transaction and the paths the tool changed are returned; without,
+    /// nothing is written.
+    ///
+    /// A versioned storage that another writer changed since the snapshot was read refuses
+    /// the commit: the error's `name` is then "ProjectChanged" and nothing is written.
+    pub async fn finish(self, commit: bool) -> Result<Vec<String>, JsValue> {
+        self.store.settle(self.snapshot, self.seeded, commit).await
+    }
+}

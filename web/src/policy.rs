@@ -1,0 +1,69 @@
+//! The policy text a [`JpHost`](crate::JpHost) is given and the edge's ceiling: TOML or JSON
+//! with the `access` and `sandbox` tables of `.jp/config.toml`, parsed into one `AccessPolicy`.
+
+use jp_core::policy::{AccessConfig, AccessPolicy, SandboxConfig};
+use serde::Deserialize;
+use wasm_bindgen::prelude::*;
+
+use crate::js::err;
+
+/// The policy text a host is given: TOML or JSON with optional `access` (RFD 076) and
+/// `sandbox` (RFD 016 / D11) tables. Empty: the workspace read-write, no network, no processes.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct PolicyText {
+    access: Option<AccessConfig>,
+    sandbox: Option<SandboxConfig>,
+}
+
+pub(crate) fn parse_policy(text: &str) -> Result<AccessPolicy, JsError> {
+    policy_from_text(text).map_err(err)
+}
+
+fn policy_from_text(text: &str) -> Result<AccessPolicy, String> {
+    Ok(policy_tables(text)?.unwrap_or_else(AccessPolicy::stdio_default))
+}
+
+/// The policy `text` configures, or `None` when it has no `access` or `sandbox` table (empty
+/// text included): the default, or at the edge the operator's policy as it is.
+fn policy_tables(text: &str) -> Result<Option<AccessPolicy>, String> {
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Ok(None);
+    }
+    let parsed: PolicyText = if trimmed.starts_with('{') {
+        serde_json::from_str(trimmed).map_err(|e| format!("the policy is not valid JSON: {e}"))?
+    } else {
+        toml::from_str(trimmed).map_err(|e| format!("the policy is not valid TOML: {e}"))?
+    };
+    if parsed.access.is_none() && parsed.sandbox.is_none() {
+        return Ok(None);
+    }
+    AccessPolicy::from_config(parsed.sandbox.as_ref(), parsed.access.as_ref())
+        .map(Some)
+        .map_err(|e| format!("the policy is invalid: {e}"))
+}
+
+/// `policy` bounded by `ceiling` (issue 24: the operator's policy at the edge): a `policy` with
+/// no table of its own is the ceiling itself; one that grants more is refused with every such
+/// right named.
+pub(crate) fn bounded_policy(policy: &str, ceiling: &str) -> Result<AccessPolicy, JsError> {
+    let ceiling = policy_from_text(ceiling).map_err(|e| err(format!("the operator's policy: {e}")))?;
+    match policy_tables(policy).map_err(err)? {
+        None => Ok(ceiling),
+        Some(own) => own.within(ceiling).map_err(|refused| {
+            err(format!("the policy grants more than the operator's policy allows: {}", refused.join("; ")))
+        }),
+    }
+}
+
+/// What `policy` grants beyond `ceiling`, one line per right (empty: it only narrows it); an
+/// error when either does not parse. The edge answers 403 naming these.
+#[wasm_bindgen(js_name = policyExceeds)]
+pub fn policy_exceeds(policy: &str, ceiling: &str) -> Result<Vec<String>, JsError> {
+    let ceiling = policy_from_text(ceiling).map_err(|e| err(format!("the operator's policy: {e}")))?;
+    Ok(match policy_tables(policy).map_err(err)? {
+        None => Vec::new(),
+        Some(own) => own.within(ceiling).err().unwrap_or_default(),
+    })
+}

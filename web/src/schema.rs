@@ -1,0 +1,55 @@
+//! Tool argument schemas for JS: the core's check of a call's arguments against the tool's
+//! whole JSON Schema (`jp_core::schema::ArgumentSchema`) and the schema a D06 description stands for,
+//! so the page and the edge check and show exactly what `jp` does.
+
+use jp_core::schema::{ArgumentSchema, ToolDefinition};
+use serde_json::Value;
+use wasm_bindgen::prelude::*;
+
+use crate::js::err;
+
+/// A tool's argument schema compiled once (`new ArgumentSchema(inputSchema)`): the core's
+/// check of a call's arguments against the whole JSON Schema, the same as `jp` makes.
+/// `Host.registerComponent` keeps one per tool and `Host.callTool` checks every call with it.
+#[wasm_bindgen(js_name = ArgumentSchema)]
+pub struct JsArgumentSchema(ArgumentSchema);
+
+#[wasm_bindgen(js_class = ArgumentSchema)]
+impl JsArgumentSchema {
+    /// Compile `schema` (a JSON Schema object); throws when it is not one the core can check with.
+    #[wasm_bindgen(constructor)]
+    pub fn new(schema: JsValue) -> Result<JsArgumentSchema, JsError> {
+        let text = js_sys::JSON::stringify(&schema).map_err(|_| err("the schema is not JSON"))?;
+        let schema: Value =
+            serde_json::from_str(&String::from(text)).map_err(|e| err(format!("the schema is not JSON: {e}")))?;
+        ArgumentSchema::compile(&schema).map(JsArgumentSchema).map_err(err)
+    }
+
+    /// `undefined` when `args` fit, else the message naming each argument and the fix (e.g.
+    /// "argument 'path' must be a string, got 3; see the tool's schema").
+    pub fn check(&self, args: JsValue) -> Option<String> {
+        let value = js_sys::JSON::stringify(&args)
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&String::from(t)).ok())
+            .unwrap_or(Value::Null);
+        self.0.check_value(&value).err().map(|e| e.to_string())
+    }
+}
+
+/// The JSON Schema of a tool's arguments from its D06 description (`{name, summary,
+/// description, parameters}`, as a component's `jp:tool/describe` gives it) — the schema every
+/// other jp-host surface shows for it.
+#[wasm_bindgen(js_name = toolInputSchema)]
+pub fn tool_input_schema(tool: JsValue) -> Result<JsValue, JsError> {
+    let text = js_sys::JSON::stringify(&tool).map_err(|_| err("the tool is not JSON"))?;
+    let schema: jp_core::schema::ToolSchema = serde_json::from_str(&String::from(text))
+        .map_err(|e| err(format!("the tool description is not D06-shaped: {e}")))?;
+    let definition = ToolDefinition {
+        name: schema.name,
+        summary: schema.summary,
+        description: schema.description,
+        parameters: schema.parameters,
+        input_schema: None,
+    };
+    js_sys::JSON::parse(&definition.to_json_schema().to_string()).map_err(|_| err("schema is not JSON"))
+}
