@@ -25,6 +25,7 @@ use jp_core::state::ToolResult;
 use serde_json::Map;
 
 use super::{App, ToolEntry};
+use crate::runtime::services::HostServices;
 use crate::runtime::stdio::StdioRuntime;
 use crate::runtime::vfs::{VfsOptions, VfsRuntime};
 use crate::runtime::wasm::{ComponentSource, WasmEngine, WasmLimits, WasmRuntime, component_path};
@@ -155,14 +156,11 @@ impl Describers {
         self.wasm
             .get_or_init(|| {
                 let limits = WasmLimits { deadline: SCHEMA_TIMEOUT, ..WasmLimits::default() };
-                let mut rt = WasmRuntime::new(WasmEngine::shared()?, Arc::new(DescribingFiles), &self.workspace)
+                let services = HostServices::new(Arc::new(DescribingFiles), &self.workspace)
                     .inquirer(Arc::new(DescribingInquirer))
                     .env(self.env.clone())
-                    .limits(limits);
-                if let Some(t) = &self.trace {
-                    rt = rt.trace(t.clone());
-                }
-                Ok(rt)
+                    .trace(self.trace.clone());
+                Ok(WasmRuntime::with_services(WasmEngine::shared()?, services).limits(limits))
             })
             .as_ref()
             .map_err(Clone::clone)

@@ -57,16 +57,10 @@ impl LazyWasm {
         self.cell
             .get_or_init(|| {
                 let (s, services) = (&self.setup, &self.setup.services);
-                let mut rt = WasmRuntime::new(WasmEngine::shared()?, services.files.clone(), &services.workspace)
-                    .http(services.http.clone())
-                    .process(Arc::new(TokioProcessRunner::new(s.limits.deadline).sandbox(s.sandbox)))
-                    .inquirer(services.inquirer.clone())
-                    .env(services.env.clone())
-                    .limits(s.limits);
-                if let Some(t) = &services.trace {
-                    rt = rt.trace(t.clone());
-                }
-                Ok(rt)
+                // The components' own process runner: their deadline, the host's sandbox mode.
+                let process = Arc::new(TokioProcessRunner::new(s.limits.deadline).sandbox(s.sandbox));
+                let services = services.clone().process(process);
+                Ok(WasmRuntime::with_services(WasmEngine::shared()?, services).limits(s.limits))
             })
             .as_ref()
             .map_err(Clone::clone)

@@ -22,7 +22,6 @@ mod imports;
 use engine::Loaded;
 pub use engine::{WasmEngine, cache_dir, engine_config};
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,9 +29,7 @@ use std::time::{Duration, Instant};
 use jp_core::BoxFuture;
 use jp_core::cancel::CancellationToken;
 use jp_core::files::ProjectFiles;
-use jp_core::host::{
-    DenyInquirer, DispatchEvents, Dispatcher, HttpClient, Inquirer, NoEvents, ProcessRunner, Unavailable,
-};
+use jp_core::host::{DispatchEvents, Dispatcher, NoEvents};
 use jp_core::policy::AccessPolicy;
 use jp_core::runtime::{ExecutionOutcome, RuntimeError, ToolCall, ToolConfig, ToolRuntime};
 use jp_core::state::{AnswerType, Question, ToolError, ToolResult};
@@ -43,6 +40,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use self::fs::{GuestFs, Mount};
 use self::imports::HostImports;
+use super::services::HostServices;
 use crate::files::FsProjectFiles;
 
 #[allow(missing_docs, unreachable_pub, clippy::all)]
@@ -173,13 +171,9 @@ pub enum ComponentSource {
 /// Runs components.
 pub struct WasmRuntime {
     engine: Arc<WasmEngine>,
-    files: Arc<dyn ProjectFiles>,
-    workspace: PathBuf,
-    http: Arc<dyn HttpClient>,
-    process: Arc<dyn ProcessRunner>,
-    inquirer: Arc<dyn Inquirer>,
-    env: BTreeMap<String, String>,
-    trace: Option<Arc<dyn DispatchEvents>>,
+    /// The project, its HTTP client, process runner, inquirer, environment and trace: the same
+    /// services every runtime builds its dispatchers from.
+    services: HostServices,
     limits: WasmLimits,
     /// The policy of a component without a `sandbox` or `access` table, built once (building
     /// one per call was a measurable part of a call).
@@ -188,7 +182,7 @@ pub struct WasmRuntime {
 
 impl std::fmt::Debug for WasmRuntime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WasmRuntime").field("workspace", &self.workspace).finish_non_exhaustive()
+        f.debug_struct("WasmRuntime").field("workspace", &self.services.workspace).finish_non_exhaustive()
     }
 }
 
@@ -203,45 +197,14 @@ pub fn component_path(config: &ToolConfig, workspace: &Path) -> Option<PathBuf> 
 }
 
 impl WasmRuntime {
-    /// A runtime for the project in `files` (whose real root is `workspace`).
+    /// A runtime for the project in `files` (whose real root is `workspace`): no HTTP, no
+    /// processes, inquiries denied.
     pub fn new(engine: Arc<WasmEngine>, files: Arc<dyn ProjectFiles>, workspace: impl Into<PathBuf>) -> Self {
-        Self {
-            engine,
-            files,
-            workspace: workspace.into(),
-            http: Arc::new(Unavailable::no_http()),
-            process: Arc::new(Unavailable::no_process()),
-            inquirer: Arc::new(DenyInquirer),
-            env: BTreeMap::new(),
-            trace: None,
-            limits: WasmLimits::default(),
-            stdio_default: Arc::new(AccessPolicy::stdio_default()),
-        }
+        Self::with_services(engine, HostServices::new(files, workspace))
     }
-    /// The HTTP client behind `jp:host/http`.
-    pub fn http(mut self, http: Arc<dyn HttpClient>) -> Self {
-        self.http = http;
-        self
-    }
-    /// The runner behind `jp:host/process`.
-    pub fn process(mut self, process: Arc<dyn ProcessRunner>) -> Self {
-        self.process = process;
-        self
-    }
-    /// Who answers inquiries.
-    pub fn inquirer(mut self, inquirer: Arc<dyn Inquirer>) -> Self {
-        self.inquirer = inquirer;
-        self
-    }
-    /// The host environment (filtered by each tool's policy).
-    pub fn env(mut self, env: BTreeMap<String, String>) -> Self {
-        self.env = env;
-        self
-    }
-    /// Where every policy decision is reported.
-    pub fn trace(mut self, events: Arc<dyn DispatchEvents>) -> Self {
-        self.trace = Some(events);
-        self
+    /// A runtime whose components' requests are served by `services`.
+    pub fn with_services(engine: Arc<WasmEngine>, services: HostServices) -> Self {
+        Self { engine, services, limits: WasmLimits::default(), stdio_default: Arc::new(AccessPolicy::stdio_default()) }
     }
     /// Per-call limits.
     pub fn limits(mut self, limits: WasmLimits) -> Self {
@@ -250,7 +213,7 @@ impl WasmRuntime {
     }
 
     fn source(&self, call: &ToolCall, config: &ToolConfig) -> Result<ComponentSource, RuntimeError> {
-        let path = component_path(config, &self.workspace).ok_or_else(|| {
+        let path = component_path(config, &self.services.workspace).ok_or_else(|| {
             RuntimeError::Config(format!(
                 "tool '{}' has neither `wasm` nor `command`; name its component file",
                 call.name
@@ -278,10 +241,9 @@ impl WasmRuntime {
             self.stdio_default.clone()
         } else {
             let default = jp_core::runtime::default_policy(&call.name, config, false);
-            Arc::new(config.policy(default).map_err(|e| RuntimeError::Config(e.to_string()))?)
+            Arc::new(config.policy(default)?)
         };
-        let inquirer = call.inquirer.clone().unwrap_or_else(|| self.inquirer.clone());
-        let (loaded, mounts, host_dispatcher) = self.prepare(&call.name, &source, policy, inquirer)?;
+        let (loaded, mounts, host_dispatcher) = self.prepare(&call, &source, policy)?;
         let arguments = serde_json::to_string(&call.arguments).unwrap_or_default();
         let answers = serde_json::to_string(&call.answers).unwrap_or_default();
         let root = mounts.first().map_or_else(|| "/".to_owned(), |m| m.guest_path.clone());
@@ -362,9 +324,6 @@ impl WasmRuntime {
 
     /// The D06 schema of a component that exports `jp:tool/describe`; `Ok(None)` when it does not.
     pub async fn describe(&self, name: &str, source: ComponentSource) -> Result<Option<String>, RuntimeError> {
-        let (loaded, mounts, d) =
-            self.prepare(name, &source, Arc::new(AccessPolicy::vfs_default()), self.inquirer.clone())?;
-        let Some(index) = loaded.describe else { return Ok(None) };
         let call = ToolCall {
             name: name.into(),
             id: "schema".into(),
@@ -374,6 +333,8 @@ impl WasmRuntime {
             inquirer: None,
             policy: None,
         };
+        let (loaded, mounts, d) = self.prepare(&call, &source, Arc::new(AccessPolicy::vfs_default()))?;
+        let Some(index) = loaded.describe else { return Ok(None) };
         let mut store = self.store(&call, mounts, d);
         let instance =
             loaded.pre.instantiate_async(&mut store).await.map_err(|e| {
@@ -391,24 +352,20 @@ impl WasmRuntime {
         }
     }
 
+    /// The component and its mounts for `call`: the workspace at `/workspace` served under
+    /// `policy` (a file component), or a builtin's `/subjects`; and the dispatcher behind its
+    /// `jp:host` imports, all built from the runtime's [`HostServices`].
     #[allow(clippy::type_complexity)]
     fn prepare(
         &self,
-        name: &str,
+        call: &ToolCall,
         source: &ComponentSource,
         policy: Arc<AccessPolicy>,
-        inquirer: Arc<dyn Inquirer>,
     ) -> Result<(Arc<Loaded>, Vec<Mount>, Option<Arc<Dispatcher>>), RuntimeError> {
+        let name = &call.name;
         let dispatcher = |policy: Arc<AccessPolicy>, files: Arc<dyn ProjectFiles>| {
-            let mut builder = Dispatcher::builder(name, policy, files)
-                .http(self.http.clone())
-                .process(self.process.clone())
-                .inquirer(inquirer.clone())
-                .env(self.env.clone());
-            if let Some(trace) = &self.trace {
-                builder = builder.trace(trace.clone());
-            }
-            Arc::new(builder.build())
+            let services = HostServices { files, ..self.services.clone() };
+            Arc::new(services.dispatcher(call, policy))
         };
         match source {
             ComponentSource::Builtin { bytes, subjects, .. } => {
@@ -422,7 +379,7 @@ impl WasmRuntime {
             }
             ComponentSource::File(path) => {
                 let loaded = self.engine.load_file(path)?;
-                let d = dispatcher(policy, self.files.clone());
+                let d = dispatcher(policy, self.services.files.clone());
                 Ok((loaded, vec![Mount { guest_path: "/workspace".into(), dispatcher: d.clone() }], Some(d)))
             }
         }
@@ -430,7 +387,7 @@ impl WasmRuntime {
 
     /// A fresh store for one call: WASI context, mounts, imports, limits, deadline.
     fn store(&self, call: &ToolCall, mounts: Vec<Mount>, dispatcher: Option<Arc<Dispatcher>>) -> Store<CallState> {
-        let events: Arc<dyn DispatchEvents> = match &self.trace {
+        let events: Arc<dyn DispatchEvents> = match &self.services.trace {
             Some(t) => t.clone(),
             None => Arc::new(NoEvents),
         };
