@@ -204,6 +204,7 @@ impl From<RuntimeError> for Failure {
     fn from(e: RuntimeError) -> Self {
         let code = match e {
             RuntimeError::Config(_)
+            | RuntimeError::McpServer(_)
             | RuntimeError::UnknownTool { .. }
             | RuntimeError::NoCommand { .. }
             | RuntimeError::Policy(_)

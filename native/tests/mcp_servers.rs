@@ -213,8 +213,14 @@ fn a_streamable_http_server_is_reached_at_its_url_when_its_network_rules_allow_i
         .current_dir(ws.path())
         .output()
         .unwrap();
-    assert_ne!(out.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("UP_TOKEN"), "{}", String::from_utf8_lossy(&out.stderr));
+    // The token unset: a configuration error (exit 2) that says what to do.
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("MCP server 'up': token_env UP_TOKEN is not set in the environment; export it"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     std::fs::write(
         ws.path().join(".jp/config.toml"),
         config.replace(&format!("\"{origin}/\""), "\"https://example.com/\""),
@@ -591,4 +597,19 @@ fn a_prefix_names_a_servers_tools_and_a_clash_is_a_configuration_error() {
     let (code, _, err) = jp(ws.path(), &["tool", "list"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("[conversation.tools.echo] has the name of tool 'echo' of MCP server 'raw'"), "{err}");
+}
+
+#[test]
+fn a_server_whose_program_is_missing_is_a_configuration_error_naming_it() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(ws.path().join(".jp")).unwrap();
+    std::fs::write(
+        ws.path().join(".jp/config.toml"),
+        "[mcp.servers.ghost]\ncommand = \"no-such-mcp-server-program\"\ntools = \"*\"\n",
+    )
+    .unwrap();
+    approve_config(ws.path());
+    let (code, _, err) = jp(ws.path(), &["tool", "call", "ghost.anything"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("MCP server 'ghost': program \"no-such-mcp-server-program\" was not found on PATH"), "{err}");
 }

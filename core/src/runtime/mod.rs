@@ -179,6 +179,64 @@ impl std::fmt::Debug for ToolCall {
     }
 }
 
+/// Why an MCP server (`[mcp.servers.<server>]`) cannot be started or reached: each says what
+/// to fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum McpServerError {
+    /// No server of that name.
+    #[error("no MCP server '{server}' is configured")]
+    NotConfigured {
+        /// The name asked for.
+        server: String,
+    },
+    /// A server table with neither way in.
+    #[error("MCP server '{server}' has neither `command` nor `url`")]
+    NoCommandOrUrl {
+        /// Server name.
+        server: String,
+    },
+    /// Its `command` is not a program on `PATH` (or in the workspace).
+    #[error("MCP server '{server}': program {program:?} was not found on PATH")]
+    ProgramNotFound {
+        /// Server name.
+        server: String,
+        /// The `command`.
+        program: String,
+    },
+    /// An `exec` entry is not a program on `PATH`.
+    #[error("MCP server '{server}': `exec` entry {entry:?} was not found on PATH")]
+    ExecNotFound {
+        /// Server name.
+        server: String,
+        /// The entry.
+        entry: String,
+    },
+    /// Its access table does not compile.
+    #[error("[mcp.servers.{server}] {source}")]
+    Policy {
+        /// Server name.
+        server: String,
+        /// What is wrong with the table.
+        source: crate::policy::PolicyConfigError,
+    },
+    /// Its `url` is not allowed by its own network rules.
+    #[error("MCP server '{server}': {url} is not allowed by its network rules")]
+    UrlNotAllowed {
+        /// Server name.
+        server: String,
+        /// The URL.
+        url: String,
+    },
+    /// Its `token_env` variable is unset or empty.
+    #[error("MCP server '{server}': token_env {var} is not set in the environment; export it")]
+    TokenUnset {
+        /// Server name.
+        server: String,
+        /// The variable.
+        var: String,
+    },
+}
+
 /// An infrastructure failure (as opposed to a tool's own error, which is an outcome).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RuntimeError {
@@ -196,6 +254,9 @@ pub enum RuntimeError {
     /// variants; this one says in words what else is wrong and how to fix it).
     #[error("{0}")]
     Config(String),
+    /// An MCP server of the configuration cannot be started or reached.
+    #[error(transparent)]
+    McpServer(#[from] McpServerError),
     /// No tool of that name.
     #[error("no tool named '{name}'; available tools: {available}")]
     UnknownTool {

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use jp_core::runtime::{McpServerConfig, RuntimeError};
+use jp_core::runtime::{McpServerConfig, McpServerError, RuntimeError};
 use rmcp::ServiceExt;
 use rustix::process::Signal;
 
@@ -55,23 +55,18 @@ fn script_interpreter(program: &std::path::Path, path_var: Option<&str>, cwd: &s
 
 impl McpRuntime {
     pub(super) async fn start(&self, name: &str) -> Result<Server, RuntimeError> {
-        let config = self
-            .servers
-            .get(name)
-            .ok_or_else(|| RuntimeError::Config(format!("no MCP server '{name}' is configured")))?;
+        let config = self.servers.get(name).ok_or_else(|| McpServerError::NotConfigured { server: name.to_owned() })?;
         let who = format!("MCP server '{name}'");
         if let Some(url) = &config.url {
             return self.connect(name, config, url).await;
         }
-        let command = config
-            .command
-            .as_deref()
-            .ok_or_else(|| RuntimeError::Config(format!("{who} has neither `command` nor `url`")))?;
+        let command =
+            config.command.as_deref().ok_or_else(|| McpServerError::NoCommandOrUrl { server: name.to_owned() })?;
         let path_var = self.env.get("PATH").map(String::as_str);
         let program = find_program(command, path_var, &self.workspace)
-            .ok_or_else(|| RuntimeError::Config(format!("{who}: program {command:?} was not found on PATH")))?;
+            .ok_or_else(|| McpServerError::ProgramNotFound { server: name.to_owned(), program: command.to_owned() })?;
         let program = std::fs::canonicalize(&program).unwrap_or(program);
-        let policy = config.policy().map_err(|e| RuntimeError::Config(format!("[mcp.servers.{name}] {e}")))?;
+        let policy = config.policy().map_err(|source| McpServerError::Policy { server: name.to_owned(), source })?;
         let workspace = std::fs::canonicalize(&self.workspace).unwrap_or_else(|_| self.workspace.clone());
         // Arguments naming existing files (a script) are readable in the sandbox.
         let script_files: Vec<PathBuf> = config
@@ -102,9 +97,9 @@ impl McpRuntime {
                 let mut may_exec = vec![program.clone()];
                 may_exec.extend(ELF_LOADERS.iter().map(PathBuf::from).filter(|p| p.exists()));
                 may_exec.extend(script_interpreter(&program, path_var, &workspace));
-                for name in &config.exec {
-                    let found = find_program(name, path_var, &workspace).ok_or_else(|| {
-                        RuntimeError::Config(format!("{who}: `exec` entry {name:?} was not found on PATH"))
+                for entry in &config.exec {
+                    let found = find_program(entry, path_var, &workspace).ok_or_else(|| {
+                        McpServerError::ExecNotFound { server: name.to_owned(), entry: entry.clone() }
                     })?;
                     may_exec.push(std::fs::canonicalize(&found).unwrap_or(found));
                 }
@@ -206,16 +201,18 @@ impl McpRuntime {
         use rmcp::transport::StreamableHttpClientTransport;
         use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
         let who = format!("MCP server '{name}'");
-        let policy = config.policy().map_err(|e| RuntimeError::Config(format!("[mcp.servers.{name}] {e}")))?;
+        let policy = config.policy().map_err(|source| McpServerError::Policy { server: name.to_owned(), source })?;
         if !policy.check_request(&jp_core::policy::HttpCheck::new("POST", url)).is_allow() {
-            return Err(RuntimeError::Config(format!("{who}: {url} is not allowed by its network rules")));
+            return Err(McpServerError::UrlNotAllowed { server: name.to_owned(), url: url.to_owned() }.into());
         }
         crate::http::crypto_provider();
         let mut transport = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
         if let Some(var) = &config.token_env {
-            let token = self.env.get(var).filter(|t| !t.is_empty()).ok_or_else(|| {
-                RuntimeError::Config(format!("{who}: token_env {var} is not set in the environment; export it"))
-            })?;
+            let token = self
+                .env
+                .get(var)
+                .filter(|t| !t.is_empty())
+                .ok_or_else(|| McpServerError::TokenUnset { server: name.to_owned(), var: var.clone() })?;
             transport.auth_header = Some(token.clone());
         }
         // One JSON body, one SSE event: one message (rmcp's defaults, named here).
