@@ -613,3 +613,33 @@ fn a_server_whose_program_is_missing_is_a_configuration_error_naming_it() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("MCP server 'ghost': program \"no-such-mcp-server-program\" was not found on PATH"), "{err}");
 }
+
+#[test]
+fn a_configured_tool_the_server_does_not_offer_is_named_with_what_it_offers() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(ws.path().join(".jp")).unwrap();
+    let server = r#"import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    rid, method = m.get("id"), m.get("method")
+    if rid is None:
+        continue
+    if method == "initialize":
+        result = {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}}, "serverInfo": {"name": "one", "version": "0"}}
+    elif method == "tools/list":
+        result = {"tools": [{"name": "real", "inputSchema": {"type": "object"}}]}
+    else:
+        result = {}
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}) + "\n"); sys.stdout.flush()
+"#;
+    std::fs::write(ws.path().join("one.py"), server).unwrap();
+    std::fs::write(
+        ws.path().join(".jp/config.toml"),
+        "[mcp.servers.one]\ncommand = \"/usr/bin/python3\"\nargs = [\"one.py\"]\ntools = [\"ghost\"]\n",
+    )
+    .unwrap();
+    approve_config(ws.path());
+    let (code, _, err) = jp(ws.path(), &["tool", "call", "one.ghost"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("MCP server 'one' has no tool 'ghost'; it offers: real"), "{err}");
+}

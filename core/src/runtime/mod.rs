@@ -227,6 +227,16 @@ pub enum McpServerError {
         /// The URL.
         url: String,
     },
+    /// A configured tool the server does not offer.
+    #[error("MCP server '{server}' has no tool '{tool}'; it offers: {offered}")]
+    NoSuchTool {
+        /// Server name.
+        server: String,
+        /// The tool asked for.
+        tool: String,
+        /// What it offers, comma-separated.
+        offered: String,
+    },
     /// Its `token_env` variable is unset or empty.
     #[error("MCP server '{server}': token_env {var} is not set in the environment; export it")]
     TokenUnset {

@@ -7,7 +7,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use jp_core::runtime::{RuntimeChoice, RuntimeError, ToolConfig, ToolRuntimeKind, ToolSource, resolve_runtime};
+use jp_core::runtime::{
+    McpServerError, RuntimeChoice, RuntimeError, ToolConfig, ToolRuntimeKind, ToolSource, resolve_runtime,
+};
 use jp_core::schema::{ArgumentError, ArgumentSchema, SchemaResponse, ToolDefinition, ToolSchema};
 use serde_json::{Map, Value};
 
@@ -25,11 +27,10 @@ impl App {
         let definition = if let ToolSource::Mcp { server, tool } = &entry.config.source {
             // D06 for MCP: the server's `tools/list`, the user's summary/description on top.
             let listed = self.mcp.list_tools(server).await?;
-            let found = listed.iter().find(|t| t.name == tool.as_str()).ok_or_else(|| {
-                RuntimeError::Config(format!(
-                    "MCP server '{server}' has no tool '{tool}'; it offers: {}",
-                    listed.iter().map(|t| t.name.as_ref()).collect::<Vec<_>>().join(", ")
-                ))
+            let found = listed.iter().find(|t| t.name == tool.as_str()).ok_or_else(|| McpServerError::NoSuchTool {
+                server: server.clone(),
+                tool: tool.clone(),
+                offered: listed.iter().map(|t| t.name.as_ref()).collect::<Vec<_>>().join(", "),
             })?;
             let schema = Value::Object((*found.input_schema).clone());
             ToolDefinition::from_mcp(name, found.description.as_ref().map(|d| d.to_string()), schema, &entry.config)
