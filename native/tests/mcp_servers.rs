@@ -627,7 +627,8 @@ for line in sys.stdin:
     if method == "initialize":
         result = {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}}, "serverInfo": {"name": "one", "version": "0"}}
     elif method == "tools/list":
-        result = {"tools": [{"name": "real", "inputSchema": {"type": "object"}}]}
+        result = {"tools": [{"name": "real", "inputSchema": {"type": "object"}},
+                            {"name": "evil\u001b]0;owned\u0007", "inputSchema": {"type": "object"}}]}
     else:
         result = {}
     sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}) + "\n"); sys.stdout.flush()
@@ -641,5 +642,7 @@ for line in sys.stdin:
     approve_config(ws.path());
     let (code, _, err) = jp(ws.path(), &["tool", "call", "one.ghost"]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("MCP server 'one' has no tool 'ghost'; it offers: real"), "{err}");
+    assert!(err.contains("MCP server 'one' has no tool 'ghost'; it offers: real, evil"), "{err}");
+    // The names are the server's text: they reach the terminal escaped.
+    assert!(!err.contains('\u{1b}') && !err.contains('\u{7}'), "{err:?}");
 }

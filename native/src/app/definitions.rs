@@ -24,22 +24,21 @@ impl App {
             return Ok(d);
         }
         let entry = self.tool(name)?;
-        let definition = if let ToolSource::Mcp { server, tool } = &entry.config.source {
-            // D06 for MCP: the server's `tools/list`, the user's summary/description on top.
-            let listed = self.mcp.list_tools(server).await?;
-            let found = listed.iter().find(|t| t.name == tool.as_str()).ok_or_else(|| McpServerError::NoSuchTool {
-                server: server.clone(),
-                tool: tool.clone(),
-                offered: listed.iter().map(|t| t.name.as_ref()).collect::<Vec<_>>().join(", "),
-            })?;
-            let schema = Value::Object((*found.input_schema).clone());
-            ToolDefinition::from_mcp(name, found.description.as_ref().map(|d| d.to_string()), schema, &entry.config)
-        } else if entry.config.parameters.is_some() && !entry.builtin {
-            ToolDefinition::resolve(name, None, &entry.config)
-        } else {
-            let described = self.describe(&entry).await?;
-            ToolDefinition::resolve(name, Some(described), &entry.config)
-        };
+        let definition =
+            if let ToolSource::Mcp { server, tool } = &entry.config.source {
+                // D06 for MCP: the server's `tools/list`, the user's summary/description on top.
+                let listed = self.mcp.list_tools(server).await?;
+                let found = listed.iter().find(|t| t.name == tool.as_str()).ok_or_else(|| {
+                    McpServerError::NoSuchTool { server: server.clone(), tool: tool.clone(), offered: offered(&listed) }
+                })?;
+                let schema = Value::Object((*found.input_schema).clone());
+                ToolDefinition::from_mcp(name, found.description.as_ref().map(|d| d.to_string()), schema, &entry.config)
+            } else if entry.config.parameters.is_some() && !entry.builtin {
+                ToolDefinition::resolve(name, None, &entry.config)
+            } else {
+                let described = self.describe(&entry).await?;
+                ToolDefinition::resolve(name, Some(described), &entry.config)
+            };
         self.definitions
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -152,4 +151,15 @@ impl App {
         }
         Ok(out)
     }
+}
+
+/// The names a server offers, for an error the terminal shows: each escaped (a name is the
+/// server's text and could carry terminal escapes), at most 20 of them.
+fn offered(listed: &[rmcp::model::Tool]) -> String {
+    const SHOWN: usize = 20;
+    let mut names: Vec<String> = listed.iter().take(SHOWN).map(|t| jp_core::display::escape(&t.name)).collect();
+    if listed.len() > SHOWN {
+        names.push(format!("and {} more", listed.len() - SHOWN));
+    }
+    names.join(", ")
 }
