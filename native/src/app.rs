@@ -18,11 +18,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jp_core::host::{DenyInquirer, DispatchEvents, Inquirer};
+use jp_core::policy::PolicyConfigError;
 use jp_core::runtime::{
-    Config, ExecutionOutcome, McpToolsImport, RuntimeError, ToolCall, ToolConfig, ToolRuntime, ToolRuntimeKind,
-    ToolSource, resolve_runtime,
+    Config, ConfigError, ExecutionOutcome, McpToolsImport, RuntimeError, ToolCall, ToolConfig, ToolRuntime,
+    ToolRuntimeKind, ToolSource, resolve_runtime,
 };
-use jp_core::schema::{ArgumentSchema, ToolDefinition};
+use jp_core::schema::{ArgumentSchema, SchemaError, ToolDefinition};
 use tokio::sync::Mutex;
 
 use crate::files::FsProjectFiles;
@@ -64,33 +65,116 @@ pub const LEARN: &str = "learn";
 /// the tool's `options.kb` says otherwise.
 pub const DEFAULT_KB: &str = ".jp/kb";
 
-/// Why the host could not be set up or a tool could not be found (exit code 2 in the CLI).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Why the host could not be set up (exit code 2 in the CLI); each says what to fix.
+#[derive(Debug, thiserror::Error)]
 pub enum AppError {
-    /// The workspace or configuration is unusable.
-    #[error("{0}")]
-    Config(String),
-    /// The workspace's configuration is new or changed and not approved (`jp trust`).
+    /// The workspace directory does not resolve.
+    #[error("workspace {}: {why}; pass an existing directory with --workspace", .path.display())]
+    NoWorkspace {
+        /// As given.
+        path: PathBuf,
+        /// The I/O error.
+        why: String,
+    },
+    /// The workspace is not a directory.
+    #[error("workspace {} is not a directory", .path.display())]
+    NotADirectory {
+        /// The workspace.
+        path: PathBuf,
+    },
+    /// The workspace cannot be opened as a directory handle.
+    #[error("cannot open workspace {}: {why}", .path.display())]
+    Unopenable {
+        /// The workspace.
+        path: PathBuf,
+        /// The I/O error.
+        why: String,
+    },
+    /// The HTTP client cannot be built.
+    #[error("HTTP client: {0}")]
+    Http(String),
+    /// jp's own state, configuration or cache directory and the workspace lie in one another.
+    #[error(
+        "the workspace {} and jp's own {what} directory {} lie in one another: a tool allowed to write the workspace could change what jp trusts or loads; use a project directory as the workspace (--workspace DIR), or point XDG_STATE_HOME / XDG_CONFIG_HOME / XDG_CACHE_HOME elsewhere",
+        .workspace.display(),
+        .dir.display()
+    )]
+    OwnDirInWorkspace {
+        /// The workspace.
+        workspace: PathBuf,
+        /// `state`, `configuration`, `cache`.
+        what: &'static str,
+        /// The directory.
+        dir: PathBuf,
+    },
+    /// `--config FILE` lies in the workspace.
+    #[error(
+        "--config {}: the file lies in the workspace, where tools may write it; put it outside the workspace, or use .jp/config.toml and approve it with `jp trust`",
+        .path.display()
+    )]
+    ConfigInWorkspace {
+        /// The file as given.
+        path: PathBuf,
+    },
+    /// A configuration file cannot be read.
+    #[error("cannot read config file {}: {why}", .path.display())]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        why: String,
+    },
+    /// A configuration layer does not parse or merge.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The workspace's configuration or jp's approvals cannot be read.
+    #[error(transparent)]
+    Trust(#[from] crate::trust::TrustError),
+    /// Two tools would have one name.
+    #[error("{shown}: [{table}] {what}")]
+    NameTaken {
+        /// The configuration files.
+        shown: String,
+        /// The table that names it (`mcp.servers.S`, `conversation.tools.T`).
+        table: String,
+        /// What clashes, and what to do.
+        what: String,
+    },
+    /// `source = "builtin"` on a name jp has no builtin tool of.
+    #[error(
+        "{shown}: [conversation.tools.{name}] has source = \"builtin\", but jp has no builtin tool named '{name}' (builtin tools: {builtins}); use source = \"local\" with a `command`"
+    )]
+    NoSuchBuiltin {
+        /// The configuration files.
+        shown: String,
+        /// The table's name.
+        name: String,
+        /// The builtin tools, comma-separated.
+        builtins: String,
+    },
+    /// A tool's `sandbox` or `access` table does not compile.
+    #[error("{origin}: [conversation.tools.{name}] {source}")]
+    Policy {
+        /// Where the tool is configured.
+        origin: String,
+        /// Tool name.
+        name: String,
+        /// What is wrong with the table.
+        source: PolicyConfigError,
+    },
+    /// The workspace has a configuration, but jp has nowhere to keep approvals.
+    #[error(
+        "{} is not used: jp keeps approvals in $XDG_STATE_HOME or $HOME, and neither is set; set one, or pass --config FILE",
+        .config.display()
+    )]
+    NoStateDir {
+        /// The workspace's configuration file.
+        config: PathBuf,
+    },
+    /// The workspace's configuration is new or changed and not approved (`jp trust`): the
+    /// refusal, with what it grants and how to approve it.
     #[error("{0}")]
     Untrusted(String),
-    /// No such tool.
-    #[error("no tool named '{name}'; available tools: {available}")]
-    UnknownTool {
-        /// The name asked for.
-        name: String,
-        /// The names there are.
-        available: String,
-    },
-}
-
-impl From<AppError> for RuntimeError {
-    /// An unknown tool stays one a caller can match; the others keep their words.
-    fn from(e: AppError) -> Self {
-        match e {
-            AppError::UnknownTool { name, available } => RuntimeError::UnknownTool { name, available },
-            AppError::Config(m) | AppError::Untrusted(m) => RuntimeError::Config(m),
-        }
-    }
 }
 
 /// How the host is set up.
@@ -159,7 +243,7 @@ pub struct App {
     runtimes: runtimes::Runtimes,
     self_exe: PathBuf,
     timeout: Duration,
-    schemas: Mutex<HashMap<String, Result<String, String>>>,
+    schemas: Mutex<HashMap<String, Result<String, SchemaError>>>,
     /// The runtimes that ask tools for their schema (no host access, a short deadline).
     describers: describe::Describers,
     sandbox: SandboxMode,
@@ -183,14 +267,10 @@ impl std::fmt::Debug for App {
 impl App {
     /// Open the workspace and read the configuration.
     pub fn load(options: AppOptions) -> Result<Self, AppError> {
-        let workspace = std::fs::canonicalize(&options.workspace).map_err(|e| {
-            AppError::Config(format!(
-                "workspace {}: {e}; pass an existing directory with --workspace",
-                options.workspace.display()
-            ))
-        })?;
+        let workspace = std::fs::canonicalize(&options.workspace)
+            .map_err(|e| AppError::NoWorkspace { path: options.workspace.clone(), why: e.to_string() })?;
         if !workspace.is_dir() {
-            return Err(AppError::Config(format!("workspace {} is not a directory", workspace.display())));
+            return Err(AppError::NotADirectory { path: workspace });
         }
         let home = options.env.get("HOME").map(PathBuf::from).and_then(|h| std::fs::canonicalize(h).ok());
         let context = PolicyContext {
@@ -210,7 +290,7 @@ impl App {
         if !layers.is_empty() {
             let shown = layers.iter().map(|(_, f)| f.as_str()).collect::<Vec<_>>().join(" + ");
             let borrowed: Vec<(&str, &str)> = layers.iter().map(|(t, f)| (t.as_str(), f.as_str())).collect();
-            let config = Config::from_layers(&borrowed).map_err(|e| AppError::Config(e.to_string()))?;
+            let config = Config::from_layers(&borrowed)?;
             mcp_servers = config.mcp.servers.clone();
             providers = config.providers.clone();
             // Tools imported by name (`tools = [..]`) are known now; `tools = "*"` waits for
@@ -220,11 +300,15 @@ impl App {
                     for tool in names {
                         let entry = mcp_entry(server, tool, sc, None, &shown, &context)?;
                         if let Some(other) = tools.get(&entry.name) {
-                            return Err(AppError::Config(format!(
-                                "{shown}: [mcp.servers.{server}] offers '{}', which is already {}; give the server a `prefix` (e.g. prefix = \"{server}.\")",
-                                entry.name,
-                                describe_entry(other)
-                            )));
+                            return Err(AppError::NameTaken {
+                                shown,
+                                table: format!("mcp.servers.{server}"),
+                                what: format!(
+                                    "offers '{}', which is already {}; give the server a `prefix` (e.g. prefix = \"{server}.\")",
+                                    entry.name,
+                                    describe_entry(other)
+                                ),
+                            });
                         }
                         tools.insert(entry.name.clone(), entry);
                     }
@@ -245,17 +329,27 @@ impl App {
                     continue;
                 }
                 if let Some(other) = tools.get(&name).filter(|t| matches!(t.config.source, ToolSource::Mcp { .. })) {
-                    return Err(AppError::Config(format!(
-                        "{shown}: [conversation.tools.{name}] has the name of {}; rename the table or give the server a `prefix`",
-                        describe_entry(other)
-                    )));
+                    return Err(AppError::NameTaken {
+                        shown,
+                        table: format!("conversation.tools.{name}"),
+                        what: format!(
+                            "has the name of {}; rename the table or give the server a `prefix`",
+                            describe_entry(other)
+                        ),
+                    });
                 }
                 let builtin = config.source == ToolSource::Builtin && tools.get(&name).is_some_and(|t| t.builtin);
                 if config.source == ToolSource::Builtin && !builtin {
-                    return Err(AppError::Config(format!(
-                        "{shown}: [conversation.tools.{name}] has source = \"builtin\", but jp has no builtin tool named '{name}' (builtin tools: {}); use source = \"local\" with a `command`",
-                        jp_fs_tools::TOOLS.iter().map(|t| t.name).chain([LEARN, RUN]).collect::<Vec<_>>().join(", ")
-                    )));
+                    return Err(AppError::NoSuchBuiltin {
+                        shown,
+                        name,
+                        builtins: jp_fs_tools::TOOLS
+                            .iter()
+                            .map(|t| t.name)
+                            .chain([LEARN, RUN])
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    });
                 }
                 let entry = ToolEntry::new(name.clone(), config, builtin, shown.clone(), &context)?;
                 tools.insert(name, entry);
@@ -263,11 +357,10 @@ impl App {
         }
         let files = Arc::new(
             FsProjectFiles::open(&workspace)
-                .map_err(|e| AppError::Config(format!("cannot open workspace {}: {e}", workspace.display())))?,
+                .map_err(|e| AppError::Unopenable { path: workspace.clone(), why: e.to_string() })?,
         );
-        let http: Arc<dyn jp_core::host::HttpClient> = Arc::new(
-            ReqwestHttpClient::new(options.timeout).map_err(|e| AppError::Config(format!("HTTP client: {e}")))?,
-        );
+        let http: Arc<dyn jp_core::host::HttpClient> =
+            Arc::new(ReqwestHttpClient::new(options.timeout).map_err(|e| AppError::Http(e.to_string()))?);
         let kb_files = files.clone();
         let describers = describe::Describers::new(
             workspace.clone(),
@@ -295,7 +388,7 @@ impl App {
         let vfs = Arc::new(vfs);
         let builtin = BuiltinRuntime::new(vfs.services().clone(), jp_fs_tools::TOOLS);
         let mcp = Arc::new(McpRuntime::with_services(&services, mcp_servers, options.sandbox, options.timeout));
-        let stdio = StdioRuntime::with_services(&services).sandbox(options.sandbox).timeout(options.timeout);
+        let stdio = StdioRuntime::with_services(services.clone()).sandbox(options.sandbox).timeout(options.timeout);
         let learn = runtimes::Learn { wasm: wasm.clone(), kb_files, workspace: workspace.clone() };
         let run =
             RunRuntime::new(vfs.services().clone(), TokioProcessRunner::new(options.timeout).sandbox(options.sandbox));
@@ -392,9 +485,9 @@ impl App {
     }
 
     /// One tool.
-    pub fn tool(&self, name: &str) -> Result<ToolEntry, AppError> {
+    pub fn tool(&self, name: &str) -> Result<ToolEntry, RuntimeError> {
         let tools = self.tools.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-        tools.get(name).cloned().ok_or_else(|| AppError::UnknownTool {
+        tools.get(name).cloned().ok_or_else(|| RuntimeError::UnknownTool {
             name: name.into(),
             available: tools.keys().cloned().collect::<Vec<_>>().join(", "),
         })
@@ -421,7 +514,11 @@ impl App {
         if !entry.builtin {
             return entry.configured_runtime_label();
         }
-        if self.runs_as_vfs(entry) { "vfs".into() } else { self.runtime_of(entry).kind().into() }
+        if self.runs_as_vfs(entry) {
+            "vfs".into()
+        } else {
+            self.runtime_of(entry).listed_as().unwrap_or("builtin").into()
+        }
     }
 
     /// One line for listings: what the tool may touch (its policy, unless its runtime holds it

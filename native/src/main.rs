@@ -203,7 +203,10 @@ impl From<AppError> for Failure {
 impl From<RuntimeError> for Failure {
     fn from(e: RuntimeError) -> Self {
         let code = match e {
-            RuntimeError::Config(_)
+            RuntimeError::Component(ref c) if c.is_config() => 2,
+            RuntimeError::Command(_)
+            | RuntimeError::KnowledgeBase(_)
+            | RuntimeError::ReadPaths(_)
             | RuntimeError::McpServer(_)
             | RuntimeError::UnknownTool { .. }
             | RuntimeError::NoCommand { .. }

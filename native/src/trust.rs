@@ -15,8 +15,8 @@ use std::collections::BTreeMap;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
-use jp_core::runtime::Config;
 use jp_core::runtime::review;
+use jp_core::runtime::{Config, ConfigError};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
@@ -307,11 +307,15 @@ impl TrustStore {
 /// refers to one of the user's (an MCP server, say) is shown as it would run. Only the tables
 /// the workspace's file defines are listed (the user's own are not in question). An error when
 /// it cannot be used as it is: then there is nothing that could be approved.
-pub fn summary(config: &WorkspaceConfig, user: Option<(&str, &str)>) -> Result<String, String> {
+pub fn summary(config: &WorkspaceConfig, user: Option<(&str, &str)>) -> Result<String, ConfigError> {
     let file = config.path.display().to_string();
     let layers: Vec<(&str, &str)> = user.into_iter().chain([(config.text.as_str(), file.as_str())]).collect();
-    let mut merged = Config::from_layers(&layers).map_err(|e| e.to_string())?;
-    let own: toml::Table = config.text.parse().map_err(|e: toml::de::Error| e.to_string())?;
+    let mut merged = Config::from_layers(&layers)?;
+    let own: toml::Table = config.text.parse().map_err(|e: toml::de::Error| ConfigError {
+        file: file.clone(),
+        key: ".".into(),
+        message: format!("not valid TOML: {}", e.to_string().trim()),
+    })?;
     let names = |path: &[&str]| -> Vec<String> {
         let mut t = Some(&own);
         for key in path {
@@ -329,7 +333,8 @@ pub fn summary(config: &WorkspaceConfig, user: Option<(&str, &str)>) -> Result<S
 
 /// [`summary`], or the reason it cannot be shown, as lines.
 fn summary_lines(config: &WorkspaceConfig, user: Option<(&str, &str)>) -> String {
-    summary(config, user).unwrap_or_else(|e| format!("  (it cannot be used as it is: {})\n", review::quote(&e)))
+    summary(config, user)
+        .unwrap_or_else(|e| format!("  (it cannot be used as it is: {})\n", review::quote(&e.to_string())))
 }
 
 /// The lines that changed from `old` to `new` (unified, 2 lines of context), control

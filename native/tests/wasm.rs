@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use jp_core::cancel::CancellationToken;
-use jp_core::runtime::{Config, ExecutionOutcome, RuntimeError, ToolCall, ToolConfig};
+use jp_core::runtime::{ComponentError, Config, ExecutionOutcome, RuntimeError, ToolCall, ToolConfig};
 use jp_native::files::FsProjectFiles;
 use jp_native::runtime::wasm::{
     ComponentSource, GUESTS_DIR, LEARN_SCHEMA, LEARN_WASM, WasmEngine, WasmLimits, WasmRuntime,
@@ -292,8 +292,10 @@ async fn load_errors_are_clear() {
     let rt = runtime(ws.path());
     let missing = rt.run(call("t", json!({})), &config("wasm = \"nope.wasm\""), None).await.unwrap_err();
     assert!(
-        matches!(&missing, RuntimeError::Config(m) if m.contains("Wasm binary not found") && m.contains("nope.wasm"))
+        matches!(&missing, RuntimeError::Component(ComponentError::NotFound { path }) if path.ends_with("nope.wasm")),
+        "{missing:?}"
     );
+    assert!(missing.to_string().starts_with("Wasm binary not found: "), "{missing}");
     std::fs::write(ws.path().join("junk.wasm"), b"\0asm\x0d\0\x01\0garbage").unwrap();
     let junk = rt.run(call("t", json!({})), &config("wasm = \"junk.wasm\""), None).await.unwrap_err();
     assert!(junk.to_string().contains("Failed to compile Wasm component"), "{junk}");

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use jp_core::cancel::CancellationToken;
 use jp_core::runtime::{Config, ToolCall, ToolConfig};
 use jp_native::files::FsProjectFiles;
+use jp_native::runtime::services::{HostServices, NoFiles};
 use jp_native::runtime::stdio::StdioRuntime;
 use jp_native::runtime::vfs::VfsRuntime;
 use jp_native::sandbox::{ChildCommand, SandboxMode, SandboxSpec};
@@ -121,7 +122,9 @@ async fn a_dropped_stdio_call_leaves_no_process_and_no_zombie() {
         let tool = ws.path().join(format!("tool-{mode:?}.sh"));
         let sh = |c: &Path| format!("/bin/sh {}", c.display());
         std::fs::write(&tool, format!("{} &\nexec {}\n", sh(&child), sh(&child))).unwrap();
-        let stdio = StdioRuntime::new(ws.path()).sandbox(mode).env([("PATH".into(), "/usr/bin:/bin".into())].into());
+        let services = HostServices::new(Arc::new(NoFiles::DIRECT), ws.path())
+            .env([("PATH".into(), "/usr/bin:/bin".into())].into());
+        let stdio = StdioRuntime::with_services(services).sandbox(mode);
         let cfg = config("stdio", &sh(&tool));
         drop_mid_call(async move { stdio.run(call(), &cfg, None).await }, &m, 2).await;
     }

@@ -19,12 +19,14 @@ use crate::host::Inquirer;
 use crate::maybe::{BoxFuture, MaybeSend, MaybeSync};
 pub mod config;
 mod definition;
+mod error;
 pub mod review;
 use crate::handles::AnyToolHandle;
 use crate::policy::AccessPolicy;
 use crate::schema::StatefulAction;
 use crate::state::{Question, ToolError, ToolResult, ToolState};
 pub use config::*;
+pub use error::*;
 
 /// Which runtime a tool resolved to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -179,163 +181,19 @@ impl std::fmt::Debug for ToolCall {
     }
 }
 
-/// Why an MCP server (`[mcp.servers.<server>]`) cannot be started or reached: each says what
-/// to fix.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum McpServerError {
-    /// No server of that name.
-    #[error("no MCP server '{server}' is configured")]
-    NotConfigured {
-        /// The name asked for.
-        server: String,
-    },
-    /// A server table with neither way in.
-    #[error("MCP server '{server}' has neither `command` nor `url`")]
-    NoCommandOrUrl {
-        /// Server name.
-        server: String,
-    },
-    /// Its `command` is not a program on `PATH` (or in the workspace).
-    #[error("MCP server '{server}': program {program:?} was not found on PATH")]
-    ProgramNotFound {
-        /// Server name.
-        server: String,
-        /// The `command`.
-        program: String,
-    },
-    /// An `exec` entry is not a program on `PATH`.
-    #[error("MCP server '{server}': `exec` entry {entry:?} was not found on PATH")]
-    ExecNotFound {
-        /// Server name.
-        server: String,
-        /// The entry.
-        entry: String,
-    },
-    /// Its access table does not compile.
-    #[error("[mcp.servers.{server}] {source}")]
-    Policy {
-        /// Server name.
-        server: String,
-        /// What is wrong with the table.
-        source: crate::policy::PolicyConfigError,
-    },
-    /// Its `url` is not allowed by its own network rules.
-    #[error("MCP server '{server}': {url} is not allowed by its network rules")]
-    UrlNotAllowed {
-        /// Server name.
-        server: String,
-        /// The URL.
-        url: String,
-    },
-    /// A configured tool the server does not offer.
-    #[error("MCP server '{server}' has no tool '{tool}'; it offers: {offered}")]
-    NoSuchTool {
-        /// Server name.
-        server: String,
-        /// The tool asked for.
-        tool: String,
-        /// What it offers, comma-separated.
-        offered: String,
-    },
-    /// Its `token_env` variable is unset or empty.
-    #[error("MCP server '{server}': token_env {var} is not set in the environment; export it")]
-    TokenUnset {
-        /// Server name.
-        server: String,
-        /// The variable.
-        var: String,
-    },
-}
-
-/// An infrastructure failure (as opposed to a tool's own error, which is an outcome).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RuntimeError {
-    /// The runtime is not available on this host.
-    #[error("tool '{tool}' uses runtime '{runtime}', which is not available here: {why}")]
-    UnsupportedRuntime {
-        /// Tool name.
-        tool: String,
-        /// Runtime name.
-        runtime: String,
-        /// Why, and what to do.
-        why: String,
-    },
-    /// The configuration does not allow running the tool (the cases below have their own
-    /// variants; this one says in words what else is wrong and how to fix it).
-    #[error("{0}")]
-    Config(String),
-    /// An MCP server of the configuration cannot be started or reached.
-    #[error(transparent)]
-    McpServer(#[from] McpServerError),
-    /// No tool of that name.
-    #[error("no tool named '{name}'; available tools: {available}")]
-    UnknownTool {
-        /// The name asked for.
-        name: String,
-        /// The names there are, comma-separated.
-        available: String,
-    },
-    /// A local tool's table names no program.
-    #[error("tool '{tool}' has no `command`")]
-    NoCommand {
-        /// Tool name.
-        tool: String,
-    },
-    /// The tool's `sandbox` or `access` table does not compile.
-    #[error(transparent)]
-    Policy(#[from] crate::policy::PolicyConfigError),
-    /// The tool's D06 self-description could not be read.
-    #[error(transparent)]
-    Schema(#[from] crate::schema::SchemaError),
-    /// The caller's input does not fit: arguments against the tool's schema
-    /// ([`ArgumentSchema`](crate::schema::ArgumentSchema)), an unknown or stopped handle, an
-    /// action the tool does not support. A tool error the caller reads and fixes (MCP
-    /// SEP-1303), never a protocol error; the text says what to fix.
-    #[error("{0}")]
-    Input(String),
-    /// The tool could not be started.
-    #[error("could not start tool '{tool}': {message}")]
-    Spawn {
-        /// Tool name.
-        tool: String,
-        /// What failed.
-        message: String,
-    },
-    /// The OS sandbox cannot be enforced.
-    #[error("{0}")]
-    Sandbox(String),
-    /// The tool broke the protocol or died.
-    #[error("tool '{tool}' failed: {message}")]
-    Protocol {
-        /// Tool name.
-        tool: String,
-        /// What happened (with the stderr tail when there is one).
-        message: String,
-    },
-    /// The tool exceeded its time.
-    #[error("tool '{tool}' timed out after {seconds} s")]
-    Timeout {
-        /// Tool name.
-        tool: String,
-        /// The limit.
-        seconds: u64,
-    },
-    /// Anything else.
-    #[error("{0}")]
-    Other(String),
-}
-
 /// Executes tool calls (RFD D10). Implementations capture their dependencies at construction.
+///
+/// Which runtime a tool runs on is known where the runtime is chosen (its [`RuntimeChoice`]),
+/// so a runtime does not name itself; a builtin tool's listing asks [`listed_as`](Self::listed_as).
 pub trait ToolRuntime: MaybeSend + MaybeSync {
-    /// Which runtime this is, for listings and traces.
-    fn kind(&self) -> &'static str;
-
     /// Execute one call with the tool's configuration.
-    fn execute<'a>(
-        &'a self,
-        call: ToolCall,
-        config: &'a ToolConfig,
-    ) -> BoxFuture<'a, Result<ExecutionOutcome, RuntimeError>>;
+    fn execute<'a>(&'a self, call: ToolCall, config: &'a ToolConfig) -> Execution<'a>;
+
+    /// The runtime a listing names for a builtin tool running on it, when it is not `builtin`
+    /// (`learn`: `wasm`, a component inside `jp`).
+    fn listed_as(&self) -> Option<&'static str> {
+        None
+    }
 
     /// The RFD 009 actions its tool declares by itself, whatever the tool's table says (`None`:
     /// the table's `stateful` actions, if any). The builtin `run` declares all four.
@@ -355,11 +213,7 @@ pub trait ToolRuntime: MaybeSend + MaybeSync {
     fn spawn<'a>(&'a self, call: ToolCall, config: &'a ToolConfig, wait: Duration) -> BoxFuture<'a, SpawnResult> {
         let _ = (config, wait);
         Box::pin(async move {
-            Err(RuntimeError::Config(format!(
-                "tool '{}' keeps no live process on the {} runtime; call it without `action`",
-                call.name,
-                self.kind()
-            )))
+            Err(RuntimeError::Input(format!("tool '{}' keeps no live process; call it without `action`", call.name)))
         })
     }
 
@@ -382,6 +236,9 @@ pub trait ToolRuntime: MaybeSend + MaybeSync {
         false
     }
 }
+
+/// What [`ToolRuntime::execute`] gives: the call's outcome, once it ends.
+pub type Execution<'a> = BoxFuture<'a, Result<ExecutionOutcome, RuntimeError>>;
 
 /// What [`ToolRuntime::spawn`] gives: the tool's first state, and its handle unless it stopped.
 pub type SpawnResult = Result<(ToolState, Option<Box<dyn AnyToolHandle>>), RuntimeError>;

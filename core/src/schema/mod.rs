@@ -197,6 +197,33 @@ pub enum SchemaError {
         /// Names the binary listed.
         listed: String,
     },
+    /// The tool's runtime cannot ask it (an MCP or builtin tool without an answer of its own).
+    #[error("tool '{tool}' ({runtime}) cannot describe itself here; add `parameters` to its configuration")]
+    NotHere {
+        /// Tool name.
+        tool: String,
+        /// Where it runs.
+        runtime: String,
+    },
+    /// The tool did not answer in time.
+    #[error(
+        "tool '{tool}' did not answer the schema request within {seconds} s; a tool must describe itself at once and without host access (D06): fix the tool, or give it `parameters` in its configuration so it need not be asked"
+    )]
+    TimedOut {
+        /// Tool name.
+        tool: String,
+        /// The limit.
+        seconds: u64,
+    },
+    /// Its schema cannot be used: it does not compile as a JSON Schema, or does not fit the
+    /// MCP tool model.
+    #[error("tool '{tool}': {why}")]
+    Unusable {
+        /// Tool name.
+        tool: String,
+        /// What is wrong.
+        why: String,
+    },
 }
 
 impl SchemaResponse {

@@ -19,7 +19,7 @@ use jp_core::agent::scripted::Scripted;
 use jp_core::agent::turn::{Sleep, Turn, TurnError, TurnOptions, run_turn};
 use jp_core::agent::{Message, Model, ModelReply, ModelTool, ProviderError, Role};
 use jp_core::cancel::CancellationToken;
-use jp_core::runtime::{ProviderConfig, ProviderKind};
+use jp_core::runtime::{ProviderConfig, ProviderKind, RuntimeError};
 
 use crate::app::App;
 use crate::http::ReqwestHttpClient;
@@ -55,12 +55,49 @@ pub struct QueryArgs {
 }
 
 /// Why `jp query` could not run or finish.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum QueryError {
-    /// Configuration or usage: exit 2.
-    Usage(String),
+    /// `--continue` has no conversation to continue: exit 2.
+    #[error(transparent)]
+    History(#[from] HistoryError),
+    /// The tools cannot be offered to the model (a tool's schema, say): exit 2.
+    #[error(transparent)]
+    Tools(#[from] RuntimeError),
     /// The turn ended without an answer (already reported): exit 1.
+    #[error("the turn ended without an answer")]
     Failed,
+}
+
+/// Why the conversation kept for `--continue` cannot be read or kept.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HistoryError {
+    /// jp has nowhere to keep it.
+    #[error("no conversation to continue: jp keeps it in $XDG_STATE_HOME or $HOME, and neither is set")]
+    NoStateDir,
+    /// There is none.
+    #[error("no conversation to continue ({}: {why}); run jp query without --continue first", .path.display())]
+    Missing {
+        /// Where it would be.
+        path: PathBuf,
+        /// The I/O error.
+        why: String,
+    },
+    /// The file is not a conversation.
+    #[error("{} is not a saved conversation ({why}); delete it and start again", .path.display())]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
+    /// It could not be written.
+    #[error("{}: {why}", .path.display())]
+    Write {
+        /// The file or its directory.
+        path: PathBuf,
+        /// The I/O error.
+        why: String,
+    },
 }
 
 /// Why `jp query` has no model to ask: which provider is meant, or what its table lacks. Each
@@ -235,29 +272,25 @@ fn system_prompt(workspace: &Path) -> String {
 }
 
 /// The conversation kept for `--continue`.
-pub fn load_history(path: &Path) -> Result<Vec<Message>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        format!("no conversation to continue ({}: {e}); run jp query without --continue first", path.display())
-    })?;
-    serde_json::from_str(&text)
-        .map_err(|e| format!("{} is not a saved conversation ({e}); delete it and start again", path.display()))
+pub fn load_history(path: &Path) -> Result<Vec<Message>, HistoryError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| HistoryError::Missing { path: path.to_owned(), why: e.to_string() })?;
+    serde_json::from_str(&text).map_err(|e| HistoryError::Corrupt { path: path.to_owned(), why: e.to_string() })
 }
 
 /// Keep `messages` for `--continue`: written to a temporary file beside it, then renamed, so a
 /// crash leaves the old conversation or the new one, never half of one.
-pub fn save_history(path: &Path, messages: &[Message], printer: &Printer) -> Result<(), String> {
+pub fn save_history(path: &Path, messages: &[Message], printer: &Printer) -> Result<(), HistoryError> {
     use std::os::unix::fs::DirBuilderExt as _;
-    let dir = path.parent().ok_or_else(|| format!("{}: no directory", path.display()))?;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?;
-    let text = printer.scrub(&serde_json::to_string_pretty(messages).map_err(|e| e.to_string())?);
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    std::io::Write::write_all(&mut tmp, text.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
-    tmp.as_file().sync_all().map_err(|e| format!("{}: {e}", path.display()))?;
-    tmp.persist(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let failed =
+        |at: &Path, why: &dyn std::fmt::Display| HistoryError::Write { path: at.to_owned(), why: why.to_string() };
+    let dir = path.parent().ok_or_else(|| failed(path, &"no directory"))?;
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(|e| failed(dir, &e))?;
+    let text = printer.scrub(&serde_json::to_string_pretty(messages).map_err(|e| failed(path, &e))?);
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| failed(dir, &e))?;
+    std::io::Write::write_all(&mut tmp, text.as_bytes()).map_err(|e| failed(path, &e))?;
+    tmp.as_file().sync_all().map_err(|e| failed(path, &e))?;
+    tmp.persist(path).map_err(|e| failed(path, &e))?;
     Ok(())
 }
 
@@ -274,17 +307,13 @@ pub async fn query(
     let workspace = app.workspace().to_path_buf();
     let history = app.state_dir().map(|state| history_path(state, &workspace));
     let mut messages = if args.continue_last {
-        let path = history.as_deref().ok_or_else(|| {
-            QueryError::Usage(
-                "no conversation to continue: jp keeps it in $XDG_STATE_HOME or $HOME, and neither is set".into(),
-            )
-        })?;
-        load_history(path).map_err(QueryError::Usage)?
+        let path = history.as_deref().ok_or(HistoryError::NoStateDir)?;
+        load_history(path)?
     } else {
         vec![Message::text(Role::System, system_prompt(&workspace))]
     };
     messages.push(Message::text(Role::User, args.prompt.clone()));
-    let tools = NativeTools::new(app, args.interactive, secrets).await.map_err(QueryError::Usage)?;
+    let tools = NativeTools::new(app, args.interactive, secrets).await?;
     let options = TurnOptions { max_rounds: args.max_rounds.max(1), ..TurnOptions::default() };
     let model = Cancellable { inner: model, cancel };
     let on_event = |e: &jp_core::agent::turn::TurnEvent| printer.event(e);

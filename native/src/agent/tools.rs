@@ -20,7 +20,7 @@ use jp_core::agent::surface::{self, AgentTool, Gate};
 use jp_core::agent::turn::{ToolOutput, TurnTools};
 use jp_core::cancel::CancellationToken;
 use jp_core::policy::Scrubber;
-use jp_core::runtime::{RunMode, ToolCall};
+use jp_core::runtime::{RunMode, RuntimeError, ToolCall};
 use serde_json::Value;
 
 use crate::app::{Answerer, App, CallReply, Handles, NoAnswerer};
@@ -49,14 +49,14 @@ impl std::fmt::Debug for NativeTools {
 impl NativeTools {
     /// Every tool of `app` (MCP servers' `tools = "*"` discovered first), as the model is told
     /// about them; `interactive`: whether there is a terminal to ask on.
-    pub async fn new(app: Arc<App>, interactive: bool, secrets: &[String]) -> Result<Self, String> {
+    pub async fn new(app: Arc<App>, interactive: bool, secrets: &[String]) -> Result<Self, RuntimeError> {
         app.discover().await;
         let mut tools = Vec::new();
         for entry in app.tools() {
             if entry.config.run_mode == Some(RunMode::Skip) {
                 continue;
             }
-            tools.push(app.agent_tool(&entry.name).await.map_err(|e| e.to_string())?);
+            tools.push(app.agent_tool(&entry.name).await?);
         }
         Ok(Self {
             app,
@@ -75,11 +75,11 @@ impl NativeTools {
     }
 
     /// RFD 009's rule for this call ([`AgentTool::gate`]).
-    fn gate(&self, name: &str, arguments: &Value) -> Result<Gate, String> {
+    fn gate(&self, name: &str, arguments: &Value) -> Result<Gate, RuntimeError> {
         match self.tools.iter().find(|t| t.name == name) {
             Some(tool) => Ok(tool.gate(arguments)),
             // Not offered to the model (`run = "skip"`), or no such tool.
-            None => self.app.tool(name).map(|_| Gate::Skip).map_err(|e| e.to_string()),
+            None => self.app.tool(name).map(|_| Gate::Skip),
         }
     }
 
@@ -127,7 +127,7 @@ impl TurnTools for NativeTools {
             let name = call.name.as_str();
             let gate = match self.gate(name, &call.arguments) {
                 Ok(g) => g,
-                Err(e) => return failed(e),
+                Err(e) => return failed(e.to_string()),
             };
             if gate == Gate::Skip {
                 return failed(format!("tool '{name}' is not available in this conversation (run = \"skip\")"));

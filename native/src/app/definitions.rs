@@ -10,7 +10,7 @@ use std::sync::Arc;
 use jp_core::runtime::{
     McpServerError, RuntimeChoice, RuntimeError, ToolConfig, ToolRuntimeKind, ToolSource, resolve_runtime,
 };
-use jp_core::schema::{ArgumentError, ArgumentSchema, SchemaResponse, ToolDefinition, ToolSchema};
+use jp_core::schema::{ArgumentError, ArgumentSchema, SchemaError, SchemaResponse, ToolDefinition, ToolSchema};
 use serde_json::{Map, Value};
 
 use super::{App, ToolEntry, schema_cache};
@@ -56,10 +56,7 @@ impl App {
         let kind = match resolve_runtime(&entry.name, &config).choice {
             RuntimeChoice::Local(kind) => kind,
             other => {
-                return Err(RuntimeError::Config(format!(
-                    "tool '{}' ({other:?}) cannot describe itself here; add `parameters` to its configuration",
-                    entry.name
-                )));
+                return Err(SchemaError::NotHere { tool: entry.name.clone(), runtime: format!("{other:?}") }.into());
             }
         };
         let key = format!("{}:{}", kind.name(), config.command.as_deref().or(config.wasm.as_deref()).unwrap_or(""));
@@ -86,9 +83,12 @@ impl App {
             };
             cache.insert(key.clone(), answer);
         }
-        let text = cache.get(&key).cloned().unwrap_or_else(|| Err("no answer".into()));
+        let text = cache
+            .get(&key)
+            .cloned()
+            .unwrap_or_else(|| Err(SchemaError::Unparseable { tool: entry.name.clone(), why: "no answer".into() }));
         drop(cache);
-        let text = text.map_err(RuntimeError::Config)?;
+        let text = text?;
         Ok(SchemaResponse::parse_for(entry.binary_name(), &text)?)
     }
 
@@ -107,14 +107,14 @@ impl App {
 
     /// The arguments checked against the tool's whole JSON Schema ([`ArgumentSchema`], compiled
     /// once per definition): a misfit is a [`RuntimeError::Input`] naming each argument and what
-    /// it must be; a schema that cannot be compiled is a [`RuntimeError::Config`].
+    /// it must be; a schema that cannot be compiled is a [`SchemaError::Unusable`].
     pub(crate) async fn check_arguments(&self, name: &str, arguments: &Map<String, Value>) -> Result<(), RuntimeError> {
         let compiled = self.argument_schema(name).await?;
         compiled.check(arguments).map_err(|e| match e {
             ArgumentError::Invalid { .. } => {
                 RuntimeError::Input(format!("tool '{name}': {e} (`jp tool schema {name}` shows it)"))
             }
-            ArgumentError::Schema(_) => RuntimeError::Config(format!("tool '{name}': {e}")),
+            ArgumentError::Schema(_) => SchemaError::Unusable { tool: name.into(), why: e.to_string() }.into(),
         })
     }
 
@@ -126,7 +126,8 @@ impl App {
         }
         let schema = self.definition(name).await?.to_json_schema();
         let compiled = Arc::new(
-            ArgumentSchema::compile(&schema).map_err(|e| RuntimeError::Config(format!("tool '{name}': {e}")))?,
+            ArgumentSchema::compile(&schema)
+                .map_err(|e| SchemaError::Unusable { tool: name.into(), why: e.to_string() })?,
         );
         lock().insert(name.to_owned(), compiled.clone());
         Ok(compiled)
@@ -139,7 +140,7 @@ impl App {
         let mut out = Map::new();
         for pair in pairs {
             let (key, value) = pair.split_once('=').ok_or_else(|| {
-                RuntimeError::Config(format!("argument {pair:?} is not key=value; write e.g. path=src/main.rs"))
+                RuntimeError::Input(format!("argument {pair:?} is not key=value; write e.g. path=src/main.rs"))
             })?;
             let is_string = definition.parameters.get(key).and_then(|p| p.kind.as_deref()) == Some("string");
             let value = if is_string {

@@ -15,17 +15,15 @@ use std::time::Duration;
 
 use jp_core::BoxFuture;
 use jp_core::cancel::CancellationToken;
-use jp_core::files::{FilesError, FilesResult, GrepQuery, Metadata, ProjectFiles};
 use jp_core::host::{DispatchEvents, Inquirer, Inquiry, InquiryAnswer, TraceEvent};
-use jp_core::policy::{SandboxConfig, SandboxFilesystem, SandboxNetwork, WorkspacePath};
-use jp_core::protocol::{DirEntry, GrepFileMatch};
-use jp_core::runtime::{ExecutionOutcome, RuntimeError, ToolCall, ToolConfig, ToolRuntimeKind};
+use jp_core::policy::{SandboxConfig, SandboxFilesystem, SandboxNetwork};
+use jp_core::runtime::{ComponentError, ExecutionOutcome, RuntimeError, ToolCall, ToolConfig, ToolRuntimeKind};
 use jp_core::schema::SchemaError;
 use jp_core::state::ToolResult;
 use serde_json::Map;
 
 use super::{App, ToolEntry};
-use crate::runtime::services::HostServices;
+use crate::runtime::services::{HostServices, NoFiles};
 use crate::runtime::stdio::StdioRuntime;
 use crate::runtime::vfs::{VfsOptions, VfsRuntime};
 use crate::runtime::wasm::{ComponentSource, WasmEngine, WasmLimits, WasmRuntime, component_path};
@@ -60,45 +58,7 @@ impl DispatchEvents for DescribingTrace {
 
 /// No files: every operation is refused with [`NOT_WHILE_DESCRIBING`] (a second wall behind the
 /// policy, and the only one for components, whose describe policy is the runtime's).
-#[derive(Debug, Default, Clone, Copy)]
-pub(super) struct DescribingFiles;
-
-fn refuse<'a, T: Send + 'a>() -> BoxFuture<'a, FilesResult<T>> {
-    Box::pin(async { Err(FilesError::Unsupported(NOT_WHILE_DESCRIBING.into())) })
-}
-
-impl ProjectFiles for DescribingFiles {
-    fn read<'a>(&'a self, _: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<Vec<u8>>> {
-        refuse()
-    }
-    fn write<'a>(&'a self, _: &'a WorkspacePath, _: &'a [u8]) -> BoxFuture<'a, FilesResult<()>> {
-        refuse()
-    }
-    fn exists<'a>(&'a self, _: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<bool>> {
-        refuse()
-    }
-    fn list_dir<'a>(&'a self, _: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<Vec<DirEntry>>> {
-        refuse()
-    }
-    fn metadata<'a>(&'a self, _: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<Metadata>> {
-        refuse()
-    }
-    fn delete<'a>(&'a self, _: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<()>> {
-        refuse()
-    }
-    fn rename<'a>(&'a self, _: &'a WorkspacePath, _: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<()>> {
-        refuse()
-    }
-    fn grep<'a>(&'a self, _: &'a GrepQuery) -> BoxFuture<'a, FilesResult<Vec<GrepFileMatch>>> {
-        refuse()
-    }
-    fn create_dir<'a>(&'a self, _: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<()>> {
-        refuse()
-    }
-    fn display_root(&self) -> String {
-        "(no files while describing the tool)".into()
-    }
-}
+const DESCRIBING_FILES: NoFiles = NoFiles { why: NOT_WHILE_DESCRIBING, shown: "(no files while describing the tool)" };
 
 /// `config` with its policy replaced by one that covers nothing: every file, URL and program is
 /// "not covered", so each request goes to [`DescribingInquirer`], and a direct-access tool's
@@ -139,7 +99,7 @@ impl Describers {
             cancel_grace: Duration::from_secs(1),
             ..VfsOptions::default()
         };
-        let mut vfs = VfsRuntime::new(Arc::new(DescribingFiles), &workspace)
+        let mut vfs = VfsRuntime::new(Arc::new(DESCRIBING_FILES), &workspace)
             .inquirer(Arc::new(DescribingInquirer))
             .env(env.clone())
             .home(home)
@@ -148,7 +108,8 @@ impl Describers {
         if let Some(t) = &trace {
             vfs = vfs.trace(t.clone());
         }
-        let stdio = StdioRuntime::new(&workspace).env(env.clone()).sandbox(sandbox).timeout(SCHEMA_TIMEOUT);
+        let services = HostServices::new(Arc::new(DESCRIBING_FILES), &workspace).env(env.clone());
+        let stdio = StdioRuntime::with_services(services).sandbox(sandbox).timeout(SCHEMA_TIMEOUT);
         Self { vfs, stdio, wasm: OnceLock::new(), workspace, env, trace }
     }
 
@@ -156,7 +117,7 @@ impl Describers {
         self.wasm
             .get_or_init(|| {
                 let limits = WasmLimits { deadline: SCHEMA_TIMEOUT, ..WasmLimits::default() };
-                let services = HostServices::new(Arc::new(DescribingFiles), &self.workspace)
+                let services = HostServices::new(Arc::new(DESCRIBING_FILES), &self.workspace)
                     .inquirer(Arc::new(DescribingInquirer))
                     .env(self.env.clone())
                     .trace(self.trace.clone());
@@ -168,24 +129,18 @@ impl Describers {
 }
 
 impl App {
-    /// Run the tool once with the schema action under the describing runtimes; the text it
-    /// answered, or the whole error message.
+    /// Run the tool once with the schema action under the describing runtimes: the text it
+    /// answered, or why there is none.
     pub(super) async fn ask_schema(
         &self,
         entry: &ToolEntry,
         config: &ToolConfig,
         kind: ToolRuntimeKind,
-    ) -> Result<String, String> {
+    ) -> Result<String, SchemaError> {
         let name = &entry.name;
-        let timed_out = || {
-            format!(
-                "tool '{name}' did not answer the schema request within {} s; a tool must describe itself at once and without host access (D06): fix the tool, or give it `parameters` in its configuration so it need not be asked",
-                SCHEMA_TIMEOUT.as_secs()
-            )
-        };
-        let failed = |why: String| {
-            SchemaError::Unparseable { tool: name.clone(), why: format!("asking it failed: {why}") }.to_string()
-        };
+        let timed_out = || SchemaError::TimedOut { tool: name.clone(), seconds: SCHEMA_TIMEOUT.as_secs() };
+        let failed =
+            |why: String| SchemaError::Unparseable { tool: name.clone(), why: format!("asking it failed: {why}") };
         let d = &self.describers;
         let config = describing_config(config);
         let call = ToolCall {
@@ -203,13 +158,13 @@ impl App {
                 ToolRuntimeKind::Vfs => d.vfs.run(call, &config, Some("schema")).await,
                 ToolRuntimeKind::Wasm => {
                     let path = component_path(&config, &self.workspace)
-                        .ok_or_else(|| RuntimeError::Config("it names no component".into()))?;
+                        .ok_or_else(|| ComponentError::NoFile { tool: name.clone() })?;
                     match d.wasm()?.describe(name, ComponentSource::File(path)).await? {
                         Some(schema) => Ok(ExecutionOutcome::Completed {
                             id: "schema".into(),
                             result: Ok(ToolResult::text(schema)),
                         }),
-                        None => Err(RuntimeError::Config("the component does not export jp:tool/describe".into())),
+                        None => Err(ComponentError::NoDescribe.into()),
                     }
                 }
             }

@@ -43,9 +43,11 @@ impl ToolEntry {
         context: &PolicyContext,
     ) -> Result<Self, AppError> {
         let default = jp_core::runtime::default_policy(&name, &config, builtin && builtin_writes(&name));
-        let mut policy = config
-            .policy(default)
-            .map_err(|e| AppError::Config(format!("{origin}: [conversation.tools.{name}] {e}")))?;
+        let mut policy = config.policy(default).map_err(|e| AppError::Policy {
+            origin: origin.clone(),
+            name: name.clone(),
+            source: e,
+        })?;
         if let Some(home) = &context.home {
             policy.set_home(&context.workspace, home);
         }

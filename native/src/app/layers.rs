@@ -25,26 +25,19 @@ pub(super) fn config_layers(options: &AppOptions, workspace: &Path) -> Result<Ve
         let Some(dir) = dir else { continue };
         let dir = canonical_or_nearest(&dir);
         if dir.starts_with(workspace) || workspace.starts_with(&dir) {
-            return Err(AppError::Config(format!(
-                "the workspace {} and jp's own {what} directory {} lie in one another: a tool allowed to write the workspace could change what jp trusts or loads; use a project directory as the workspace (--workspace DIR), or point XDG_STATE_HOME / XDG_CONFIG_HOME / XDG_CACHE_HOME elsewhere",
-                workspace.display(),
-                dir.display()
-            )));
+            return Err(AppError::OwnDirInWorkspace { workspace: workspace.to_owned(), what, dir });
         }
     }
     if let Some(path) = &options.config_file {
         let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
         if real.starts_with(workspace) {
-            return Err(AppError::Config(format!(
-                "--config {}: the file lies in the workspace, where tools may write it; put it outside the workspace, or use .jp/config.toml and approve it with `jp trust`",
-                path.display()
-            )));
+            return Err(AppError::ConfigInWorkspace { path: path.clone() });
         }
     }
     let read = |path: &Path| {
         std::fs::read_to_string(path)
             .map(|text| (text, path.display().to_string()))
-            .map_err(|e| AppError::Config(format!("cannot read config file {}: {e}", path.display())))
+            .map_err(|e| AppError::Unreadable { path: path.to_owned(), why: e.to_string() })
     };
     let mut layers = Vec::new();
     if let Some(user) = options.user_config.as_deref().filter(|p| p.is_file()) {
@@ -54,17 +47,13 @@ pub(super) fn config_layers(options: &AppOptions, workspace: &Path) -> Result<Ve
         layers.push(read(path)?);
         return Ok(layers);
     }
-    let Some(config) = trust::read_workspace_config(workspace).map_err(|e| AppError::Config(e.to_string()))? else {
+    let Some(config) = trust::read_workspace_config(workspace)? else {
         return Ok(layers);
     };
     let Some(state) = &options.state_dir else {
-        return Err(AppError::Untrusted(format!(
-            "{} is not used: jp keeps approvals in $XDG_STATE_HOME or $HOME, and neither is set; set one, or pass --config FILE",
-            config.path.display()
-        )));
+        return Err(AppError::NoStateDir { config: config.path });
     };
-    let verdict =
-        trust::TrustStore::new(state).verdict(workspace, &config).map_err(|e| AppError::Config(e.to_string()))?;
+    let verdict = trust::TrustStore::new(state).verdict(workspace, &config)?;
     if !matches!(verdict, trust::Verdict::Approved) {
         let user = layers.first().map(|(t, f)| (t.as_str(), f.as_str()));
         return Err(AppError::Untrusted(trust::refusal(workspace, &config, &verdict, user)));

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use jp_core::files::{FilesError, ProjectFiles};
 use jp_core::policy::WorkspacePath;
 use jp_core::protocol::EntryKind;
-use jp_core::runtime::{RuntimeError, ToolCall, ToolConfig};
+use jp_core::runtime::{KB_PLACE, KnowledgeBaseError, RuntimeError, ToolCall, ToolConfig};
 use serde_json::Value;
 
 use super::{DEFAULT_KB, LEARN};
@@ -22,19 +22,11 @@ use crate::files::FsProjectFiles;
 use crate::runtime::wasm::{ComponentSource, LEARN_WASM};
 
 /// Why `shown` (a knowledge-base path) cannot be used: it leads out of the workspace.
-fn leads_outside(workspace: &Path, shown: &str, what: &str) -> RuntimeError {
+fn leads_outside(workspace: &Path, shown: &str, place: &'static str) -> RuntimeError {
     // Only for the message: where the link really points.
     let target = std::fs::canonicalize(workspace.join(shown))
         .map_or_else(|_| "a place outside it".to_owned(), |p| p.display().to_string());
-    RuntimeError::Config(format!(
-        "learn: {what} {shown} leads outside the workspace (a symbolic link on that path resolves to {target}); learn reads only files inside the workspace {}: replace the link with the directory itself{}",
-        workspace.display(),
-        if what == "the knowledge base" {
-            ", or set `options.kb` of the learn tool to a directory in the workspace"
-        } else {
-            ""
-        }
-    ))
+    KnowledgeBaseError::LeadsOutside { place, shown: shown.to_owned(), target, workspace: workspace.to_owned() }.into()
 }
 
 /// `learn`: pick the topic (`topic` argument, or the only one there is) under the knowledge
@@ -49,31 +41,25 @@ pub(super) async fn learn_call(
         None => DEFAULT_KB.to_owned(),
         Some(Value::String(s)) => s.clone(),
         Some(other) => {
-            return Err(RuntimeError::Config(format!(
-                "learn: `options.kb` must be a directory relative to the workspace (a string such as \"{DEFAULT_KB}\"), got {other}"
-            )));
+            return Err(KnowledgeBaseError::NotAString { got: other.to_string(), default: DEFAULT_KB }.into());
         }
     };
-    let kb = WorkspacePath::parse(&kb_rel).map_err(|e| {
-            RuntimeError::Config(format!(
-                "learn: `options.kb` = {kb_rel:?} is not a directory inside the workspace: {e}; set it to a path relative to the workspace such as \"{DEFAULT_KB}\""
-            ))
-        })?;
+    let kb = WorkspacePath::parse(&kb_rel).map_err(|e| KnowledgeBaseError::NotInside {
+        kb: kb_rel.clone(),
+        why: e.to_string(),
+        default: DEFAULT_KB,
+    })?;
     let files = &kb_files;
-    let missing = || {
-        RuntimeError::Config(format!(
-            "learn has no knowledge base: {kb_rel}/ does not exist; create {kb_rel}/<topic>/<subject>.md (or set `options.kb` of the learn tool)"
-        ))
-    };
+    let missing = || RuntimeError::from(KnowledgeBaseError::Missing { kb: kb_rel.clone() });
     let kb = match files.resolve_sync(&kb) {
         Ok(resolved) => resolved,
         Err(FilesError::InvalidPath(_)) => {
-            return Err(leads_outside(workspace, &kb_rel, "the knowledge base"));
+            return Err(leads_outside(workspace, &kb_rel, KB_PLACE));
         }
         Err(_) => return Err(missing()),
     };
     let entries = files.list_dir(&kb).await.map_err(|e| match e {
-        FilesError::InvalidPath(_) => leads_outside(workspace, &kb_rel, "the knowledge base"),
+        FilesError::InvalidPath(_) => leads_outside(workspace, &kb_rel, KB_PLACE),
         _ => missing(),
     })?;
     // Entries that lead out of the workspace are not listed by the backend at all.
@@ -82,10 +68,10 @@ pub(super) async fn learn_call(
     topics.sort();
     let topic = match call.arguments.remove("topic") {
         Some(Value::String(t)) => t,
-        Some(other) => return Err(RuntimeError::Config(format!("learn: `topic` must be a string, got {other}"))),
+        Some(other) => return Err(RuntimeError::Input(format!("learn: `topic` must be a string, got {other}"))),
         None if topics.len() == 1 => topics[0].clone(),
         None => {
-            return Err(RuntimeError::Config(format!(
+            return Err(RuntimeError::Input(format!(
                 "learn needs a `topic`; topics in {kb_rel}/: {}",
                 if topics.is_empty() { "none".to_owned() } else { topics.join(", ") }
             )));
@@ -96,7 +82,7 @@ pub(super) async fn learn_call(
         Ok(Ok(resolved)) if topics.contains(&topic) => resolved,
         Ok(Err(FilesError::InvalidPath(_))) => return Err(leads_outside(workspace, &shown, "the topic")),
         _ => {
-            return Err(RuntimeError::Config(format!(
+            return Err(RuntimeError::Input(format!(
                 "learn: no topic '{topic}' in {kb_rel}/; topics: {}",
                 topics.join(", ")
             )));
@@ -117,7 +103,7 @@ pub(super) async fn learn_call(
     // what is mounted.
     let subjects = files
         .subtree(&resolved)
-        .map_err(|e| RuntimeError::Config(format!("learn: the topic {shown} cannot be opened: {e}")))?;
+        .map_err(|e| KnowledgeBaseError::Unopenable { shown: shown.clone(), why: e.to_string() })?;
     let source = ComponentSource::Builtin { name: LEARN, bytes: LEARN_WASM, subjects: Some(Arc::new(subjects)) };
     Ok((call, source))
 }

@@ -18,7 +18,7 @@ use std::time::Duration;
 use jp_core::BoxFuture;
 use jp_core::handles::AnyToolHandle;
 use jp_core::runtime::{
-    ExecutionOutcome, RuntimeChoice, RuntimeError, SpawnResult, ToolCall, ToolConfig, ToolRuntime, ToolRuntimeKind,
+    Execution, RuntimeChoice, RuntimeError, SpawnResult, ToolCall, ToolConfig, ToolRuntime, ToolRuntimeKind,
 };
 
 use super::{LEARN, RUN};
@@ -68,14 +68,7 @@ impl LazyWasm {
 }
 
 impl ToolRuntime for LazyWasm {
-    fn kind(&self) -> &'static str {
-        "wasm"
-    }
-    fn execute<'a>(
-        &'a self,
-        call: ToolCall,
-        config: &'a ToolConfig,
-    ) -> BoxFuture<'a, Result<ExecutionOutcome, RuntimeError>> {
+    fn execute<'a>(&'a self, call: ToolCall, config: &'a ToolConfig) -> Execution<'a> {
         Box::pin(async move { self.get()?.run(call, config, None).await })
     }
 }
@@ -89,18 +82,15 @@ pub(super) struct Learn {
 }
 
 impl ToolRuntime for Learn {
-    fn kind(&self) -> &'static str {
-        "wasm"
-    }
-    fn execute<'a>(
-        &'a self,
-        call: ToolCall,
-        config: &'a ToolConfig,
-    ) -> BoxFuture<'a, Result<ExecutionOutcome, RuntimeError>> {
+    fn execute<'a>(&'a self, call: ToolCall, config: &'a ToolConfig) -> Execution<'a> {
         Box::pin(async move {
             let (call, source) = super::learn::learn_call(&self.kb_files, &self.workspace, call, config).await?;
             self.wasm.get()?.run(call, config, Some(source)).await
         })
+    }
+
+    fn listed_as(&self) -> Option<&'static str> {
+        Some("wasm")
     }
 
     fn own_schema(&self) -> Option<String> {
@@ -126,18 +116,11 @@ pub(super) struct Builtins {
 }
 
 impl ToolRuntime for Builtins {
-    fn kind(&self) -> &'static str {
-        "builtin"
-    }
-    fn execute<'a>(
-        &'a self,
-        call: ToolCall,
-        config: &'a ToolConfig,
-    ) -> BoxFuture<'a, Result<ExecutionOutcome, RuntimeError>> {
+    fn execute<'a>(&'a self, call: ToolCall, config: &'a ToolConfig) -> Execution<'a> {
         Box::pin(async move {
             match self.executors.get(call.name.as_str()) {
                 Some(e) => e.execute(call, config).await,
-                None => Err(RuntimeError::Config(format!("'{}' is not a builtin tool", call.name))),
+                None => Err(RuntimeError::Misrouted { tool: call.name, runtime: "builtin" }),
             }
         })
     }
@@ -150,14 +133,7 @@ struct Vfs {
 }
 
 impl ToolRuntime for Vfs {
-    fn kind(&self) -> &'static str {
-        "vfs"
-    }
-    fn execute<'a>(
-        &'a self,
-        call: ToolCall,
-        config: &'a ToolConfig,
-    ) -> BoxFuture<'a, Result<ExecutionOutcome, RuntimeError>> {
+    fn execute<'a>(&'a self, call: ToolCall, config: &'a ToolConfig) -> Execution<'a> {
         Box::pin(async move {
             let builtin_writes = super::builtin_writes(&call.name) && config.command.as_deref().is_some_and(is_self);
             let default = jp_core::runtime::default_policy(&call.name, config, builtin_writes);

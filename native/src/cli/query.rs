@@ -54,6 +54,6 @@ pub(crate) async fn query(cli: &Cli, args: &QueryCli) -> Result<ExitCode, Failur
     match result {
         Ok(_) => Ok(ExitCode::SUCCESS),
         Err(QueryError::Failed) => Ok(ExitCode::from(1)),
-        Err(QueryError::Usage(message)) => Err(usage(printer.scrub(&message))),
+        Err(e @ (QueryError::History(_) | QueryError::Tools(_))) => Err(usage(printer.scrub(&e.to_string()))),
     }
 }

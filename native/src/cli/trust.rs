@@ -59,7 +59,7 @@ pub(crate) async fn trust(cli: &Cli, args: &TrustArgs) -> Result<ExitCode, Failu
     let summary = trust::summary(&config, user).map_err(|e| {
         usage(format!(
             "{path} cannot be used as it is ({}), so there is nothing to approve; fix it first",
-            terminal::escape(&e)
+            terminal::escape(&e.to_string())
         ))
     })?;
     if cli.json && !args.yes {

@@ -36,6 +36,7 @@ use std::time::Duration;
 use jp_core::agent::surface;
 use jp_core::cancel::CancellationToken;
 use jp_core::runtime::{RuntimeError, ToolCall};
+use jp_core::schema::SchemaError;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -134,7 +135,8 @@ impl JpMcp {
     /// Tool `name` as `tools/list` shows it: the core's agent surface, in rmcp's model.
     async fn tool(&self, name: &str) -> Result<Tool, RuntimeError> {
         let tool = self.app.agent_tool(name).await?;
-        serde_json::from_value(tool.to_mcp()).map_err(|e| RuntimeError::Config(format!("tool '{name}': {e}")))
+        Ok(serde_json::from_value(tool.to_mcp())
+            .map_err(|e| SchemaError::Unusable { tool: name.into(), why: e.to_string() })?)
     }
 
     /// Serve `call` until it ends, reporting progress to `ctx` when asked to.
@@ -371,7 +373,7 @@ impl ServerHandler for JpMcp {
         if let Some(state) = &request.request_state {
             return match mrtr::resume(&name, state, request.input_responses.as_ref()).await {
                 Ok(step) => step_response(&name, step),
-                Err(message) => Ok(tool_error(message)),
+                Err(stale) => Ok(tool_error(stale.to_string())),
             };
         }
         // Cancelled while waiting for a slot: the tool never starts.

@@ -89,21 +89,39 @@ pub(crate) async fn resume(
     tool: &str,
     state: &str,
     responses: Option<&BTreeMap<String, serde_json::Value>>,
-) -> Result<Step, String> {
+) -> Result<Step, StaleState> {
     let found = suspended().lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(state);
     let Some(s) = found else {
-        return Err("this requestState names no call waiting for an answer (it was answered, or it expired); call the tool again".into());
+        return Err(StaleState::Unknown);
     };
     if s.tool != tool {
         let tool_was = s.tool.clone();
         // Not this call's: put it back untouched.
         suspended().lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(state.to_owned(), s);
-        return Err(format!("this requestState belongs to a call of '{tool_was}', not '{tool}'"));
+        return Err(StaleState::OtherTool { tool_was, tool: tool.to_owned() });
     }
     let answer =
         responses.and_then(|r| r.get(KEY)).and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok());
     let _ = s.answer.send(answer);
     Ok(drive(tool, s.running).await)
+}
+
+/// Why a retry's `requestState` resumes nothing (a tool error the client reads).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum StaleState {
+    /// No call waits under it.
+    #[error(
+        "this requestState names no call waiting for an answer (it was answered, or it expired); call the tool again"
+    )]
+    Unknown,
+    /// A call of another tool waits under it.
+    #[error("this requestState belongs to a call of '{tool_was}', not '{tool}'")]
+    OtherTool {
+        /// The waiting call's tool.
+        tool_was: String,
+        /// The tool the retry names.
+        tool: String,
+    },
 }
 
 /// A fresh, unguessable state: 128 random bits from the OS, hex.

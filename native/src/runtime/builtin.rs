@@ -74,7 +74,7 @@ impl BuiltinRuntime {
             .tools
             .iter()
             .find(|t| t.name == call.name)
-            .ok_or_else(|| RuntimeError::Config(format!("'{}' is not a builtin tool", call.name)))?;
+            .ok_or_else(|| RuntimeError::Misrouted { tool: call.name.clone(), runtime: "builtin" })?;
         let dispatcher = self.services.dispatcher(&call, policy);
         let trace = self.services.trace.clone();
         let runtime = tokio::runtime::Handle::current();
@@ -117,21 +117,13 @@ impl BuiltinRuntime {
 }
 
 impl jp_core::runtime::ToolRuntime for BuiltinRuntime {
-    fn kind(&self) -> &'static str {
-        "builtin"
-    }
-
     fn own_schema(&self) -> Option<String> {
         // These tools are this very binary in tool mode: its answer to the schema action is
         // this table, so it is read here instead of spawning `jp __tool`.
         Some(jp_tool::schema_response(self.tools).to_string())
     }
 
-    fn execute<'a>(
-        &'a self,
-        call: ToolCall,
-        config: &'a ToolConfig,
-    ) -> jp_core::BoxFuture<'a, Result<ExecutionOutcome, RuntimeError>> {
+    fn execute<'a>(&'a self, call: ToolCall, config: &'a ToolConfig) -> jp_core::runtime::Execution<'a> {
         Box::pin(async move {
             let policy = match &call.policy {
                 Some(resolved) => resolved.clone(),

@@ -15,7 +15,7 @@ use jp_core::handles::{AnyToolHandle, ApplyInput};
 use jp_core::host::{DispatchEvents, NoEvents};
 use jp_core::policy::Scrubber;
 use jp_core::protocol::{Id, ProcessRunParams};
-use jp_core::runtime::{ExecutionOutcome, RuntimeError, SpawnResult, ToolCall, ToolConfig, ToolRuntime};
+use jp_core::runtime::{Execution, RuntimeError, SpawnResult, ToolCall, ToolConfig, ToolRuntime};
 use jp_core::schema::StatefulAction;
 use jp_core::state::{ToolError, ToolState};
 use rustix::process::Signal;
@@ -116,13 +116,9 @@ impl RunRuntime {
 }
 
 impl ToolRuntime for RunRuntime {
-    fn kind(&self) -> &'static str {
-        "builtin"
-    }
-
-    fn execute<'a>(&'a self, _: ToolCall, _: &'a ToolConfig) -> BoxFuture<'a, Result<ExecutionOutcome, RuntimeError>> {
+    fn execute<'a>(&'a self, _: ToolCall, _: &'a ToolConfig) -> Execution<'a> {
         Box::pin(async {
-            Err(RuntimeError::Config(format!(
+            Err(RuntimeError::Input(format!(
                 "'{RUN}' is stateful: call it with action = \"spawn\" (then fetch, apply, abort), or run it to the end as a one-shot call"
             )))
         })

@@ -8,10 +8,11 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use jp_core::files::ProjectFiles;
+use jp_core::BoxFuture;
+use jp_core::files::{FilesError, FilesResult, GrepQuery, Metadata, ProjectFiles};
 use jp_core::host::{DenyInquirer, DispatchEvents, Dispatcher, HttpClient, Inquirer, ProcessRunner, Unavailable};
-use jp_core::policy::AccessPolicy;
-use jp_core::protocol::DEFAULT_MAX_LINE;
+use jp_core::policy::{AccessPolicy, WorkspacePath};
+use jp_core::protocol::{DEFAULT_MAX_LINE, DirEntry, GrepFileMatch};
 use jp_core::runtime::{RuntimeError, ToolCall, ToolConfig};
 
 /// The services behind a tool's host requests.
@@ -128,5 +129,62 @@ impl HostServices {
             builder = builder.trace(trace.clone());
         }
         builder.build()
+    }
+}
+
+/// No project files: every operation is refused with `why` — for runtimes whose tools make no
+/// file requests through jp (a stdio tool reaches the workspace directly, under the OS sandbox)
+/// or may not (a tool being described), as a second wall behind the policy.
+#[derive(Debug, Clone, Copy)]
+pub struct NoFiles {
+    /// Why every operation is refused.
+    pub why: &'static str,
+    /// What [`ProjectFiles::display_root`] shows.
+    pub shown: &'static str,
+}
+
+impl NoFiles {
+    /// Files of a runtime whose tools reach the workspace directly (stdio).
+    pub const DIRECT: Self = Self {
+        why: "a stdio tool reaches the workspace directly, under the OS sandbox, not through jp",
+        shown: "(no files: a stdio tool makes no requests)",
+    };
+
+    fn refuse<'a, T: Send + 'a>(&self) -> BoxFuture<'a, FilesResult<T>> {
+        let why = self.why;
+        Box::pin(async move { Err(FilesError::Unsupported(why.into())) })
+    }
+}
+
+impl ProjectFiles for NoFiles {
+    fn read<'a>(&'a self, _: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<Vec<u8>>> {
+        self.refuse()
+    }
+    fn write<'a>(&'a self, _: &'a WorkspacePath, _: &'a [u8]) -> BoxFuture<'a, FilesResult<()>> {
+        self.refuse()
+    }
+    fn exists<'a>(&'a self, _: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<bool>> {
+        self.refuse()
+    }
+    fn list_dir<'a>(&'a self, _: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<Vec<DirEntry>>> {
+        self.refuse()
+    }
+    fn metadata<'a>(&'a self, _: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<Metadata>> {
+        self.refuse()
+    }
+    fn delete<'a>(&'a self, _: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<()>> {
+        self.refuse()
+    }
+    fn rename<'a>(&'a self, _: &'a WorkspacePath, _: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<()>> {
+        self.refuse()
+    }
+    fn grep<'a>(&'a self, _: &'a GrepQuery) -> BoxFuture<'a, FilesResult<Vec<GrepFileMatch>>> {
+        self.refuse()
+    }
+    fn create_dir<'a>(&'a self, _: &'a WorkspacePath) -> BoxFuture<'a, FilesResult<()>> {
+        self.refuse()
+    }
+    fn display_root(&self) -> String {
+        self.shown.into()
     }
 }

@@ -12,21 +12,19 @@
 //! cannot hold a direct-access tool to (rules below the workspace root, network rules finer than
 //! their origin) fails closed.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use jp_core::BoxFuture;
-use jp_core::host::{DenyInquirer, DispatchEvents, EgressGate, Inquirer};
-use jp_core::runtime::{ExecutionOutcome, RuntimeError, ToolCall, ToolConfig, ToolRuntime};
+use jp_core::host::EgressGate;
+use jp_core::runtime::{Execution, ExecutionOutcome, RuntimeError, ToolCall, ToolConfig, ToolRuntime};
 use jp_core::state::{Printed, ToolResult, ToolState};
 use rustix::process::Signal;
 use serde_json::json;
 use tokio::io::AsyncWriteExt;
 
 use crate::process::{GroupGuard, private_env, read_capped, signal_group};
-use crate::runtime::services::HostServices;
+use crate::runtime::services::{HostServices, NoFiles};
 use crate::runtime::tail::StderrTail;
 use crate::runtime::vfs::ProgramLine;
 use crate::sandbox::{ChildCommand, DirectAccess, SandboxMode, SandboxSpec, configured_read_paths};
@@ -34,12 +32,10 @@ use crate::sandbox::{ChildCommand, DirectAccess, SandboxMode, SandboxSpec, confi
 /// Runs `runtime = "stdio"` tools (the default for local tools).
 #[derive(Clone)]
 pub struct StdioRuntime {
-    workspace: PathBuf,
-    env: BTreeMap<String, String>,
-    /// Who answers the inquiries of a tool's connections, unless the call brings its own.
-    inquirer: Arc<dyn Inquirer>,
-    /// Where its connections' decisions are reported.
-    trace: Option<Arc<dyn DispatchEvents>>,
+    /// The workspace, the host environment, who answers the inquiries of a tool's connections
+    /// (unless the call brings its own) and where their decisions are reported. A stdio tool
+    /// makes no protocol requests, so the files behind them are never asked.
+    services: HostServices,
     sandbox: SandboxMode,
     timeout: Duration,
     cancel_grace: Duration,
@@ -48,41 +44,20 @@ pub struct StdioRuntime {
 }
 
 impl StdioRuntime {
-    /// A runtime whose tools work in `workspace`.
+    /// A runtime whose tools work in `workspace`, with no environment and every inquiry denied.
     pub fn new(workspace: impl Into<PathBuf>) -> Self {
+        Self::with_services(HostServices::new(Arc::new(NoFiles::DIRECT), workspace))
+    }
+    /// A runtime built from the host's services.
+    pub fn with_services(services: HostServices) -> Self {
         Self {
-            workspace: workspace.into(),
-            env: BTreeMap::new(),
-            inquirer: Arc::new(DenyInquirer),
-            trace: None,
+            services,
             sandbox: SandboxMode::Enforce,
             timeout: Duration::from_secs(60),
             cancel_grace: Duration::from_secs(5),
             max_output: jp_core::protocol::DEFAULT_MAX_CONTENT,
             max_stderr: 64 * 1024,
         }
-    }
-    /// A runtime built from the host's services: their workspace, environment, inquirer and
-    /// trace (a stdio tool makes no protocol requests; these serve its connections).
-    pub fn with_services(services: &HostServices) -> Self {
-        let mut runtime = Self::new(&services.workspace).env(services.env.clone()).inquirer(services.inquirer.clone());
-        runtime.trace = services.trace.clone();
-        runtime
-    }
-    /// The host environment (filtered by each tool's policy).
-    pub fn env(mut self, env: BTreeMap<String, String>) -> Self {
-        self.env = env;
-        self
-    }
-    /// Who answers the inquiries of a tool's connections (default: nobody, denied).
-    pub fn inquirer(mut self, inquirer: Arc<dyn Inquirer>) -> Self {
-        self.inquirer = inquirer;
-        self
-    }
-    /// Where the decisions on a tool's connections are reported (`--trace`, logs).
-    pub fn trace(mut self, events: Arc<dyn DispatchEvents>) -> Self {
-        self.trace = Some(events);
-        self
     }
     /// Enforce the OS sandbox (default) or run without it.
     pub fn sandbox(mut self, mode: SandboxMode) -> Self {
@@ -105,24 +80,19 @@ impl StdioRuntime {
     ) -> Result<ExecutionOutcome, RuntimeError> {
         let name = call.name.clone();
         let command = config.command.as_deref().ok_or_else(|| RuntimeError::NoCommand { tool: name.clone() })?;
-        let cmd = ProgramLine::parse(command, &self.workspace, self.env.get("PATH").map(String::as_str))?;
-        let policy = match &call.policy {
-            Some(resolved) => resolved.clone(),
-            None => {
-                let default = jp_core::runtime::default_policy(&name, config, false);
-                Arc::new(config.policy(default)?)
-            }
-        };
-        let workspace = std::fs::canonicalize(&self.workspace).map_err(|e| RuntimeError::Spawn {
+        let services = &self.services;
+        let cmd = ProgramLine::parse(command, &services.workspace, services.env.get("PATH").map(String::as_str))?;
+        let policy = services.policy(&call, config, jp_core::runtime::default_policy(&name, config, false))?;
+        let workspace = std::fs::canonicalize(&services.workspace).map_err(|e| RuntimeError::Spawn {
             tool: name.clone(),
-            message: format!("workspace {}: {e}", self.workspace.display()),
+            message: format!("workspace {}: {e}", services.workspace.display()),
         })?;
         let scratch = tempfile::Builder::new().prefix("jp-stdio-").tempdir().map_err(|e| RuntimeError::Spawn {
             tool: name.clone(),
             message: format!("cannot create the tool's temporary directory: {e}"),
         })?;
 
-        let mut env = private_env(&self.env, |k| policy.check_env(k).is_allow(), scratch.path());
+        let mut env = private_env(&services.env, |k| policy.check_env(k).is_allow(), scratch.path());
 
         let mut network = false;
         let sandbox = match self.sandbox {
@@ -140,7 +110,7 @@ impl StdioRuntime {
                 let spec = SandboxSpec::for_tool(
                     &cmd.program,
                     &cmd.script_files,
-                    &configured_read_paths(&self.workspace, config)?,
+                    &configured_read_paths(&services.workspace, config)?,
                 )
                 .direct_access(&DirectAccess {
                     workspace: &workspace,
@@ -165,8 +135,8 @@ impl StdioRuntime {
         let pgid = child.id();
         // Dropped after the group is killed (declared before its guard).
         let _egress = child.egress.take().filter(|_| network).map(|listener| {
-            let inquirer = call.inquirer.clone().unwrap_or_else(|| self.inquirer.clone());
-            let gate = EgressGate::new(name.clone(), policy.clone(), inquirer, self.trace.clone(), Arc::default());
+            let inquirer = call.inquirer.clone().unwrap_or_else(|| services.inquirer.clone());
+            let gate = EgressGate::new(name.clone(), policy.clone(), inquirer, services.trace.clone(), Arc::default());
             crate::egress::serve(listener, Arc::new(gate), crate::egress::EgressLimits::default())
         });
         let _guard = GroupGuard(pgid);
@@ -264,20 +234,12 @@ impl StdioRuntime {
 
 impl std::fmt::Debug for StdioRuntime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StdioRuntime").field("workspace", &self.workspace).finish_non_exhaustive()
+        f.debug_struct("StdioRuntime").field("workspace", &self.services.workspace).finish_non_exhaustive()
     }
 }
 
 impl ToolRuntime for StdioRuntime {
-    fn kind(&self) -> &'static str {
-        "stdio"
-    }
-
-    fn execute<'a>(
-        &'a self,
-        call: ToolCall,
-        config: &'a ToolConfig,
-    ) -> BoxFuture<'a, Result<ExecutionOutcome, RuntimeError>> {
+    fn execute<'a>(&'a self, call: ToolCall, config: &'a ToolConfig) -> Execution<'a> {
         Box::pin(self.run(call, config, None))
     }
 }

@@ -38,7 +38,7 @@ pub fn probe() -> SandboxProbe {
     // PR_GET_SECCOMP succeeds (returning the current mode) wherever seccomp is built in.
     #[allow(unsafe_code)]
     let seccomp = unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) } >= 0;
-    let user_namespaces_note = super::netns::user_namespaces().err();
+    let user_namespaces_note = super::netns::user_namespaces().err().map(|e| e.to_string());
     SandboxProbe { landlock_abi, landlock_note, seccomp, user_namespaces_note }
 }
 

@@ -35,7 +35,7 @@ pub use child::{ChildCommand, SandboxedChild};
 #[cfg(target_os = "linux")]
 pub use linux::*;
 #[cfg(target_os = "linux")]
-pub use netns::{EGRESS_PORT, proxy_url, user_namespaces};
+pub use netns::{EGRESS_PORT, NamespaceError, proxy_url, user_namespaces};
 
 #[cfg(not(target_os = "linux"))]
 mod unsupported;
@@ -290,16 +290,14 @@ pub fn read_paths(
     workspace: &std::path::Path,
     entries: &[String],
 ) -> Result<Vec<PathBuf>, jp_core::runtime::RuntimeError> {
-    use jp_core::runtime::RuntimeError;
+    use jp_core::runtime::ReadPathsError;
     let ws = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
     let mut out = Vec::new();
     for p in entries {
         let path = std::fs::canonicalize(workspace.join(p))
-            .map_err(|e| RuntimeError::Config(format!("read_paths entry {p:?}: {e}")))?;
+            .map_err(|e| ReadPathsError::Unresolvable { entry: p.clone(), why: e.to_string() })?;
         if ws.starts_with(&path) || path.starts_with(&ws) {
-            return Err(RuntimeError::Config(format!(
-                "read_paths entry {p:?} is or contains the project directory; a tool reaches project files only through its runtime's policy"
-            )));
+            return Err(ReadPathsError::HoldsWorkspace { entry: p.clone() }.into());
         }
         out.push(path);
     }

@@ -218,16 +218,46 @@ fn recv_fd(socket: libc::c_int) -> io::Result<OwnedFd> {
     }
 }
 
+/// Why an unprivileged process cannot make a user and network namespace with loopback up here.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NamespaceError {
+    /// The socket pair the namespace's listener is handed over on cannot be made.
+    #[error("cannot make a socket pair: {0}")]
+    SocketPair(String),
+    /// The kernel refuses the clone for a known cause.
+    #[error("{why}: {error}")]
+    Refused {
+        /// The likely cause: a sysctl, a limit, a kernel without namespaces.
+        why: &'static str,
+        /// The OS error.
+        error: String,
+    },
+    /// The clone failed otherwise.
+    #[error("clone(CLONE_NEWUSER | CLONE_NEWNET) failed: {0}")]
+    CloneFailed(String),
+    /// The namespace was made, but setting it up failed.
+    #[error(
+        "a new user and network namespace could not be set up (mapping the ids, bringing lo up, listening on 127.0.0.1:{EGRESS_PORT}): {0}"
+    )]
+    Setup(String),
+    /// The listener made inside did not arrive.
+    #[error("the namespace's listener was not handed over: {0}")]
+    NotHandedOver(String),
+    /// The probe child died.
+    #[error("the namespace probe ended abnormally (status {0:#x})")]
+    Abnormal(i32),
+}
+
 /// Whether this kernel lets an unprivileged process make a user and network namespace with
 /// loopback up (what an egress sandbox needs): `Err` with why not. Probed once per process, in a
 /// throwaway child.
-pub fn user_namespaces() -> Result<(), String> {
-    static PROBE: OnceLock<Result<(), String>> = OnceLock::new();
+pub fn user_namespaces() -> Result<(), NamespaceError> {
+    static PROBE: OnceLock<Result<(), NamespaceError>> = OnceLock::new();
     PROBE.get_or_init(probe).clone()
 }
 
-fn probe() -> Result<(), String> {
-    let egress = EgressChild::new().map_err(|e| format!("cannot make a socket pair: {e}"))?;
+fn probe() -> Result<(), NamespaceError> {
+    let egress = EgressChild::new().map_err(|e| NamespaceError::SocketPair(e.to_string()))?;
     #[allow(unsafe_code)]
     // SAFETY: a fork-like clone (no CLONE_VM: the child has its own copy of memory) whose child
     // only makes system calls and leaves with `_exit`.
@@ -254,9 +284,9 @@ fn probe() -> Result<(), String> {
             _ => "",
         };
         return Err(if why.is_empty() {
-            format!("clone(CLONE_NEWUSER | CLONE_NEWNET) failed: {e}")
+            NamespaceError::CloneFailed(e.to_string())
         } else {
-            format!("{why}: {e}")
+            NamespaceError::Refused { why, error: e.to_string() }
         });
     }
     let mut status = 0;
@@ -266,14 +296,9 @@ fn probe() -> Result<(), String> {
         libc::waitpid(pid as libc::pid_t, &mut status, 0);
     }
     match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
-        (true, 0) => {
-            egress.receive().map(drop).map_err(|e| format!("the namespace's listener was not handed over: {e}"))
-        }
-        (true, errno) => Err(format!(
-            "a new user and network namespace could not be set up (mapping the ids, bringing lo up, listening on 127.0.0.1:{EGRESS_PORT}): {}",
-            io::Error::from_raw_os_error(errno)
-        )),
-        _ => Err(format!("the namespace probe ended abnormally (status {status:#x})")),
+        (true, 0) => egress.receive().map(drop).map_err(|e| NamespaceError::NotHandedOver(e.to_string())),
+        (true, errno) => Err(NamespaceError::Setup(io::Error::from_raw_os_error(errno).to_string())),
+        _ => Err(NamespaceError::Abnormal(status)),
     }
 }
 
@@ -284,7 +309,7 @@ mod tests {
         // TOOLCHAIN.md: `unshare -Urn` works here; elsewhere the reason must say why.
         match super::user_namespaces() {
             Ok(()) => println!("user namespaces: available"),
-            Err(why) => assert!(!why.is_empty()),
+            Err(why) => assert!(!why.to_string().is_empty()),
         }
     }
 }

@@ -20,9 +20,14 @@ pub fn proxy_url() -> String {
     format!("http://127.0.0.1:{EGRESS_PORT}")
 }
 
+/// Why there are no network namespaces here.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("jp-host has no network namespaces for {}", std::env::consts::OS)]
+pub struct NamespaceError;
+
 /// No network namespaces here.
-pub fn user_namespaces() -> Result<(), String> {
-    Err(format!("jp-host has no network namespaces for {}", std::env::consts::OS))
+pub fn user_namespaces() -> Result<(), NamespaceError> {
+    Err(NamespaceError)
 }
 
 /// Never constructed on this platform.

@@ -329,19 +329,15 @@ impl McpRuntime {
 }
 
 impl jp_core::runtime::ToolRuntime for McpRuntime {
-    fn kind(&self) -> &'static str {
-        "mcp"
-    }
-
     fn execute<'a>(
         &'a self,
         call: jp_core::runtime::ToolCall,
         config: &'a jp_core::runtime::ToolConfig,
-    ) -> jp_core::BoxFuture<'a, Result<ExecutionOutcome, RuntimeError>> {
+    ) -> jp_core::runtime::Execution<'a> {
         Box::pin(async move {
             match &config.source {
                 jp_core::runtime::ToolSource::Mcp { server, tool } => self.call(server, tool, call).await,
-                other => Err(RuntimeError::Config(format!("tool '{}' is not an MCP tool ({other:?})", call.name))),
+                _ => Err(RuntimeError::Misrouted { tool: call.name, runtime: "mcp" }),
             }
         })
     }

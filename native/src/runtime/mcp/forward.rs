@@ -359,23 +359,23 @@ impl Hub {
 
     /// Who can be asked on behalf of server `server`: the session whose call of it is running
     /// (its latest call), or the only session there is; otherwise why nobody.
-    pub(super) fn asker(&self, server: &str) -> Result<Asker, String> {
+    pub(super) fn asker(&self, server: &str) -> Result<Asker, NoAsker> {
         let calls = lock(&self.calls);
         let mut running: Vec<(&u64, &InFlight)> = calls.iter().filter(|(_, c)| c.server == server).collect();
         running.sort_by_key(|(n, _)| **n);
         if let Some((_, last)) = running.last() {
             let one = running.iter().all(|(_, c)| Arc::ptr_eq(&c.caller.session, &last.caller.session));
             if !one {
-                return Err("calls of several agent sessions are running on it, and jp cannot tell whose asks".into());
+                return Err(NoAsker::SeveralCalls);
             }
             return Ok(Asker::Call(last.caller.clone()));
         }
         drop(calls);
         let sessions: Vec<Arc<AgentSession>> = self.sessions().into_iter().filter(|s| s.peer().is_some()).collect();
         match sessions.as_slice() {
-            [] => Err("no agent's MCP client is connected to jp".into()),
+            [] => Err(NoAsker::NoClient),
             [one] => Ok(Asker::Session(one.clone())),
-            _ => Err("several agent sessions are connected and none has a call of it running".into()),
+            _ => Err(NoAsker::SeveralSessions),
         }
     }
 
@@ -441,8 +441,8 @@ impl Asker {
     }
 
     /// A request to the agent's client, tied to the call when there is one.
-    pub(super) async fn request(&self, mut request: ServerRequest) -> Result<ClientResult, String> {
-        let peer = self.peer().ok_or("the agent's client is not connected")?;
+    pub(super) async fn request(&self, mut request: ServerRequest) -> Result<ClientResult, AskFailed> {
+        let peer = self.peer().ok_or(AskFailed::NotConnected)?;
         if let Self::Call(c) = self {
             let extensions = match &mut request {
                 ServerRequest::CreateMessageRequest(r) => Some(&mut r.extensions),
@@ -455,9 +455,35 @@ impl Asker {
         }
         let mut options = PeerRequestOptions::no_options();
         options.timeout = Some(ASK_TIMEOUT);
-        let handle = peer.send_request_with_option(request, options).await.map_err(|e| e.to_string())?;
-        handle.await_response().await.map_err(|e| e.to_string())
+        let handle =
+            peer.send_request_with_option(request, options).await.map_err(|e| AskFailed::Failed(e.to_string()))?;
+        handle.await_response().await.map_err(|e| AskFailed::Failed(e.to_string()))
     }
+}
+
+/// Why no agent session can be asked on a wrapped server's behalf.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NoAsker {
+    /// Calls of the server from more than one session are running.
+    #[error("calls of several agent sessions are running on it, and jp cannot tell whose asks")]
+    SeveralCalls,
+    /// No session is connected.
+    #[error("no agent's MCP client is connected to jp")]
+    NoClient,
+    /// More than one session is connected, and none is calling the server.
+    #[error("several agent sessions are connected and none has a call of it running")]
+    SeveralSessions,
+}
+
+/// Why a request passed on to the agent's client got no answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AskFailed {
+    /// The session's client has gone.
+    #[error("the agent's client is not connected")]
+    NotConnected,
+    /// Sending it or waiting for the answer failed (the transport's words).
+    #[error("{0}")]
+    Failed(String),
 }
 
 #[cfg(test)]

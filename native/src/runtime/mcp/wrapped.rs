@@ -19,7 +19,7 @@ use rmcp::{ClientHandler, ErrorData, RoleClient};
 use serde_json::Value;
 
 use super::ask::Client;
-use super::forward::{Asker, Hub, cut};
+use super::forward::{Asker, Hub, NoAsker, cut};
 use jp_core::display::escape;
 
 /// jp's client of wrapped server `server`: which of its requests reach the agent's client.
@@ -36,32 +36,58 @@ impl Wrapped {
     }
 
     /// Why a request `what` of the server is not passed on, or the asker it goes to.
-    fn route(&self, what: McpForward) -> Result<Asker, String> {
-        let key = format!("[mcp.servers.{}] forward", self.server);
+    fn route(&self, what: McpForward) -> Result<Asker, NotPassedOn> {
+        let server = self.server.clone();
         if !self.config.forwards(what) {
-            return Err(format!(
-                "jp does not pass {} requests of MCP server '{}' on to the agent: add \"{}\" to {key} to allow it",
-                what.as_str(),
-                self.server,
-                what.as_str()
-            ));
+            return Err(NotPassedOn::NotForwarded { what, server });
         }
-        let asker = self.hub.asker(&self.server).map_err(|why| {
-            format!("jp cannot pass this {} request of MCP server '{}' on: {why}", what.as_str(), self.server)
-        })?;
+        let asker = self.hub.asker(&self.server).map_err(|why| NotPassedOn::NoAsker { what, server, why })?;
         let can = match (&asker, what) {
             // A call's client may be asked by request, or by its result (2026-07-28).
             (Asker::Call(c), McpForward::Elicitation) => c.asker.can_ask(),
             _ => asker.session().declared(what),
         };
         if !can {
-            return Err(format!(
-                "the agent's MCP client does not support {} requests (it did not declare them, or it speaks 2026-07-28)",
-                what.as_str()
-            ));
+            return Err(NotPassedOn::Undeclared { what });
         }
         Ok(asker)
     }
+}
+
+/// Why a wrapped server's request (elicitation, sampling, roots) is not passed on to the agent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotPassedOn {
+    /// The server's `forward` list does not name it.
+    #[error(
+        "jp does not pass {} requests of MCP server '{server}' on to the agent: add \"{}\" to [mcp.servers.{server}] forward to allow it",
+        .what.as_str(),
+        .what.as_str()
+    )]
+    NotForwarded {
+        /// The kind of request.
+        what: McpForward,
+        /// The server.
+        server: String,
+    },
+    /// No session can be asked.
+    #[error("jp cannot pass this {} request of MCP server '{server}' on: {why}", .what.as_str())]
+    NoAsker {
+        /// The kind of request.
+        what: McpForward,
+        /// The server.
+        server: String,
+        /// Why nobody.
+        why: NoAsker,
+    },
+    /// The agent's client did not declare it.
+    #[error(
+        "the agent's MCP client does not support {} requests (it did not declare them, or it speaks 2026-07-28)",
+        .what.as_str()
+    )]
+    Undeclared {
+        /// The kind of request.
+        what: McpForward,
+    },
 }
 
 fn declined(reason: String) -> ElicitResult {
@@ -93,7 +119,7 @@ impl ClientHandler for Wrapped {
     ) -> Result<ElicitResult, ErrorData> {
         let asker = match self.route(McpForward::Elicitation) {
             Ok(a) => a,
-            Err(why) => return Ok(declined(why)),
+            Err(why) => return Ok(declined(why.to_string())),
         };
         let ElicitRequestParams::FormElicitationParams { message, requested_schema, .. } = request else {
             return Ok(declined("jp passes on form elicitation only, not URL elicitation".into()));
@@ -118,7 +144,8 @@ impl ClientHandler for Wrapped {
         params: CreateMessageRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        let not_found = |why: String| ErrorData::new(rmcp::model::ErrorCode::METHOD_NOT_FOUND, why, None);
+        let not_found =
+            |why: NotPassedOn| ErrorData::new(rmcp::model::ErrorCode::METHOD_NOT_FOUND, why.to_string(), None);
         let asker = self.route(McpForward::Sampling).map_err(not_found)?;
         match asker.request(ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params))).await {
             Ok(ClientResult::CreateMessageResult(r)) => Ok(*r),

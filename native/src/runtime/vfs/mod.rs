@@ -21,12 +21,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use jp_core::BoxFuture;
 use jp_core::files::ProjectFiles;
 use jp_core::host::{DispatchEvents, HttpClient, Inquirer, ProcessRunner};
 use jp_core::policy::AccessPolicy;
 use jp_core::protocol::{DEFAULT_MAX_LINE, InitParams, InitTool, PROTOCOL_VERSION, ProtocolNotification};
-use jp_core::runtime::{ExecutionOutcome, RuntimeError, ToolCall, ToolConfig, ToolRuntime};
+use jp_core::runtime::{CommandError, Execution, ExecutionOutcome, RuntimeError, ToolCall, ToolConfig, ToolRuntime};
 use jp_core::state::ToolState;
 
 use self::conversation::{Spawned, Step, VfsConversation, stopped};
@@ -78,17 +77,10 @@ impl ProgramLine {
     /// Parse a `command` string (shell words) relative to `base` (the workspace root), finding
     /// the program on `path_var` when it has no `/`.
     pub fn parse(command: &str, base: &Path, path_var: Option<&str>) -> Result<Self, RuntimeError> {
-        let words = shlex::split(command)
-            .ok_or_else(|| RuntimeError::Config(format!("`command` {command:?} has unbalanced quotes")))?;
-        let (first, rest) = words
-            .split_first()
-            .ok_or_else(|| RuntimeError::Config("`command` is empty; name the program to run".into()))?;
-        let program = find_program(first, path_var, base).ok_or_else(|| {
-            RuntimeError::Config(format!(
-                "program {first:?} of `command` was not found (looked on PATH and relative to {})",
-                base.display()
-            ))
-        })?;
+        let words = shlex::split(command).ok_or_else(|| CommandError::UnbalancedQuotes { command: command.into() })?;
+        let (first, rest) = words.split_first().ok_or(CommandError::Empty)?;
+        let program = find_program(first, path_var, base)
+            .ok_or_else(|| CommandError::ProgramNotFound { program: first.clone(), base: base.to_owned() })?;
         let program = std::fs::canonicalize(&program).unwrap_or(program);
         // Arguments naming existing files (`python3 tools/x.py`) become absolute: the tool does
         // not start in the workspace, and the sandbox must let it read them.
@@ -298,15 +290,7 @@ impl VfsRuntime {
 }
 
 impl ToolRuntime for VfsRuntime {
-    fn kind(&self) -> &'static str {
-        "vfs"
-    }
-
-    fn execute<'a>(
-        &'a self,
-        call: ToolCall,
-        config: &'a ToolConfig,
-    ) -> BoxFuture<'a, Result<ExecutionOutcome, RuntimeError>> {
+    fn execute<'a>(&'a self, call: ToolCall, config: &'a ToolConfig) -> Execution<'a> {
         Box::pin(self.run(call, config, None))
     }
 }

@@ -21,27 +21,47 @@ use bindings::exports::jp::tool::content::{
 pub(super) use bindings::exports::jp::tool::content::{CallOutcome, GuestIndices};
 pub(super) use bindings::jp::tool::types::{Action, Context};
 
-/// A component's typed result as the core's [`ToolResult`]; `Err` names the first value that is
-/// not what the interface promises (`meta` or `structured-content` that is not JSON).
-pub(super) fn to_result(result: WitResult) -> Result<ToolResult, String> {
-    let content = result.content.into_iter().enumerate().map(|(i, b)| block(b).map_err(|e| format!("block {i}: {e}")));
+/// The first value of a component's result that is not what the interface promises.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum Unusable {
+    /// A block's `meta` is JSON, but not an object.
+    #[error("block {index}: meta must be a JSON object")]
+    MetaNotObject {
+        /// Which block.
+        index: usize,
+    },
+    /// A block's `meta` is not JSON.
+    #[error("block {index}: meta is not JSON ({why})")]
+    MetaNotJson {
+        /// Which block.
+        index: usize,
+        /// The parser's words.
+        why: String,
+    },
+    /// `structured-content` is not JSON.
+    #[error("structured-content is not JSON ({0}); pass it as serialized JSON")]
+    StructuredNotJson(String),
+}
+
+/// A component's typed result as the core's [`ToolResult`].
+pub(super) fn to_result(result: WitResult) -> Result<ToolResult, Unusable> {
+    let content = result.content.into_iter().enumerate().map(|(index, b)| block(index, b));
     let content = content.collect::<Result<Vec<_>, _>>()?;
     let structured_content = match result.structured_content {
-        Some(text) => Some(
-            serde_json::from_str::<Value>(&text)
-                .map_err(|e| format!("structured-content is not JSON ({e}); pass it as serialized JSON"))?,
-        ),
+        Some(text) => {
+            Some(serde_json::from_str::<Value>(&text).map_err(|e| Unusable::StructuredNotJson(e.to_string()))?)
+        }
         None => None,
     };
     Ok(ToolResult { content, structured_content, is_error: false })
 }
 
-fn block(b: WitBlock) -> Result<ContentBlock, String> {
+fn block(index: usize, b: WitBlock) -> Result<ContentBlock, Unusable> {
     let meta = match b.meta {
         Some(text) => match serde_json::from_str::<Value>(&text) {
             Ok(Value::Object(map)) => Some(map),
-            Ok(_) => return Err("meta must be a JSON object".into()),
-            Err(e) => return Err(format!("meta is not JSON ({e})")),
+            Ok(_) => return Err(Unusable::MetaNotObject { index }),
+            Err(e) => return Err(Unusable::MetaNotJson { index, why: e.to_string() }),
         },
         None => None,
     };

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use jp_core::runtime::RuntimeError;
+use jp_core::runtime::{ComponentError, RuntimeError};
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::{Component, ComponentExportIndex, HasSelf, InstancePre, Linker};
@@ -97,19 +97,30 @@ pub fn cache_dir() -> Option<PathBuf> {
     crate::trust::process_cache_dir().map(|d| d.join("wasm"))
 }
 
+/// Why the WebAssembly engine cannot be built (wasmtime's words).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct EngineError(String);
+
+impl EngineError {
+    fn new(e: impl std::fmt::Display) -> Self {
+        Self(e.to_string())
+    }
+}
+
 impl WasmEngine {
     /// The engine of this process (built on first use).
     pub fn shared() -> Result<Arc<Self>, RuntimeError> {
-        static ENGINE: OnceLock<Result<Arc<WasmEngine>, String>> = OnceLock::new();
+        static ENGINE: OnceLock<Result<Arc<WasmEngine>, EngineError>> = OnceLock::new();
         ENGINE
             .get_or_init(|| Self::new(cache_dir().as_deref()).map(Arc::new))
             .clone()
-            .map_err(|e| RuntimeError::Other(format!("cannot start the WebAssembly engine: {e}")))
+            .map_err(|e| ComponentError::Engine(e.to_string()).into())
     }
 
     /// A new engine; `cache` is where compiled artifacts are kept (none: compile every time).
-    pub fn new(cache: Option<&Path>) -> Result<Self, String> {
-        let engine = Engine::new(&engine_config()).map_err(|e| e.to_string())?;
+    pub fn new(cache: Option<&Path>) -> Result<Self, EngineError> {
+        let engine = Engine::new(&engine_config()).map_err(EngineError::new)?;
         let disk = cache.and_then(|dir| {
             use std::hash::{Hash, Hasher};
             use std::os::unix::fs::DirBuilderExt;
@@ -132,20 +143,20 @@ impl WasmEngine {
             Some((dir.to_path_buf(), format!("{:016x}", h.finish())))
         });
         let mut linker: Linker<CallState> = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| e.to_string())?;
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(EngineError::new)?;
         // Files come from the dispatcher, not from a raw preopen: replace wasi:filesystem.
         linker.allow_shadowing(true);
         wasmtime_wasi::p2::bindings::filesystem::types::add_to_linker::<CallState, GuestFsData>(&mut linker, |s| {
             GuestFsView { fs: &mut s.fs, table: &mut s.table }
         })
-        .map_err(|e| e.to_string())?;
+        .map_err(EngineError::new)?;
         wasmtime_wasi::p2::bindings::filesystem::preopens::add_to_linker::<CallState, GuestFsData>(&mut linker, |s| {
             GuestFsView { fs: &mut s.fs, table: &mut s.table }
         })
-        .map_err(|e| e.to_string())?;
+        .map_err(EngineError::new)?;
         linker.allow_shadowing(false);
         bindings::Imports::add_to_linker::<CallState, HasSelf<HostImports>>(&mut linker, |s| &mut s.host)
-            .map_err(|e| e.to_string())?;
+            .map_err(EngineError::new)?;
         let ticker = engine.weak();
         std::thread::Builder::new()
             .name("jp-wasm-epoch".into())
@@ -156,7 +167,7 @@ impl WasmEngine {
                     std::thread::sleep(Duration::from_millis(10));
                 }
             })
-            .map_err(|e| e.to_string())?;
+            .map_err(EngineError::new)?;
         Ok(Self {
             engine,
             linker,
@@ -189,7 +200,7 @@ impl WasmEngine {
             let _ = std::fs::remove_file(file);
         }
         let component = Component::new(&self.engine, bytes)
-            .map_err(|e| RuntimeError::Other(format!("Failed to compile Wasm component {what}: {e:#}")))?;
+            .map_err(|e| ComponentError::Compile { what: what.to_string(), why: format!("{e:#}") })?;
         if let Some(file) = &file
             && let Ok(artifact) = component.serialize()
         {
@@ -224,14 +235,12 @@ impl WasmEngine {
     /// metadata changed.
     pub(super) fn load_file(&self, path: &Path) -> Result<Arc<Loaded>, RuntimeError> {
         let not_readable = |e: std::io::Error| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                RuntimeError::Config(format!(
-                    "Wasm binary not found: {} (check the tool's `wasm` or `command`, relative to the workspace)",
-                    path.display()
-                ))
+            let path = path.to_owned();
+            RuntimeError::from(if e.kind() == std::io::ErrorKind::NotFound {
+                ComponentError::NotFound { path }
             } else {
-                RuntimeError::Config(format!("cannot read Wasm binary {}: {e}", path.display()))
-            }
+                ComponentError::Unreadable { path, why: e.to_string() }
+            })
         };
         let stamp = FileStamp::of(&std::fs::metadata(path).map_err(not_readable)?);
         let known = self.files.lock().ok().and_then(|f| f.get(path).cloned());
@@ -266,19 +275,18 @@ impl WasmEngine {
         let pre = self
             .linker
             .instantiate_pre(&component)
-            .map_err(|e| RuntimeError::Other(format!("Failed to instantiate Wasm component {what}: {e:#}")))?;
-        let tool = tool_bindings::ToolPre::new(pre.clone()).map_err(|e| {
-            RuntimeError::Other(format!("Wasm component {what} does not export the jp:tool `run` function: {e:#}"))
-        })?;
+            .map_err(|e| ComponentError::Instantiate { what: what.to_string(), why: format!("{e:#}") })?;
+        let tool = tool_bindings::ToolPre::new(pre.clone())
+            .map_err(|e| ComponentError::NoRun { what: what.to_string(), why: format!("{e:#}") })?;
         // Probed like `describe`: present only when the component exports the interface.
         let content = component
             .get_export_index(None, "jp:tool/content@0.1.0")
             .map(|_| super::content::GuestIndices::new(&pre))
             .transpose()
-            .map_err(|e| {
-                RuntimeError::Other(format!(
-                    "Wasm component {what} exports jp:tool/content with the wrong types: {e:#}"
-                ))
+            .map_err(|e| ComponentError::WrongTypes {
+                what: what.to_string(),
+                interface: "jp:tool/content",
+                why: format!("{e:#}"),
             })?;
         let loaded = Arc::new(Loaded { pre, tool, describe, content });
         if let Ok(mut c) = self.components.lock() {

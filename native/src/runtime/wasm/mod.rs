@@ -26,12 +26,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use jp_core::BoxFuture;
 use jp_core::cancel::CancellationToken;
 use jp_core::files::ProjectFiles;
 use jp_core::host::{DispatchEvents, Dispatcher, NoEvents};
 use jp_core::policy::AccessPolicy;
-use jp_core::runtime::{ExecutionOutcome, RuntimeError, ToolCall, ToolConfig, ToolRuntime};
+use jp_core::runtime::{ComponentError, Execution, ExecutionOutcome, RuntimeError, ToolCall, ToolConfig, ToolRuntime};
 use jp_core::state::{AnswerType, Question, ToolError, ToolResult};
 use wasmtime::component::ResourceTable;
 use wasmtime::{Store, StoreLimits, StoreLimitsBuilder, UpdateDeadline};
@@ -213,12 +212,8 @@ impl WasmRuntime {
     }
 
     fn source(&self, call: &ToolCall, config: &ToolConfig) -> Result<ComponentSource, RuntimeError> {
-        let path = component_path(config, &self.services.workspace).ok_or_else(|| {
-            RuntimeError::Config(format!(
-                "tool '{}' has neither `wasm` nor `command`; name its component file",
-                call.name
-            ))
-        })?;
+        let path = component_path(config, &self.services.workspace)
+            .ok_or_else(|| ComponentError::NoFile { tool: call.name.clone() })?;
         Ok(ComponentSource::File(path))
     }
 
@@ -248,8 +243,9 @@ impl WasmRuntime {
         let answers = serde_json::to_string(&call.answers).unwrap_or_default();
         let root = mounts.first().map_or_else(|| "/".to_owned(), |m| m.guest_path.clone());
         let mut store = self.store(&call, mounts, host_dispatcher);
-        let instantiate_failed = |e: wasmtime::Error| {
-            RuntimeError::Other(format!("Failed to instantiate Wasm component for '{}': {e:#}", call.name))
+        let instantiate_failed = |e: wasmtime::Error| ComponentError::Instantiate {
+            what: format!("for '{}'", call.name),
+            why: format!("{e:#}"),
         };
         let answer = if let Some(indices) = &loaded.content {
             let instance = loaded.pre.instantiate_async(&mut store).await.map_err(instantiate_failed)?;
@@ -336,13 +332,17 @@ impl WasmRuntime {
         let (loaded, mounts, d) = self.prepare(&call, &source, Arc::new(AccessPolicy::vfs_default()))?;
         let Some(index) = loaded.describe else { return Ok(None) };
         let mut store = self.store(&call, mounts, d);
-        let instance =
-            loaded.pre.instantiate_async(&mut store).await.map_err(|e| {
-                RuntimeError::Other(format!("Failed to instantiate Wasm component for '{name}': {e:#}"))
+        let instance = loaded
+            .pre
+            .instantiate_async(&mut store)
+            .await
+            .map_err(|e| ComponentError::Instantiate { what: format!("for '{name}'"), why: format!("{e:#}") })?;
+        let func =
+            instance.get_typed_func::<(), (String,)>(&mut store, &index).map_err(|e| ComponentError::WrongTypes {
+                what: format!("'{name}'"),
+                interface: "jp:tool/describe",
+                why: format!("{e:#}"),
             })?;
-        let func = instance
-            .get_typed_func::<(), (String,)>(&mut store, &index)
-            .map_err(|e| RuntimeError::Other(format!("the describe export of '{name}' has the wrong type: {e:#}")))?;
         match func.call_async(&mut store, ()).await {
             Ok((schema,)) => Ok(Some(schema)),
             Err(e) => self.failed(&call, store.data(), e).and_then(|o| match o {
@@ -450,15 +450,7 @@ impl WasmRuntime {
 }
 
 impl ToolRuntime for WasmRuntime {
-    fn kind(&self) -> &'static str {
-        "wasm"
-    }
-
-    fn execute<'a>(
-        &'a self,
-        call: ToolCall,
-        config: &'a ToolConfig,
-    ) -> BoxFuture<'a, Result<ExecutionOutcome, RuntimeError>> {
+    fn execute<'a>(&'a self, call: ToolCall, config: &'a ToolConfig) -> Execution<'a> {
         Box::pin(self.run(call, config, None))
     }
 }

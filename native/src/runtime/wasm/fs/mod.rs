@@ -68,6 +68,16 @@ pub struct GuestFs {
     budget: Arc<Budget>,
 }
 
+/// A file a component wrote that could not be written to the project.
+#[derive(Debug, thiserror::Error)]
+#[error("writing '{path}' failed: {source}")]
+pub struct CommitError {
+    /// The file, as the component saw it.
+    pub path: String,
+    /// Why.
+    pub source: FilesError,
+}
+
 impl GuestFs {
     /// The call's mounts; decisions are reported to `events`; open files may buffer `memory`
     /// bytes in all (the call's memory limit).
@@ -100,7 +110,7 @@ impl GuestFs {
     }
 
     /// Write every changed file (closed or still open). Called when the guest returned normally.
-    pub async fn commit_all(&mut self) -> Result<(), String> {
+    pub async fn commit_all(&mut self) -> Result<(), CommitError> {
         let open: Vec<u32> = self.nodes.keys().copied().collect();
         for rep in open {
             self.retire(rep);
@@ -117,7 +127,7 @@ impl GuestFs {
         }
     }
 
-    async fn commit_pending(&mut self) -> Result<(), String> {
+    async fn commit_pending(&mut self) -> Result<(), CommitError> {
         for (mount, path, buf) in std::mem::take(&mut self.pending) {
             // A closed file nothing else refers to is written from its buffer, not a copy.
             let last = Arc::strong_count(&buf) == 1;
@@ -133,7 +143,7 @@ impl GuestFs {
                 .files()
                 .write(&path, &data)
                 .await
-                .map_err(|e| format!("writing '{}' failed: {e}", path.display()))?;
+                .map_err(|source| CommitError { path: path.display().to_string(), source })?;
         }
         Ok(())
     }
