@@ -541,7 +541,7 @@ impl App {
     }
 
     /// Run one call. Its arguments are checked against the definition first (missing required
-    /// parameters are a [`RuntimeError::Config`]). The call is cancelled at the time limit.
+    /// parameters are a [`RuntimeError::Input`]). The call is cancelled at the time limit.
     pub async fn call(&self, call: ToolCall) -> Result<ExecutionOutcome, RuntimeError> {
         let name = call.name.clone();
         let name = name.as_str();
