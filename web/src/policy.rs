@@ -1,7 +1,7 @@
 //! The policy text a [`JpHost`](crate::JpHost) is given and the edge's ceiling: TOML or JSON
 //! with the `access` and `sandbox` tables of `.jp/config.toml`, parsed into one `AccessPolicy`.
 
-use jp_core::policy::{AccessConfig, AccessPolicy, SandboxConfig};
+use jp_core::policy::{AccessConfig, AccessPolicy, PolicyConfigError, SandboxConfig};
 use serde::Deserialize;
 use wasm_bindgen::prelude::*;
 
@@ -16,32 +16,46 @@ struct PolicyText {
     sandbox: Option<SandboxConfig>,
 }
 
+/// Why a policy text does not give a policy.
+#[derive(Debug, thiserror::Error)]
+enum PolicyTextError {
+    /// Text starting with `{` that is not JSON of the two tables.
+    #[error("the policy is not valid JSON: {0}")]
+    NotJson(serde_json::Error),
+    /// Other text that is not TOML of the two tables.
+    #[error("the policy is not valid TOML: {0}")]
+    NotToml(toml::de::Error),
+    /// The tables do not compile.
+    #[error("the policy is invalid: {0}")]
+    Invalid(PolicyConfigError),
+}
+
 pub(crate) fn parse_policy(text: &str) -> Result<AccessPolicy, JsError> {
     policy_from_text(text).map_err(err)
 }
 
-fn policy_from_text(text: &str) -> Result<AccessPolicy, String> {
+fn policy_from_text(text: &str) -> Result<AccessPolicy, PolicyTextError> {
     Ok(policy_tables(text)?.unwrap_or_else(AccessPolicy::stdio_default))
 }
 
 /// The policy `text` configures, or `None` when it has no `access` or `sandbox` table (empty
 /// text included): the default, or at the edge the operator's policy as it is.
-fn policy_tables(text: &str) -> Result<Option<AccessPolicy>, String> {
+fn policy_tables(text: &str) -> Result<Option<AccessPolicy>, PolicyTextError> {
     let trimmed = text.trim();
     if trimmed.is_empty() {
         return Ok(None);
     }
     let parsed: PolicyText = if trimmed.starts_with('{') {
-        serde_json::from_str(trimmed).map_err(|e| format!("the policy is not valid JSON: {e}"))?
+        serde_json::from_str(trimmed).map_err(PolicyTextError::NotJson)?
     } else {
-        toml::from_str(trimmed).map_err(|e| format!("the policy is not valid TOML: {e}"))?
+        toml::from_str(trimmed).map_err(PolicyTextError::NotToml)?
     };
     if parsed.access.is_none() && parsed.sandbox.is_none() {
         return Ok(None);
     }
     AccessPolicy::from_config(parsed.sandbox.as_ref(), parsed.access.as_ref())
         .map(Some)
-        .map_err(|e| format!("the policy is invalid: {e}"))
+        .map_err(PolicyTextError::Invalid)
 }
 
 /// `policy` bounded by `ceiling` (issue 24: the operator's policy at the edge): a `policy` with

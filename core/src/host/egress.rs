@@ -17,6 +17,26 @@ pub const CONNECT_METHOD: &str = "net.connect";
 /// The trace method of a plain-HTTP request through the proxy (target `METHOD URL`).
 pub const HTTP_METHOD: &str = "net.http";
 
+/// Why a request or connection was refused ([`EgressGate::connect`], [`EgressGate::request`],
+/// and the dispatcher's own decisions). The text is the reason traced and reported.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    /// The policy denies it.
+    #[error("{reason}")]
+    Denied {
+        /// The policy's reason: the rule that denies it, or that none allows it, and the fix.
+        reason: String,
+    },
+    /// The policy asked and the inquirer (the user, or a non-interactive default) said no.
+    #[error("Access denied: {reason}; {why}")]
+    Declined {
+        /// What was asked: why the policy does not cover it.
+        reason: String,
+        /// The inquirer's answer.
+        why: String,
+    },
+}
+
 /// One decision settled: allowed, denied, or asked and answered; then traced.
 pub(super) struct Gate<'a> {
     pub(super) tool: &'a str,
@@ -34,12 +54,12 @@ impl Gate<'_> {
         decision: Decision,
         id: Option<&Id>,
         events: &dyn DispatchEvents,
-    ) -> Result<String, String> {
+    ) -> Result<String, Refused> {
         let kind = decision.kind();
         let rule = decision.reason().to_owned();
         let result = match decision {
             Decision::Allow(_) => Ok(()),
-            Decision::Deny(reason) => Err(reason),
+            Decision::Deny(reason) => Err(Refused::Denied { reason }),
             Decision::Ask(reason) => {
                 if self.approve_all.load(Ordering::SeqCst) {
                     Ok(())
@@ -59,7 +79,7 @@ impl Gate<'_> {
                             self.approve_all.store(true, Ordering::SeqCst);
                             Ok(())
                         }
-                        InquiryAnswer::Deny(why) => Err(format!("Access denied: {reason}; {why}")),
+                        InquiryAnswer::Deny(why) => Err(Refused::Declined { reason, why }),
                     }
                 }
             }
@@ -67,7 +87,7 @@ impl Gate<'_> {
         // The rule that decided (for an allow or an answered inquiry), or why it was refused.
         let reason = match &result {
             Ok(()) => rule.clone(),
-            Err(e) => e.clone(),
+            Err(e) => e.to_string(),
         };
         events.decided(&TraceEvent {
             method: method.into(),
@@ -126,7 +146,7 @@ impl EgressGate {
     }
 
     /// Decide a tunnel to `host:port` (`CONNECT`): `Ok(rule)` or `Err(why)`.
-    pub async fn connect(&self, host: &str, port: u16) -> Result<String, String> {
+    pub async fn connect(&self, host: &str, port: u16) -> Result<String, Refused> {
         let target = if host.contains(':') && !host.starts_with('[') {
             format!("[{host}]:{port}")
         } else {
@@ -137,7 +157,7 @@ impl EgressGate {
     }
 
     /// Decide one plain-HTTP request (absolute URI): `Ok(rule)` or `Err(why)`.
-    pub async fn request(&self, request: &HttpCheck<'_>) -> Result<String, String> {
+    pub async fn request(&self, request: &HttpCheck<'_>) -> Result<String, Refused> {
         let target = format!("{} {}", request.method, request.url);
         let decision = self.policy.check_request(request);
         self.gate().settle(HTTP_METHOD, &target, decision, None, self.events()).await
@@ -192,7 +212,9 @@ mod tests {
         let gate = EgressGate::new("t", p, Arc::new(DenyInquirer), Some(trace.clone()), Arc::default());
         assert!(block(gate.connect("127.0.0.1", 8080)).is_ok());
         let denied = block(gate.connect("127.0.0.2", 8080)).unwrap_err();
-        assert!(denied.contains("127.0.0.2:8080"), "{denied}");
+        let Refused::Denied { reason } = &denied else { panic!("{denied:?}") };
+        assert!(reason.contains("127.0.0.2:8080"), "{denied}");
+        assert_eq!(&denied.to_string(), reason);
         assert!(block(gate.connect("127.0.0.1", 8081)).is_err());
         assert!(block(gate.request(&HttpCheck::new("GET", "http://127.0.0.1:8080/x"))).is_ok());
         assert!(block(gate.connect("::1", 8080)).is_err());
@@ -219,8 +241,10 @@ mod tests {
             toml::from_str(r#"network = { allow = ["https://a.example"] }"#).unwrap();
         let asks = Arc::new(AccessPolicy::from_config(Some(&cfg), None).unwrap());
         let no = EgressGate::new("t", asks.clone(), Arc::new(DenyInquirer), None, Arc::default());
-        let why = block(no.connect("b.example", 443)).unwrap_err();
-        assert!(why.contains("b.example:443") && why.contains("non-interactive"), "{why}");
+        let refused = block(no.connect("b.example", 443)).unwrap_err();
+        let Refused::Declined { reason, why } = &refused else { panic!("{refused:?}") };
+        assert!(reason.contains("b.example:443") && why.contains("non-interactive"), "{refused}");
+        assert_eq!(refused.to_string(), format!("Access denied: {reason}; {why}"));
         let yes = EgressGate::new("t", asks, Arc::new(Yes), None, Arc::default());
         assert!(block(yes.connect("b.example", 443)).is_ok());
         // With `access`, unlisted is denied without asking.

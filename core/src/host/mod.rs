@@ -17,7 +17,7 @@ pub mod testing;
 
 pub use backends::*;
 use egress::Gate;
-pub use egress::{CONNECT_METHOD, EgressGate, HTTP_METHOD};
+pub use egress::{CONNECT_METHOD, EgressGate, HTTP_METHOD, Refused};
 pub use error::{BackendError, HostError};
 
 use std::collections::BTreeMap;
@@ -287,7 +287,10 @@ impl Dispatcher {
         events: &dyn DispatchEvents,
     ) -> Result<(), HostError> {
         let gate = Gate { tool: &self.tool, inquirer: self.inquirer.as_ref(), approve_all: &self.approve_all };
-        gate.settle(method, target, decision, Some(id), events).await.map(drop).map_err(HostError::AccessDenied)
+        gate.settle(method, target, decision, Some(id), events)
+            .await
+            .map(drop)
+            .map_err(|e| HostError::AccessDenied(e.to_string()))
     }
 
     fn too_large(&self, what: &str, size: usize) -> HostError {

@@ -24,6 +24,7 @@
 mod ceiling;
 mod commands;
 mod config;
+mod error;
 mod grant;
 mod network;
 mod path;
@@ -37,6 +38,7 @@ pub use config::{
     AccessConfig, CapabilityName, CommandRule, FsRuleConfig, NetworkRulesConfig, SandboxConfig, SandboxFilesystem,
     SandboxNetwork,
 };
+pub use error::{NetRuleError, PolicyConfigError, PolicyProblem, SensitivePathError, UrlError};
 pub use grant::{GrantError, PolicyHints, ProcessGrant, WorkspaceGrant};
 use network::NetRule;
 pub use network::{HeaderRules, HttpCheck, METHODS, NetRuleConfig, NetRuleTable, canonical_host};
@@ -167,16 +169,6 @@ pub enum Fallback {
     Ask,
 }
 
-/// An error in a policy configuration: the key (relative to the tool table) and what is wrong.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{key}: {message}")]
-pub struct PolicyConfigError {
-    /// The offending key, e.g. `access.filesystem[1].path`.
-    pub key: String,
-    /// What is wrong and how to fix it.
-    pub message: String,
-}
-
 #[derive(Debug, Clone)]
 struct FsRule {
     path: WorkspacePath,
@@ -236,7 +228,7 @@ impl Default for AccessPolicy {
     }
 }
 
-fn sensitive_set(patterns: &[String], home: Option<&WorkspacePath>) -> Result<GlobSet, String> {
+fn sensitive_set(patterns: &[String], home: Option<&WorkspacePath>) -> Result<GlobSet, SensitivePathError> {
     let mut builder = GlobSetBuilder::new();
     for pattern in patterns {
         let expanded = match pattern.strip_prefix("~/") {
@@ -251,11 +243,11 @@ fn sensitive_set(patterns: &[String], home: Option<&WorkspacePath>) -> Result<Gl
             let g = GlobBuilder::new(&glob)
                 .literal_separator(true)
                 .build()
-                .map_err(|e| format!("sensitive path {pattern:?} is not a valid glob ({e})"))?;
+                .map_err(|source| SensitivePathError::Glob { pattern: pattern.clone(), source })?;
             builder.add(g);
         }
     }
-    builder.build().map_err(|e| e.to_string())
+    builder.build().map_err(SensitivePathError::Set)
 }
 
 impl AccessPolicy {
@@ -339,7 +331,7 @@ impl AccessPolicy {
         if sandbox.is_none() && access.is_none() {
             return Ok(Self::vfs_default());
         }
-        let err = |key: String, message: String| PolicyConfigError { key, message };
+        let err = |key: String, problem: PolicyProblem| PolicyConfigError { key, problem };
         let mut p = Self::empty();
         let mut extra_sensitive = Vec::new();
 
@@ -354,7 +346,7 @@ impl AccessPolicy {
                     let caps = if fs.writable { Caps::READ_WRITE } else { Caps::READ };
                     for (i, path) in fs.allow.iter().enumerate() {
                         let key = format!("sandbox.filesystem.allow[{i}]");
-                        let parsed = WorkspacePath::parse(path).map_err(|e| err(key.clone(), e.to_string()))?;
+                        let parsed = WorkspacePath::parse(path).map_err(|e| err(key.clone(), e.into()))?;
                         p.fs_rules.push(FsRule {
                             path: parsed.nfc(),
                             caps,
@@ -367,7 +359,7 @@ impl AccessPolicy {
             p.fs_fallback = Fallback::Ask;
             p.net_fallback = if sb.network.is_some() { Fallback::Ask } else { Fallback::Deny };
             if let Some(net) = &sb.network {
-                p.add_net_rules(&net.allow, true, "sandbox.network.allow").map_err(|(k, e)| err(k, e))?;
+                p.add_net_rules(&net.allow, true, "sandbox.network.allow").map_err(|(k, e)| err(k, e.into()))?;
                 p.net_envs.extend(net.envs.iter().cloned());
             }
             p.commands_fallback = if sb.commands.is_some() { Fallback::Ask } else { Fallback::Deny };
@@ -381,7 +373,7 @@ impl AccessPolicy {
             if let Some(rules) = &ac.filesystem {
                 for (i, rule) in rules.iter().enumerate() {
                     let key = format!("access.filesystem[{i}].path");
-                    let parsed = WorkspacePath::parse(&rule.path).map_err(|e| err(key, e.to_string()))?;
+                    let parsed = WorkspacePath::parse(&rule.path).map_err(|e| err(key, e.into()))?;
                     let caps = rule.allow.iter().fold(Caps::default(), |c, n| c.with(*n));
                     p.fs_rules.push(FsRule {
                         path: parsed.nfc(),
@@ -394,8 +386,8 @@ impl AccessPolicy {
                 p.fs_fallback = Fallback::Ask;
             }
             if let Some(net) = &ac.network {
-                p.add_net_rules(&net.allow, true, "access.network.allow").map_err(|(k, e)| err(k, e))?;
-                p.add_net_rules(&net.deny, false, "access.network.deny").map_err(|(k, e)| err(k, e))?;
+                p.add_net_rules(&net.allow, true, "access.network.allow").map_err(|(k, e)| err(k, e.into()))?;
+                p.add_net_rules(&net.deny, false, "access.network.deny").map_err(|(k, e)| err(k, e.into()))?;
                 p.net_envs.extend(net.envs.iter().cloned());
                 p.net_fallback = Fallback::Deny;
             } else if sandbox.is_none() {
@@ -416,20 +408,18 @@ impl AccessPolicy {
         for (i, (table, pattern)) in extra_sensitive.into_iter().enumerate() {
             let mut all = p.sensitive_patterns.clone();
             all.push(pattern.clone());
-            sensitive_set(&all, None).map_err(|e| err(format!("{table}[{i}]"), e))?;
+            sensitive_set(&all, None).map_err(|e| err(format!("{table}[{i}]"), e.into()))?;
             p.sensitive_patterns = all;
         }
-        p.sensitive = sensitive_set(&p.sensitive_patterns, None).map_err(|e| err("sensitive_paths".into(), e))?;
+        p.sensitive =
+            sensitive_set(&p.sensitive_patterns, None).map_err(|e| err("sensitive_paths".into(), e.into()))?;
         Ok(p)
     }
 
     fn add_commands(&mut self, cmds: &BTreeMap<String, CommandRule>, table: &str) -> Result<(), PolicyConfigError> {
         for (program, rule) in cmds {
             if program.is_empty() {
-                return Err(PolicyConfigError {
-                    key: table.to_string(),
-                    message: "a program name must not be empty".into(),
-                });
+                return Err(PolicyConfigError { key: table.to_string(), problem: PolicyProblem::EmptyProgram });
             }
             if let Some(args) = &rule.args {
                 for (i, pattern) in args.iter().enumerate() {
@@ -438,7 +428,7 @@ impl AccessPolicy {
                     {
                         return Err(PolicyConfigError {
                             key: format!("{table}.{program}.args[{i}]"),
-                            message: "'**' may only be the last element (it matches any remaining arguments)".into(),
+                            problem: PolicyProblem::DoubleStarNotLast,
                         });
                     }
                 }

@@ -28,7 +28,8 @@ use globset::{GlobBuilder, GlobMatcher};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
-use super::{AccessPolicy, Decision, Fallback};
+use super::error::HeaderError;
+use super::{AccessPolicy, Decision, Fallback, NetRuleError, UrlError};
 
 /// The methods a rule may name.
 pub const METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
@@ -140,19 +141,19 @@ pub(super) struct UrlPrefix {
 }
 
 impl UrlPrefix {
-    pub(super) fn parse(text: &str) -> Result<Self, String> {
-        let url = url::Url::parse(text).map_err(|e| format!("{text:?} is not an absolute URL ({e})"))?;
-        Self::from_url(&url).map_err(|e| format!("{text:?}: {e}"))
+    pub(super) fn parse(text: &str) -> Result<Self, NetRuleError> {
+        let url = url::Url::parse(text).map_err(|source| NetRuleError::NotAbsolute { url: text.into(), source })?;
+        Self::from_url(&url).map_err(|source| NetRuleError::Url { url: text.into(), source })
     }
 
-    pub(super) fn from_url(url: &url::Url) -> Result<Self, String> {
+    pub(super) fn from_url(url: &url::Url) -> Result<Self, UrlError> {
         let scheme = url.scheme().to_owned();
         if scheme != "http" && scheme != "https" {
-            return Err(format!("scheme '{scheme}' is not supported; only http and https URLs are"));
+            return Err(UrlError::Scheme { scheme });
         }
-        let host = canonical_host(url.host_str().ok_or("the URL has no host")?);
+        let host = canonical_host(url.host_str().ok_or(UrlError::NoHost)?);
         if !url.username().is_empty() || url.password().is_some() {
-            return Err("URLs with credentials (user@host) are not allowed; send them in a header".into());
+            return Err(UrlError::Credentials);
         }
         let path = canonical_escapes(url.path())?;
         Ok(Self {
@@ -189,11 +190,9 @@ pub fn canonical_host(host: &str) -> String {
 /// encoded `/` or `\`, an empty segment (`//admin`: nginx merges slashes), a `;` parameter
 /// (`/admin;x`, `/pub/..;/admin`: servlet containers drop or resolve it), a NUL, an encoded
 /// `%` (double encoding), and a segment ending in `.` or a space (Windows servers drop them).
-fn canonical_path(path: &str) -> Result<String, String> {
+fn canonical_path(path: &str) -> Result<String, UrlError> {
     if let Some(what) = ambiguity(path) {
-        return Err(format!(
-            "the path {path:?} has {what}, which servers read differently; send the path in its plain form"
-        ));
+        return Err(UrlError::AmbiguousPath { path: path.into(), what });
     }
     canonical_escapes(path)
 }
@@ -222,7 +221,7 @@ fn ambiguity(path: &str) -> Option<&'static str> {
 }
 
 /// Unreserved escapes decoded, others in upper case; an encoded `/` or `\` refused.
-fn canonical_escapes(path: &str) -> Result<String, String> {
+fn canonical_escapes(path: &str) -> Result<String, UrlError> {
     let bytes = path.as_bytes();
     let mut out = String::with_capacity(path.len());
     let mut i = 0;
@@ -233,10 +232,11 @@ fn canonical_escapes(path: &str) -> Result<String, String> {
         {
             match b {
                 b'/' | b'\\' => {
-                    return Err(format!(
-                        "the path {path:?} has an encoded '{}' (%{hex}), which servers read differently; send the path unencoded",
-                        b as char
-                    ));
+                    return Err(UrlError::EncodedSeparator {
+                        path: path.into(),
+                        separator: b as char,
+                        escape: hex.into(),
+                    });
                 }
                 b if b.is_ascii_alphanumeric() || b"-._~".contains(&b) => out.push(b as char),
                 _ => {
@@ -271,13 +271,10 @@ pub(super) struct NetRule {
 
 impl NetRule {
     /// Compile `config` (at `key`, e.g. `access.network.allow[0]`).
-    pub(super) fn compile(config: &NetRuleConfig, allow: bool, key: String) -> Result<Self, String> {
+    pub(super) fn compile(config: &NetRuleConfig, allow: bool, key: String) -> Result<Self, NetRuleError> {
         let prefix = UrlPrefix::parse(config.url())?;
         if let Some(what) = prefix.ambiguity {
-            return Err(format!(
-                "{:?} has {what} in its path, which servers read differently; write the path in its plain form",
-                config.url()
-            ));
+            return Err(NetRuleError::AmbiguousPrefix { url: config.url().into(), what });
         }
         let mut rule = NetRule {
             prefix,
@@ -293,13 +290,13 @@ impl NetRule {
         let NetRuleConfig::Rule(table) = config else { return Ok(rule) };
         if let Some(methods) = &table.methods {
             if methods.is_empty() {
-                return Err("`methods` is empty: list the methods it covers, or leave it out for all".into());
+                return Err(NetRuleError::NoMethods);
             }
             let mut upper = Vec::new();
             for m in methods {
                 let u = m.to_ascii_uppercase();
                 if !METHODS.contains(&u.as_str()) {
-                    return Err(format!("method {m:?} is not one of {}", METHODS.join(", ")));
+                    return Err(NetRuleError::Method { method: m.clone() });
                 }
                 upper.push(u);
             }
@@ -307,29 +304,26 @@ impl NetRule {
         }
         if let Some(paths) = &table.paths {
             if paths.is_empty() {
-                return Err("`paths` is empty: list path patterns, or leave it out for every path".into());
+                return Err(NetRuleError::NoPaths);
             }
             let mut matchers = Vec::new();
             for p in paths {
                 if !p.starts_with('/') {
-                    return Err(format!("path pattern {p:?} must be absolute, e.g. \"/repos/*/issues/**\""));
+                    return Err(NetRuleError::RelativePattern { pattern: p.clone() });
                 }
-                let canonical = canonical_path(p)?;
+                let canonical = canonical_path(p).map_err(NetRuleError::PatternPath)?;
                 let glob = GlobBuilder::new(canonical.trim_end_matches('/'))
                     .literal_separator(true)
                     .backslash_escape(false)
                     .build()
-                    .map_err(|e| format!("path pattern {p:?} is not a valid pattern ({e})"))?;
+                    .map_err(|source| NetRuleError::BadPattern { pattern: p.clone(), source })?;
                 matchers.push(glob.compile_matcher());
             }
             rule.paths = Some(matchers);
         }
         if let Some(headers) = &table.headers {
             if !allow {
-                return Err(
-                    "`headers` conditions belong on allow rules; a deny rule covers a request whatever its headers"
-                        .into(),
-                );
+                return Err(NetRuleError::HeadersOnDeny);
             }
             rule.require = headers.require.iter().map(|(n, v)| (n.to_ascii_lowercase(), v.clone())).collect();
             rule.forbid = headers.forbid.iter().map(|n| n.to_ascii_lowercase()).collect();
@@ -375,7 +369,7 @@ impl NetRule {
     }
 
     /// The header conditions' verdict on `headers` (an allow rule), `Err` naming the failure.
-    fn headers_ok(&self, headers: &[(String, String)]) -> Result<(), String> {
+    fn headers_ok(&self, headers: &[(String, String)]) -> Result<(), HeaderError> {
         // Names compared case-insensitively and with `_` as `-` (CGI-style servers read them as
         // one); every occurrence of a required header must have the value.
         let same = |a: &str, b: &str| {
@@ -393,15 +387,15 @@ impl NetRule {
             for v in values(name) {
                 any = true;
                 if v != want {
-                    return Err(format!("header {name} is {v:?}; the rule requires {want:?}"));
+                    return Err(HeaderError::WrongValue { name: name.clone(), value: v.into(), want: want.clone() });
                 }
             }
             if !any {
-                return Err(format!("the rule requires header {name}: {want}; add it"));
+                return Err(HeaderError::Missing { name: name.clone(), want: want.clone() });
             }
         }
         if let Some(name) = self.forbid.iter().find(|n| !values(n).is_empty()) {
-            return Err(format!("the rule forbids header {name}; remove it"));
+            return Err(HeaderError::Forbidden { name: name.clone() });
         }
         Ok(())
     }
@@ -433,7 +427,7 @@ impl AccessPolicy {
         list: &[NetRuleConfig],
         allow: bool,
         key: &str,
-    ) -> Result<(), (String, String)> {
+    ) -> Result<(), (String, NetRuleError)> {
         for (i, config) in list.iter().enumerate() {
             let key = format!("{key}[{i}]");
             let rule = NetRule::compile(config, allow, key.clone()).map_err(|e| (key, e))?;

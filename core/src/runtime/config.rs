@@ -52,9 +52,17 @@ pub enum ToolSource {
     },
 }
 
+/// A tool's `source` that is not `local`, `builtin` or `mcp.<server>.<tool>`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown source {text:?}: use \"local\", \"builtin\" or \"mcp.<server>.<tool>\"")]
+pub struct UnknownSource {
+    /// The source as written.
+    pub text: String,
+}
+
 impl ToolSource {
     /// Parse `local`, `builtin` or `mcp.<server>.<tool>`.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, UnknownSource> {
         match text {
             "local" => Ok(Self::Local),
             "builtin" => Ok(Self::Builtin),
@@ -62,7 +70,7 @@ impl ToolSource {
                 Some((server, tool)) if !server.is_empty() && !tool.is_empty() => {
                     Ok(Self::Mcp { server: server.into(), tool: tool.into() })
                 }
-                _ => Err(format!("unknown source {other:?}: use \"local\", \"builtin\" or \"mcp.<server>.<tool>\"")),
+                _ => Err(UnknownSource { text: other.into() }),
             },
         }
     }
@@ -381,7 +389,7 @@ impl Config {
                     return Err(err(key("url"), "give `command` or `url`, not both".into()));
                 }
                 (None, Some(url)) => {
-                    let policy = server.policy().map_err(|e| err(key(&e.key), e.message))?;
+                    let policy = server.policy().map_err(|e| err(key(&e.key), e.problem.to_string()))?;
                     if !policy.check_request(&crate::policy::HttpCheck::new("POST", url)).is_allow() {
                         return Err(err(
                             key("url"),
@@ -396,7 +404,7 @@ impl Config {
             if name.contains('.') || name.is_empty() {
                 return Err(err(format!("mcp.servers.{name}"), "a server name cannot be empty or contain '.'".into()));
             }
-            server.policy().map_err(|e| err(key(&e.key), e.message))?;
+            server.policy().map_err(|e| err(key(&e.key), e.problem.to_string()))?;
             if let Some(McpToolsImport::All(s)) = &server.tools
                 && s != "*"
             {
@@ -480,7 +488,7 @@ fn validate_tool(name: &str, tool: &ToolConfig) -> Result<(), (String, String)> 
     if tool.command.as_deref().is_some_and(|c| c.trim().is_empty()) {
         return Err((key("command"), "`command` is empty; name the program to run".into()));
     }
-    tool.policy(AccessPolicy::vfs_default()).map_err(|e| (key(&e.key), e.message))?;
+    tool.policy(AccessPolicy::vfs_default()).map_err(|e| (key(&e.key), e.problem.to_string()))?;
     if let Some(params) = &tool.parameters {
         for (pname, p) in params {
             if let Some(k) = p.unknown_keys().first() {
@@ -504,4 +512,20 @@ fn validate_tool(name: &str, tool: &ToolConfig) -> Result<(), (String, String)> 
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_source_is_its_own_error_with_the_same_words() {
+        assert_eq!(ToolSource::parse("mcp.gh.x"), Ok(ToolSource::Mcp { server: "gh".into(), tool: "x".into() }));
+        let e = ToolSource::parse("mcp..x").unwrap_err();
+        assert_eq!(e, UnknownSource { text: "mcp..x".into() });
+        let text = r#"unknown source "mcp..x": use "local", "builtin" or "mcp.<server>.<tool>""#;
+        assert_eq!(e.to_string(), text);
+        let e = Config::from_toml("[conversation.tools.t]\nsource = \"mcp..x\"", ".jp/config.toml").unwrap_err();
+        assert_eq!((e.key.as_str(), e.message.as_str()), ("conversation.tools.t.source", text));
+    }
 }

@@ -8,7 +8,7 @@
 //! line breaks are shown escaped, so a hostile value cannot draw lines of its own.
 
 use super::{Config, McpForward, McpToolsImport, RunMode, ToolConfig, ToolSource, default_policy, resolve_runtime};
-use crate::policy::AccessPolicy;
+use crate::policy::{AccessPolicy, PolicyConfigError};
 
 /// One table of the configuration and what it grants: a headline and its details.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,7 +35,7 @@ pub fn grants(config: &Config) -> Vec<Grant> {
             (None, None) => format!("MCP server {}", quote(name)),
         };
         let mut details = Vec::new();
-        details.push(policy_line(server.policy().map_err(|e| e.to_string())));
+        details.push(policy_line(server.policy()));
         if !server.exec.is_empty() {
             details.push(format!("may also execute: {}", list(&server.exec)));
         }
@@ -99,7 +99,7 @@ fn tool_grant(name: &str, tool: &ToolConfig) -> Grant {
     if !matches!(tool.source, ToolSource::Mcp { .. }) {
         // An MCP tool runs under its server's policy (listed with the server).
         let builtin_writes = false;
-        let policy = tool.policy(default_policy(name, tool, builtin_writes)).map_err(|e| e.to_string());
+        let policy = tool.policy(default_policy(name, tool, builtin_writes));
         let configured = tool.sandbox.is_some() || tool.access.is_some();
         if configured || tool.source == ToolSource::Local {
             details.push(policy_line(policy));
@@ -116,7 +116,7 @@ fn tool_grant(name: &str, tool: &ToolConfig) -> Grant {
     Grant { headline: format!("tool {} {runs}", quote(name)), details }
 }
 
-fn policy_line(policy: Result<AccessPolicy, String>) -> String {
+fn policy_line(policy: Result<AccessPolicy, PolicyConfigError>) -> String {
     match policy {
         Ok(p) => {
             let env: Vec<String> = p.resolvable_env().map(str::to_owned).collect();
@@ -125,7 +125,7 @@ fn policy_line(policy: Result<AccessPolicy, String>) -> String {
             // that it cannot draw on the terminal.
             format!("{}{env}", crate::display::escape(&p.summary()))
         }
-        Err(e) => format!("policy: invalid ({})", quote(&e)),
+        Err(e) => format!("policy: invalid ({})", quote(&e.to_string())),
     }
 }
 

@@ -23,7 +23,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use jp_core::host::EgressGate;
+use jp_core::host::{EgressGate, Refused};
 use jp_core::policy::HttpCheck;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -233,7 +233,7 @@ async fn serve_one(client: &mut TcpStream, gate: &EgressGate, limits: &EgressLim
 }
 
 /// A refusal of the policy (or the user), with its reason.
-fn denied(why: String) -> Refusal {
+fn denied(why: Refused) -> Refusal {
     Refusal(403, "Forbidden", format!("{why}\n"))
 }
 
