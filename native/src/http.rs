@@ -28,7 +28,7 @@ pub const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct ReqwestHttpClient {
     /// Built on first use: loading the system's root certificates takes milliseconds, which a
     /// call that never touches the network should not pay.
-    client: std::sync::OnceLock<Result<reqwest::Client, String>>,
+    client: std::sync::OnceLock<Result<reqwest::Client, BackendError>>,
     timeout: Duration,
 }
 
@@ -47,10 +47,10 @@ impl ReqwestHttpClient {
                     .timeout(self.timeout)
                     .user_agent(concat!("jp-host/", env!("CARGO_PKG_VERSION")))
                     .build()
-                    .map_err(|e| e.to_string())
+                    .map_err(|e| BackendError::Failed(format!("cannot build the HTTP client: {e}")))
             })
             .as_ref()
-            .map_err(|e| BackendError::Failed(format!("cannot build the HTTP client: {e}")))
+            .map_err(Clone::clone)
     }
 }
 
