@@ -11,8 +11,9 @@ use super::network::METHODS;
 pub struct PolicyConfigError {
     /// The offending key, e.g. `access.filesystem[1].path`.
     pub key: String,
-    /// What is wrong and how to fix it.
-    pub problem: PolicyProblem,
+    /// What is wrong and how to fix it (boxed: a glob or URL parser's error is large, and this
+    /// travels inside every `RuntimeError`).
+    pub problem: Box<PolicyProblem>,
 }
 
 /// What is wrong at a [`PolicyConfigError`]'s key.
@@ -263,14 +264,14 @@ mod tests {
         let cfg: AccessConfig =
             toml::from_str(r#"network = { deny = [{ url = "https://x", methods = [] }] }"#).unwrap();
         let e = AccessPolicy::from_config(None, Some(&cfg)).unwrap_err();
-        assert_eq!(e.problem, PolicyProblem::NetRule(NetRuleError::NoMethods));
+        assert_eq!(*e.problem, PolicyProblem::NetRule(NetRuleError::NoMethods));
         assert_eq!(
             e.to_string(),
             "access.network.deny[0]: `methods` is empty: list the methods it covers, or leave it out for all"
         );
         let cfg: AccessConfig = toml::from_str(r#"sensitive_paths = ["a[b"]"#).unwrap();
         let e = AccessPolicy::from_config(None, Some(&cfg)).unwrap_err();
-        let PolicyProblem::SensitivePath(SensitivePathError::Glob { pattern, source }) = &e.problem else {
+        let PolicyProblem::SensitivePath(SensitivePathError::Glob { pattern, source }) = &*e.problem else {
             panic!("{e:?}")
         };
         assert_eq!(pattern, "a[b");
@@ -280,7 +281,7 @@ mod tests {
         );
         let cfg: AccessConfig = toml::from_str(r#"commands."" = {}"#).unwrap();
         let e = AccessPolicy::from_config(None, Some(&cfg)).unwrap_err();
-        assert_eq!(e.problem, PolicyProblem::EmptyProgram);
+        assert_eq!(*e.problem, PolicyProblem::EmptyProgram);
         assert_eq!(e.to_string(), "access.commands: a program name must not be empty");
     }
 

@@ -331,7 +331,7 @@ impl AccessPolicy {
         if sandbox.is_none() && access.is_none() {
             return Ok(Self::vfs_default());
         }
-        let err = |key: String, problem: PolicyProblem| PolicyConfigError { key, problem };
+        let err = |key: String, problem: PolicyProblem| PolicyConfigError { key, problem: Box::new(problem) };
         let mut p = Self::empty();
         let mut extra_sensitive = Vec::new();
 
@@ -419,7 +419,10 @@ impl AccessPolicy {
     fn add_commands(&mut self, cmds: &BTreeMap<String, CommandRule>, table: &str) -> Result<(), PolicyConfigError> {
         for (program, rule) in cmds {
             if program.is_empty() {
-                return Err(PolicyConfigError { key: table.to_string(), problem: PolicyProblem::EmptyProgram });
+                return Err(PolicyConfigError {
+                    key: table.to_string(),
+                    problem: Box::new(PolicyProblem::EmptyProgram),
+                });
             }
             if let Some(args) = &rule.args {
                 for (i, pattern) in args.iter().enumerate() {
@@ -428,7 +431,7 @@ impl AccessPolicy {
                     {
                         return Err(PolicyConfigError {
                             key: format!("{table}.{program}.args[{i}]"),
-                            problem: PolicyProblem::DoubleStarNotLast,
+                            problem: Box::new(PolicyProblem::DoubleStarNotLast),
                         });
                     }
                 }

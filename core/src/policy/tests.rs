@@ -92,13 +92,13 @@ fn config_errors_name_the_key() {
         toml::from_str(r#"filesystem = [{ path = "ok" }, { path = "../up", allow = ["read"] }]"#).unwrap();
     let e = AccessPolicy::from_config(None, Some(&cfg)).unwrap_err();
     assert_eq!(e.key, "access.filesystem[1].path");
-    assert!(matches!(e.problem, PolicyProblem::Path(PathError::Escapes(_))), "{e}");
+    assert!(matches!(*e.problem, PolicyProblem::Path(PathError::Escapes(_))), "{e}");
     assert!(e.problem.to_string().contains("escapes"));
     let cfg: SandboxConfig = toml::from_str(r#"network = { allow = ["ftp://x"] }"#).unwrap();
     let e = AccessPolicy::from_config(Some(&cfg), None).unwrap_err();
     assert_eq!(e.key, "sandbox.network.allow[0]");
     assert!(
-        matches!(&e.problem, PolicyProblem::NetRule(NetRuleError::Url { source: UrlError::Scheme { scheme }, .. }) if scheme == "ftp"),
+        matches!(&*e.problem, PolicyProblem::NetRule(NetRuleError::Url { source: UrlError::Scheme { scheme }, .. }) if scheme == "ftp"),
         "{e}"
     );
     assert_eq!(
@@ -108,7 +108,7 @@ fn config_errors_name_the_key() {
     let cfg: SandboxConfig = toml::from_str(r#"commands.git = { args = [["**", "x"]] }"#).unwrap();
     let e = AccessPolicy::from_config(Some(&cfg), None).unwrap_err();
     assert_eq!(e.key, "sandbox.commands.git.args[0]");
-    assert_eq!(e.problem, PolicyProblem::DoubleStarNotLast);
+    assert_eq!(*e.problem, PolicyProblem::DoubleStarNotLast);
     let e = toml::from_str::<AccessConfig>(r#"filesystem = [{ path = ".", allow = ["wirte"] }]"#).unwrap_err();
     assert!(e.to_string().contains("wirte"));
 }
