@@ -99,24 +99,22 @@ pub struct ModelReply {
 
 /// A model: one request with the conversation and the tools, one answer.
 pub trait Model: MaybeSend + MaybeSync {
-    /// Ask the model.
-    fn complete<'a>(
-        &'a self,
-        messages: &'a [Message],
-        tools: &'a [ModelTool],
-    ) -> BoxFuture<'a, Result<ModelReply, ProviderError>>;
-
-    /// Ask the model, giving `on_text` the reply's text as it is written (a streamed answer);
-    /// the reply is the same as [`complete`](Self::complete)'s. By default nothing is given
-    /// before the whole reply.
+    /// Ask the model, giving `on_text` the reply's text as it is written when it streams its
+    /// answer (a model that does not gives nothing before the whole reply).
     fn complete_streaming<'a>(
         &'a self,
         messages: &'a [Message],
         tools: &'a [ModelTool],
         on_text: crate::maybe::OnText<'a>,
+    ) -> BoxFuture<'a, Result<ModelReply, ProviderError>>;
+
+    /// Ask the model for the whole reply.
+    fn complete<'a>(
+        &'a self,
+        messages: &'a [Message],
+        tools: &'a [ModelTool],
     ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
-        let _ = on_text;
-        self.complete(messages, tools)
+        self.complete_streaming(messages, tools, &|_: &str| {})
     }
 }
 
@@ -135,14 +133,6 @@ pub(crate) trait Endpoint: MaybeSend + MaybeSync {
 }
 
 impl<E: Endpoint> Model for E {
-    fn complete<'a>(
-        &'a self,
-        messages: &'a [Message],
-        tools: &'a [ModelTool],
-    ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
-        self.complete_streaming(messages, tools, &|_: &str| {})
-    }
-
     fn complete_streaming<'a>(
         &'a self,
         messages: &'a [Message],

@@ -90,10 +90,12 @@ impl Scripted {
 }
 
 impl Model for Scripted {
-    fn complete<'a>(
+    /// A recording is not streamed: the whole reply at once.
+    fn complete_streaming<'a>(
         &'a self,
         _messages: &'a [Message],
         _tools: &'a [ModelTool],
+        _on_text: crate::maybe::OnText<'a>,
     ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
         Box::pin(async move {
             let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);

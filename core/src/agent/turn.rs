@@ -240,10 +240,11 @@ mod tests {
     }
 
     impl Model for Scripted {
-        fn complete<'a>(
+        fn complete_streaming<'a>(
             &'a self,
             m: &'a [Message],
             _: &'a [ModelTool],
+            _: crate::maybe::OnText<'a>,
         ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
             self.seen.lock().unwrap().push(m.to_vec());
             let next = self.replies.lock().unwrap().pop().unwrap_or_else(|| Ok(ModelReply::default()));

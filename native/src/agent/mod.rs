@@ -233,14 +233,6 @@ struct Cancellable<'a> {
 }
 
 impl Model for Cancellable<'_> {
-    fn complete<'a>(
-        &'a self,
-        messages: &'a [Message],
-        tools: &'a [ModelTool],
-    ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
-        self.complete_streaming(messages, tools, &|_: &str| {})
-    }
-
     fn complete_streaming<'a>(
         &'a self,
         messages: &'a [Message],
