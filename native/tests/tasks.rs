@@ -20,7 +20,7 @@ use rmcp::{ClientHandler, RoleClient};
 use serde_json::{Value, json};
 
 mod support;
-use support::approve_config;
+use support::run_workspace;
 
 const JP: &str = env!("CARGO_BIN_EXE_jp");
 
@@ -47,22 +47,6 @@ impl ClientHandler for Client {
 }
 
 type Session = RunningService<RoleClient, Client>;
-
-/// A workspace whose `run` may start `sh` and `sleep`, with a sensitive `.env`.
-fn workspace() -> tempfile::TempDir {
-    let ws = tempfile::tempdir().unwrap();
-    std::fs::write(ws.path().join(".env"), "TOKEN=hunter2\n").unwrap();
-    std::fs::create_dir_all(ws.path().join(".jp")).unwrap();
-    let config = r#"[conversation.tools.run]
-source = "builtin"
-[conversation.tools.run.access]
-filesystem = [{ path = ".", allow = ["read", "write"] }]
-commands = { sh = { args = [["**"]] }, sleep = { args = [["**"]] } }
-"#;
-    std::fs::write(ws.path().join(".jp/config.toml"), config).unwrap();
-    approve_config(ws.path());
-    ws
-}
 
 /// `jp mcp` over stdio, on protocol 2026-07-28.
 async fn stdio(ws: &Path, client: Client) -> (Session, tokio::process::Child) {
@@ -170,7 +154,7 @@ fn waits_for(file: &str) -> CallToolRequestParams {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_call_that_runs_long_becomes_a_task_that_completes_with_its_result() {
-    let ws = workspace();
+    let ws = run_workspace();
     let (client, _child) = stdio(ws.path(), TASKS).await;
     let id = task_of(&client, waits_for("go")).await;
     assert_eq!(id.len(), 32, "128 random bits, hex: {id}");
@@ -188,7 +172,7 @@ async fn a_call_that_runs_long_becomes_a_task_that_completes_with_its_result() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn tasks_cancel_stops_the_tool_and_leaves_no_process() {
-    let ws = workspace();
+    let ws = run_workspace();
     let (client, _child) = stdio(ws.path(), TASKS).await;
     let id = task_of(&client, sh("echo $$ > sleeper.pid; exec sleep 300")).await;
     let pid = pid_in(ws.path(), "sleeper.pid").await;
@@ -203,7 +187,7 @@ async fn tasks_cancel_stops_the_tool_and_leaves_no_process() {
 /// A `fs_read_file` of `.env` (sensitive: the policy asks) as a task, answered with `answer`
 /// through `tasks/update`; the ended task and the question's text.
 async fn read_env_answering(answer: Value) -> (GetTaskResult, String) {
-    let ws = workspace();
+    let ws = run_workspace();
     let (client, _child) = stdio(ws.path(), TASKS).await;
     let id = task_of(&client, params("fs_read_file", json!({"path": ".env"}))).await;
     let t = until(&client, &id, TaskStatus::InputRequired).await;
@@ -241,7 +225,7 @@ async fn a_malformed_answer_to_an_input_request_denies() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_client_that_did_not_declare_tasks_gets_its_result_and_no_task_methods() {
-    let ws = workspace();
+    let ws = run_workspace();
     let (client, _child) = stdio(ws.path(), Client { tasks: false, elicitation: true }).await;
     // Longer than jp waits before it makes a task for a client that declared them.
     let r = client.call_tool_once(sh("sleep 2; echo done")).await.expect("tools/call");
@@ -256,7 +240,7 @@ async fn a_client_that_did_not_declare_tasks_gets_its_result_and_no_task_methods
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_client_without_elicitation_is_not_sent_input_requests_the_inquiry_is_denied() {
-    let ws = workspace();
+    let ws = run_workspace();
     let (client, _child) = stdio(ws.path(), Client { tasks: true, elicitation: false }).await;
     // Nobody can be asked: denied at once, so the call ends at once, with its own result.
     let r = client.call_tool_once(params("fs_read_file", json!({"path": ".env"}))).await.expect("tools/call");
@@ -267,7 +251,7 @@ async fn a_client_without_elicitation_is_not_sent_input_requests_the_inquiry_is_
 
 #[tokio::test(flavor = "multi_thread")]
 async fn ending_the_session_stops_its_tasks() {
-    let ws = workspace();
+    let ws = run_workspace();
     let (client, mut child) = stdio(ws.path(), TASKS).await;
     let _id = task_of(&client, sh("echo $$ > sleeper.pid; exec sleep 300")).await;
     let pid = pid_in(ws.path(), "sleeper.pid").await;
@@ -282,7 +266,7 @@ async fn a_flood_of_tasks_keeps_only_the_newest() {
     // Each task asks at once (so it is a task), is cancelled and ends; past the bound the
     // oldest ended ones are dropped.
     const MAX_TASKS: usize = 64;
-    let ws = workspace();
+    let ws = run_workspace();
     let (client, _child) = stdio(ws.path(), TASKS).await;
     let mut ids = Vec::new();
     for _ in 0..MAX_TASKS + 3 {
@@ -344,7 +328,7 @@ async fn http_client(url: &str, token: &str, lifecycle: ClientLifecycleMode) -> 
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_task_is_reached_only_from_its_own_session() {
-    let ws = workspace();
+    let ws = run_workspace();
     let token = "tasks-test-token";
     let (_server, url) = http(ws.path(), token);
     let a = http_client(&url, token, ClientLifecycleMode::Initialize).await;
@@ -385,7 +369,7 @@ async fn a_task_is_reached_only_from_its_own_session() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn list_results_carry_caching_hints_on_2026_07_28() {
-    let ws = workspace();
+    let ws = run_workspace();
     let (client, _child) = stdio(ws.path(), TASKS).await;
     let listed = client.list_tools(None).await.expect("tools/list");
     assert_eq!(listed.ttl_ms, Some(60_000));

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod support;
-use support::approve_config;
+use support::{approve_config, run_workspace};
 
 const JP: &str = env!("CARGO_BIN_EXE_jp");
 
@@ -57,20 +57,10 @@ fn run_script(script: &str, ws: &Path, checks: &[&str]) -> String {
     stdout
 }
 
-/// A workspace whose `run` may start `sh` and `sleep`, with a plain file and a sensitive `.env`.
+/// [`run_workspace`] with a plain file.
 fn workspace() -> tempfile::TempDir {
-    let ws = tempfile::tempdir().unwrap();
+    let ws = run_workspace();
     std::fs::write(ws.path().join("notes.txt"), "hello\n").unwrap();
-    std::fs::write(ws.path().join(".env"), "TOKEN=hunter2\n").unwrap();
-    std::fs::create_dir_all(ws.path().join(".jp")).unwrap();
-    let config = r#"[conversation.tools.run]
-source = "builtin"
-[conversation.tools.run.access]
-filesystem = [{ path = ".", allow = ["read", "write"] }]
-commands = { sh = { args = [["**"]] }, sleep = { args = [["**"]] } }
-"#;
-    std::fs::write(ws.path().join(".jp/config.toml"), config).unwrap();
-    approve_config(ws.path());
     ws
 }
 

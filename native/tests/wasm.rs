@@ -45,15 +45,7 @@ fn builtin() -> ToolConfig {
 }
 
 fn call(name: &str, args: Value) -> ToolCall {
-    ToolCall {
-        name: name.into(),
-        id: "c".into(),
-        arguments: args.as_object().cloned().unwrap_or_default(),
-        answers: Default::default(),
-        cancel: CancellationToken::new(),
-        inquirer: None,
-        policy: None,
-    }
+    ToolCall::new(name, "c", args.as_object().cloned().unwrap_or_default())
 }
 
 fn runtime(ws: &Path) -> WasmRuntime {

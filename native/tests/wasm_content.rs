@@ -8,7 +8,6 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use jp_core::cancel::CancellationToken;
 use jp_core::runtime::{Config, ExecutionOutcome, ToolCall, ToolConfig};
 use jp_core::state::{ContentBlock, ToolResult};
 use jp_native::files::FsProjectFiles;
@@ -59,15 +58,7 @@ fn tool_config(ws: &Path, name: &str) -> ToolConfig {
 }
 
 fn call(name: &str, args: Value) -> ToolCall {
-    ToolCall {
-        name: name.into(),
-        id: "c".into(),
-        arguments: args.as_object().cloned().unwrap_or_default(),
-        answers: Default::default(),
-        cancel: CancellationToken::new(),
-        inquirer: None,
-        policy: None,
-    }
+    ToolCall::new(name, "c", args.as_object().cloned().unwrap_or_default())
 }
 
 async fn run(rt: &WasmRuntime, ws: &Path, name: &str, args: Value) -> ExecutionOutcome {

@@ -27,6 +27,24 @@ pub(crate) fn try_approve_config(ws: &Path) -> bool {
     out.status.success()
 }
 
+/// A workspace whose `run` may start `sh` and `sleep`, with a sensitive `.env`; its
+/// configuration approved.
+#[allow(dead_code)]
+pub(crate) fn run_workspace() -> tempfile::TempDir {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join(".env"), "TOKEN=hunter2\n").unwrap();
+    std::fs::create_dir_all(ws.path().join(".jp")).unwrap();
+    let config = r#"[conversation.tools.run]
+source = "builtin"
+[conversation.tools.run.access]
+filesystem = [{ path = ".", allow = ["read", "write"] }]
+commands = { sh = { args = [["**"]] }, sleep = { args = [["**"]] } }
+"#;
+    std::fs::write(ws.path().join(".jp/config.toml"), config).unwrap();
+    approve_config(ws.path());
+    ws
+}
+
 /// The Python SDK version the tests pin.
 #[allow(dead_code)]
 pub(crate) const PYTHON_MCP: &str = "mcp==2.3.0";
