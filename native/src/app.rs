@@ -20,8 +20,8 @@ use std::time::Duration;
 use jp_core::host::{DenyInquirer, DispatchEvents, Inquirer};
 use jp_core::policy::PolicyConfigError;
 use jp_core::runtime::{
-    Config, ConfigError, ExecutionOutcome, McpToolsImport, RuntimeError, ToolCall, ToolConfig, ToolRuntime,
-    ToolRuntimeKind, ToolSource, resolve_runtime,
+    Config, ConfigError, ExecutionOutcome, McpToolsImport, RuntimeChoice, RuntimeError, ToolCall, ToolConfig,
+    ToolRuntime, ToolRuntimeKind, ToolSource, resolve_runtime,
 };
 use jp_core::schema::{ArgumentSchema, SchemaError, ToolDefinition};
 use tokio::sync::Mutex;
@@ -175,6 +175,13 @@ pub enum AppError {
     /// refusal, with what it grants and how to approve it.
     #[error("{0}")]
     Untrusted(String),
+}
+
+/// Print a warning on stderr as one line, every control character escaped: it may carry what an
+/// MCP server sent (its tool names, its errors, its stderr tail), which must not draw on the
+/// terminal.
+pub fn warn(line: std::fmt::Arguments<'_>) {
+    eprintln!("{}", jp_core::display::escape(&line.to_string()));
 }
 
 /// How the host is set up.
@@ -465,21 +472,26 @@ impl App {
                         match mcp_entry(server, &t.name, sc, None, "the configuration", &self.policy_context) {
                             Ok(entry) => match tools.get(&entry.name) {
                                 // Listed again (its tools changed): the same tool, refreshed.
-                                Some(other) if other.config.source != entry.config.source => eprintln!(
+                                Some(other) if other.config.source != entry.config.source => warn(format_args!(
                                     "jp: tool '{}' of MCP server '{server}' is not offered: the name is already {}; give the server a `prefix`",
                                     entry.name,
                                     describe_entry(other)
-                                ),
+                                )),
                                 _ => {
                                     tools.insert(entry.name.clone(), entry);
                                 }
                             },
-                            Err(e) => eprintln!("jp: tool '{}' of MCP server '{server}' is not offered: {e}", t.name),
+                            Err(e) => {
+                                warn(format_args!(
+                                    "jp: tool '{}' of MCP server '{server}' is not offered: {e}",
+                                    t.name
+                                ));
+                            }
                         }
                     }
                     done.insert(server.to_string());
                 }
-                Err(e) => eprintln!("jp: the tools of MCP server '{server}' are not offered: {e}"),
+                Err(e) => warn(format_args!("jp: the tools of MCP server '{server}' are not offered: {e}")),
             }
         }
     }
@@ -507,6 +519,13 @@ impl App {
         entry.builtin
             && entry.config.runtime == Some(ToolRuntimeKind::Vfs)
             && !self.runtimes.builtin(&entry.name).is_some_and(|r| r.fixed_runtime())
+    }
+
+    /// Whether `entry` runs on the stdio runtime: a process that touches files directly, held
+    /// only by the OS sandbox.
+    fn runs_direct(&self, entry: &ToolEntry) -> bool {
+        !entry.builtin
+            && resolve_runtime(&entry.name, &entry.config).choice == RuntimeChoice::Local(ToolRuntimeKind::Stdio)
     }
 
     /// The runtime a tool runs on, for listings (`vfs`, `stdio`, `wasm`, `mcp`, `builtin`).

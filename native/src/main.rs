@@ -202,8 +202,16 @@ impl From<AppError> for Failure {
 
 impl From<RuntimeError> for Failure {
     fn from(e: RuntimeError) -> Self {
+        // Every variant named, so a new one must be placed: 2 for what the caller or the
+        // configuration must fix, 1 for a tool's or the machine's failure.
         let code = match e {
-            RuntimeError::Component(ref c) if c.is_config() => 2,
+            RuntimeError::Component(ref c) => {
+                if c.is_config() {
+                    2
+                } else {
+                    1
+                }
+            }
             RuntimeError::Command(_)
             | RuntimeError::KnowledgeBase(_)
             | RuntimeError::ReadPaths(_)
@@ -214,7 +222,12 @@ impl From<RuntimeError> for Failure {
             | RuntimeError::Schema(_)
             | RuntimeError::Input(_)
             | RuntimeError::UnsupportedRuntime { .. } => 2,
-            _ => 1,
+            RuntimeError::Misrouted { .. }
+            | RuntimeError::Spawn { .. }
+            | RuntimeError::Sandbox(_)
+            | RuntimeError::Protocol { .. }
+            | RuntimeError::Timeout { .. }
+            | RuntimeError::Other(_) => 1,
         };
         Self { code, message: e.to_string() }
     }

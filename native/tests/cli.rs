@@ -82,6 +82,36 @@ fn a_first_party_tool_runs_in_process_or_as_a_vfs_subprocess_with_runtime_vfs() 
 }
 
 #[test]
+fn run_and_learn_are_listed_where_they_run_whatever_runtime_their_table_names() {
+    // Neither can be `jp __tool`: `run` starts its programs from `jp`, `learn` is a component
+    // inside it. The listing must say so, and the call must work.
+    let ws = workspace();
+    write_config(
+        ws.path(),
+        r#"[conversation.tools.run]
+source = "builtin"
+runtime = "vfs"
+[conversation.tools.run.access]
+filesystem = [{ path = ".", allow = ["read"] }]
+commands = { echo = { args = [["**"]] } }
+
+[conversation.tools.learn]
+source = "builtin"
+runtime = "vfs"
+"#,
+    );
+    let list = jp(ws.path(), &["tool", "list", "--json"]);
+    assert_eq!(code(&list), 0, "{}", stderr(&list));
+    let rows: Vec<Value> = serde_json::from_str(&stdout(&list)).unwrap();
+    let runtime = |n: &str| rows.iter().find(|r| r["name"] == n).unwrap()["runtime"].clone();
+    assert_eq!(runtime("run"), "builtin");
+    assert_eq!(runtime("learn"), "wasm");
+    let o = jp(ws.path(), &["tool", "call", "run", "--args", r#"{"program": "echo", "args": ["ran in-process"]}"#]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("ran in-process"), "{}", stdout(&o));
+}
+
+#[test]
 fn schema_of_every_first_party_tool() {
     let ws = workspace();
     for name in FIRST_PARTY {

@@ -646,3 +646,37 @@ for line in sys.stdin:
     // The names are the server's text: they reach the terminal escaped.
     assert!(!err.contains('\u{1b}') && !err.contains('\u{7}'), "{err:?}");
 }
+
+#[test]
+fn a_servers_error_text_reaches_the_terminal_escaped_when_its_tools_are_not_offered() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(ws.path().join(".jp")).unwrap();
+    // Its error message and its stderr carry terminal escapes (OSC title, BEL, CSI).
+    let server = r#"import json, sys
+sys.stderr.write("\u001b]0;owned\u0007\u001b[2J stderr of the server\n"); sys.stderr.flush()
+for line in sys.stdin:
+    m = json.loads(line)
+    rid, method = m.get("id"), m.get("method")
+    if rid is None:
+        continue
+    if method == "initialize":
+        reply = {"result": {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}}, "serverInfo": {"name": "two", "version": "0"}}}
+    elif method == "tools/list":
+        reply = {"error": {"code": -32603, "message": "no\u001b]0;owned\u0007 tools"}}
+    else:
+        reply = {"result": {}}
+    sys.stdout.write(json.dumps(dict(jsonrpc="2.0", id=rid, **reply)) + "\n"); sys.stdout.flush()
+"#;
+    std::fs::write(ws.path().join("two.py"), server).unwrap();
+    std::fs::write(
+        ws.path().join(".jp/config.toml"),
+        "[mcp.servers.two]\ncommand = \"/usr/bin/python3\"\nargs = [\"two.py\"]\ntools = \"*\"\n",
+    )
+    .unwrap();
+    approve_config(ws.path());
+    let (code, _, err) = jp(ws.path(), &["tool", "list"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("the tools of MCP server 'two' are not offered"), "{err}");
+    assert!(err.contains("no\\x1b]0;owned\\x07 tools"), "the server's words, escaped: {err:?}");
+    assert!(!err.contains('\u{1b}') && !err.contains('\u{7}'), "{err:?}");
+}

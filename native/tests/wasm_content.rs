@@ -39,7 +39,10 @@ fn workspace() -> tempfile::TempDir {
         ("chart", r#"{ label = { type = "string", required = false } }"#),
         ("tone", "{}"),
         ("report", r#"{ path = { type = "string" } }"#),
-        ("big", r#"{ bytes = { type = "integer" }, mime = { type = "string", required = false } }"#),
+        (
+            "big",
+            r#"{ bytes = { type = "integer" }, mime = { type = "string", required = false }, structured = { type = "boolean", required = false } }"#,
+        ),
         ("bad_meta", "{}"),
     ] {
         config.push_str(&format!(
@@ -143,6 +146,10 @@ async fn a_result_that_breaks_the_interface_or_the_output_limit_is_refused_and_t
     assert_eq!(under.content[0].summary().unwrap(), "[image/png, 40 KiB]");
     let over = failure(run(&rt, ws.path(), "big", json!({"bytes": 60 << 10})).await);
     assert!(over.contains("over the 65536-byte output limit; ask it for less"), "{over}");
+    // Counted before anything is encoded or parsed: 16 MiB of `[0,0,…]` (8 million JSON values
+    // once parsed) is refused from its length alone.
+    let over = failure(run(&rt, ws.path(), "big", json!({"bytes": 16 << 20, "structured": true})).await);
+    assert!(over.contains("returned at least 16777219 bytes, over the 65536-byte output limit"), "{over}");
 
     // The seed's test tool has no `content` export: its string is text, even when it reads a
     // file that looks like a result object.

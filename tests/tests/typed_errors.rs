@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use jp_core::runtime::{CommandError, ComponentError, KB_PLACE, KnowledgeBaseError, RuntimeError, ToolCall};
+use jp_core::runtime::{CommandError, ComponentError, KbPlace, KnowledgeBaseError, RuntimeError, ToolCall};
 use jp_core::schema::SchemaError;
 use jp_native::app::{App, AppError, AppOptions};
 use serde_json::{Map, Value, json};
@@ -101,7 +101,7 @@ async fn learn_names_what_is_wrong_with_its_knowledge_base_or_the_call() {
     let app = load(ws.path(), "").unwrap();
     let e = call(&app, "learn", json!({})).await;
     assert!(
-        matches!(&e, RuntimeError::KnowledgeBase(KnowledgeBaseError::LeadsOutside { place, .. }) if *place == KB_PLACE),
+        matches!(&e, RuntimeError::KnowledgeBase(KnowledgeBaseError::LeadsOutside { place, .. }) if *place == KbPlace::KnowledgeBase),
         "{e:?}"
     );
     assert!(e.to_string().contains("or set `options.kb` of the learn tool"), "{e}");

@@ -300,11 +300,11 @@ pub enum KnowledgeBaseError {
     #[error(
         "learn: {place} {shown} leads outside the workspace (a symbolic link on that path resolves to {target}); learn reads only files inside the workspace {}: replace the link with the directory itself{}",
         .workspace.display(),
-        kb_hint(.place)
+        .place.hint()
     )]
     LeadsOutside {
-        /// `the knowledge base` or `the topic`.
-        place: &'static str,
+        /// The knowledge base itself, or a topic in it.
+        place: KbPlace,
         /// The path, relative to the workspace.
         shown: String,
         /// Where the link points, in words.
@@ -322,12 +322,32 @@ pub enum KnowledgeBaseError {
     },
 }
 
-/// [`KnowledgeBaseError::LeadsOutside`]'s `place` for the knowledge base itself.
-pub const KB_PLACE: &str = "the knowledge base";
+/// Which path of a knowledge base [`KnowledgeBaseError::LeadsOutside`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KbPlace {
+    /// The knowledge base directory itself (`options.kb`).
+    KnowledgeBase,
+    /// A topic directory in it.
+    Topic,
+}
 
-/// The knowledge base (not a topic) can also be moved with `options.kb`.
-fn kb_hint(place: &str) -> &'static str {
-    if place == KB_PLACE { ", or set `options.kb` of the learn tool to a directory in the workspace" } else { "" }
+impl KbPlace {
+    /// The knowledge base (not a topic) can also be moved with `options.kb`.
+    fn hint(self) -> &'static str {
+        match self {
+            Self::KnowledgeBase => ", or set `options.kb` of the learn tool to a directory in the workspace",
+            Self::Topic => "",
+        }
+    }
+}
+
+impl std::fmt::Display for KbPlace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::KnowledgeBase => "the knowledge base",
+            Self::Topic => "the topic",
+        })
+    }
 }
 
 /// Why a `read_paths` entry (read-only paths a tool or MCP server gets outside the workspace)

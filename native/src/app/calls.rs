@@ -219,7 +219,7 @@ impl App {
         let definition = self.definition(name).await?;
         let input_schema = self.agent_schema(name, false).await?;
         let hints = entry.policy().hints();
-        let direct = self.runtime_label(&entry) == "stdio" || hints.commands;
+        let direct = self.runs_direct(&entry) || hints.commands;
         Ok(AgentTool::new(ToolFacts {
             name,
             summary: definition.summary.as_deref(),

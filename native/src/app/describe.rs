@@ -76,13 +76,12 @@ pub(super) fn describing_config(config: &ToolConfig) -> ToolConfig {
 }
 
 /// The runtimes that describe tools: no files, HTTP, processes or secrets; [`SCHEMA_TIMEOUT`].
+/// All three are made from one set of describing services.
 pub(super) struct Describers {
     vfs: VfsRuntime,
     stdio: StdioRuntime,
     wasm: OnceLock<Result<WasmRuntime, RuntimeError>>,
-    workspace: PathBuf,
-    env: BTreeMap<String, String>,
-    trace: Option<Arc<dyn DispatchEvents>>,
+    services: HostServices,
 }
 
 impl Describers {
@@ -94,34 +93,26 @@ impl Describers {
         trace: Option<Arc<dyn DispatchEvents>>,
     ) -> Self {
         let trace = trace.map(|t| Arc::new(DescribingTrace(t)) as Arc<dyn DispatchEvents>);
+        let services = HostServices::new(Arc::new(DESCRIBING_FILES), workspace)
+            .inquirer(Arc::new(DescribingInquirer))
+            .env(env)
+            .home(home)
+            .trace(trace);
         let options = VfsOptions {
             request_timeout: SCHEMA_TIMEOUT,
             cancel_grace: Duration::from_secs(1),
             ..VfsOptions::default()
         };
-        let mut vfs = VfsRuntime::new(Arc::new(DESCRIBING_FILES), &workspace)
-            .inquirer(Arc::new(DescribingInquirer))
-            .env(env.clone())
-            .home(home)
-            .sandbox(sandbox)
-            .options(options);
-        if let Some(t) = &trace {
-            vfs = vfs.trace(t.clone());
-        }
-        let services = HostServices::new(Arc::new(DESCRIBING_FILES), &workspace).env(env.clone());
-        let stdio = StdioRuntime::with_services(services).sandbox(sandbox).timeout(SCHEMA_TIMEOUT);
-        Self { vfs, stdio, wasm: OnceLock::new(), workspace, env, trace }
+        let vfs = VfsRuntime::with_services(services.clone()).sandbox(sandbox).options(options);
+        let stdio = StdioRuntime::with_services(services.clone()).sandbox(sandbox).timeout(SCHEMA_TIMEOUT);
+        Self { vfs, stdio, wasm: OnceLock::new(), services }
     }
 
     fn wasm(&self) -> Result<&WasmRuntime, RuntimeError> {
         self.wasm
             .get_or_init(|| {
                 let limits = WasmLimits { deadline: SCHEMA_TIMEOUT, ..WasmLimits::default() };
-                let services = HostServices::new(Arc::new(DESCRIBING_FILES), &self.workspace)
-                    .inquirer(Arc::new(DescribingInquirer))
-                    .env(self.env.clone())
-                    .trace(self.trace.clone());
-                Ok(WasmRuntime::with_services(WasmEngine::shared()?, services).limits(limits))
+                Ok(WasmRuntime::with_services(WasmEngine::shared()?, self.services.clone()).limits(limits))
             })
             .as_ref()
             .map_err(Clone::clone)

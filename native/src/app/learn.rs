@@ -14,7 +14,7 @@ use std::sync::Arc;
 use jp_core::files::{FilesError, ProjectFiles};
 use jp_core::policy::WorkspacePath;
 use jp_core::protocol::EntryKind;
-use jp_core::runtime::{KB_PLACE, KnowledgeBaseError, RuntimeError, ToolCall, ToolConfig};
+use jp_core::runtime::{KbPlace, KnowledgeBaseError, RuntimeError, ToolCall, ToolConfig};
 use serde_json::Value;
 
 use super::{DEFAULT_KB, LEARN};
@@ -22,7 +22,7 @@ use crate::files::FsProjectFiles;
 use crate::runtime::wasm::{ComponentSource, LEARN_WASM};
 
 /// Why `shown` (a knowledge-base path) cannot be used: it leads out of the workspace.
-fn leads_outside(workspace: &Path, shown: &str, place: &'static str) -> RuntimeError {
+fn leads_outside(workspace: &Path, shown: &str, place: KbPlace) -> RuntimeError {
     // Only for the message: where the link really points.
     let target = std::fs::canonicalize(workspace.join(shown))
         .map_or_else(|_| "a place outside it".to_owned(), |p| p.display().to_string());
@@ -54,12 +54,12 @@ pub(super) async fn learn_call(
     let kb = match files.resolve_sync(&kb) {
         Ok(resolved) => resolved,
         Err(FilesError::InvalidPath(_)) => {
-            return Err(leads_outside(workspace, &kb_rel, KB_PLACE));
+            return Err(leads_outside(workspace, &kb_rel, KbPlace::KnowledgeBase));
         }
         Err(_) => return Err(missing()),
     };
     let entries = files.list_dir(&kb).await.map_err(|e| match e {
-        FilesError::InvalidPath(_) => leads_outside(workspace, &kb_rel, KB_PLACE),
+        FilesError::InvalidPath(_) => leads_outside(workspace, &kb_rel, KbPlace::KnowledgeBase),
         _ => missing(),
     })?;
     // Entries that lead out of the workspace are not listed by the backend at all.
@@ -80,7 +80,7 @@ pub(super) async fn learn_call(
     let shown = format!("{kb_rel}/{topic}");
     let resolved = match kb.join(&topic).map(|p| files.resolve_sync(&p)) {
         Ok(Ok(resolved)) if topics.contains(&topic) => resolved,
-        Ok(Err(FilesError::InvalidPath(_))) => return Err(leads_outside(workspace, &shown, "the topic")),
+        Ok(Err(FilesError::InvalidPath(_))) => return Err(leads_outside(workspace, &shown, KbPlace::Topic)),
         _ => {
             return Err(RuntimeError::Input(format!(
                 "learn: no topic '{topic}' in {kb_rel}/; topics: {}",

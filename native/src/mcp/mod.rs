@@ -350,7 +350,7 @@ impl ServerHandler for JpMcp {
         for name in names {
             match self.tool(&name).await {
                 Ok(t) => tools.push(t),
-                Err(e) => eprintln!("jp mcp: tool '{name}' is not listed: {e}"),
+                Err(e) => crate::app::warn(format_args!("jp mcp: tool '{name}' is not listed: {e}")),
             }
         }
         let mut r = ListToolsResult::with_all_items(tools);

@@ -55,7 +55,9 @@ pub(crate) async fn list_prompts(app: &Arc<App>) -> ListPromptsResult {
                 p.name = sc.offered_name(server, &p.name);
                 p
             })),
-            Err(e) => eprintln!("jp mcp: the prompts of MCP server '{server}' are not offered: {e}"),
+            Err(e) => {
+                crate::app::warn(format_args!("jp mcp: the prompts of MCP server '{server}' are not offered: {e}"))
+            }
         }
     }
     ListPromptsResult::with_all_items(prompts)
@@ -94,7 +96,9 @@ pub(crate) async fn list_resources(app: &Arc<App>) -> ListResourcesResult {
         }
         match app.mcp().list_resources(server).await {
             Ok(listed) => resources.extend(listed),
-            Err(e) => eprintln!("jp mcp: the resources of MCP server '{server}' are not offered: {e}"),
+            Err(e) => {
+                crate::app::warn(format_args!("jp mcp: the resources of MCP server '{server}' are not offered: {e}"))
+            }
         }
     }
     ListResourcesResult::with_all_items(resources)
@@ -127,7 +131,9 @@ pub(crate) async fn list_resource_templates(app: &Arc<App>) -> ListResourceTempl
         }
         match app.mcp().list_resource_templates(server).await {
             Ok(listed) => templates.extend(listed),
-            Err(e) => eprintln!("jp mcp: the resource templates of MCP server '{server}' are not offered: {e}"),
+            Err(e) => crate::app::warn(format_args!(
+                "jp mcp: the resource templates of MCP server '{server}' are not offered: {e}"
+            )),
         }
     }
     ListResourceTemplatesResult::with_all_items(templates)
@@ -297,7 +303,7 @@ pub(crate) async fn set_level(
         }
         app.mcp().trace(&server, "logging/setLevel", &format!("{level:?}").to_lowercase());
         if let Err(e) = app.mcp().set_level(&server, level).await {
-            eprintln!("jp mcp: {e}");
+            crate::app::warn(format_args!("jp mcp: {e}"));
         }
     }
     Ok(())

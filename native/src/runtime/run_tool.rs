@@ -132,6 +132,12 @@ impl ToolRuntime for RunRuntime {
         true
     }
 
+    /// `run` starts its programs from `jp` itself (through the process runner, each under the OS
+    /// sandbox), whatever `runtime` its table names: `jp __tool` does not serve it.
+    fn fixed_runtime(&self) -> bool {
+        true
+    }
+
     fn spawn<'a>(&'a self, call: ToolCall, config: &'a ToolConfig, wait: Duration) -> BoxFuture<'a, SpawnResult> {
         Box::pin(async move {
             let (state, handle) = spawn(&self.services, &self.runner, &call, config, wait).await?;

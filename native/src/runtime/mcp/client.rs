@@ -130,13 +130,6 @@ impl McpRuntime {
             .egress_observers(services.inquirer.clone(), services.trace.clone())
     }
 
-    /// Report the requests passed on to servers to `trace` (`--trace`).
-    #[must_use]
-    pub fn with_trace(mut self, trace: Option<Arc<dyn DispatchEvents>>) -> Self {
-        self.trace = trace;
-        self
-    }
-
     /// Who answers the inquiries about the servers' connections (default: nobody, denied) and
     /// where their decisions are reported.
     #[must_use]

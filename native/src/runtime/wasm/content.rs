@@ -43,6 +43,29 @@ pub(super) enum Unusable {
     StructuredNotJson(String),
 }
 
+/// The least number of bytes `result` takes as it is sent on: its texts, `meta` and
+/// `structured-content` as written, its bytes in base64. Counted before anything is parsed or
+/// encoded, so a result over the output limit costs nothing more.
+pub(super) fn least_size(result: &WitResult) -> usize {
+    let base64 = |n: usize| n.div_ceil(3) * 4;
+    let block = |b: &WitBlock| {
+        let kind = match &b.kind {
+            BlockKind::Text(t) => t.len(),
+            BlockKind::Image(m) | BlockKind::Audio(m) => base64(m.data.len()) + m.mime_type.len(),
+            BlockKind::Resource(r) => {
+                r.uri.len()
+                    + match &r.contents {
+                        WitContents::Text(t) => t.len(),
+                        WitContents::Blob(bytes) => base64(bytes.len()),
+                    }
+            }
+            BlockKind::ResourceLink(l) => l.uri.len() + l.name.len(),
+        };
+        kind + b.meta.as_ref().map_or(0, String::len)
+    };
+    result.content.iter().map(block).sum::<usize>() + result.structured_content.as_ref().map_or(0, String::len)
+}
+
 /// A component's typed result as the core's [`ToolResult`].
 pub(super) fn to_result(result: WitResult) -> Result<ToolResult, Unusable> {
     let content = result.content.into_iter().enumerate().map(|(index, b)| block(index, b));

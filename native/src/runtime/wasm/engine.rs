@@ -97,30 +97,21 @@ pub fn cache_dir() -> Option<PathBuf> {
     crate::trust::process_cache_dir().map(|d| d.join("wasm"))
 }
 
-/// Why the WebAssembly engine cannot be built (wasmtime's words).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct EngineError(String);
-
-impl EngineError {
-    fn new(e: impl std::fmt::Display) -> Self {
-        Self(e.to_string())
-    }
+/// Why the engine cannot be built, in wasmtime's words.
+fn engine_failed(e: impl std::fmt::Display) -> ComponentError {
+    ComponentError::Engine(e.to_string())
 }
 
 impl WasmEngine {
     /// The engine of this process (built on first use).
     pub fn shared() -> Result<Arc<Self>, RuntimeError> {
-        static ENGINE: OnceLock<Result<Arc<WasmEngine>, EngineError>> = OnceLock::new();
-        ENGINE
-            .get_or_init(|| Self::new(cache_dir().as_deref()).map(Arc::new))
-            .clone()
-            .map_err(|e| ComponentError::Engine(e.to_string()).into())
+        static ENGINE: OnceLock<Result<Arc<WasmEngine>, ComponentError>> = OnceLock::new();
+        ENGINE.get_or_init(|| Self::new(cache_dir().as_deref()).map(Arc::new)).clone().map_err(RuntimeError::from)
     }
 
     /// A new engine; `cache` is where compiled artifacts are kept (none: compile every time).
-    pub fn new(cache: Option<&Path>) -> Result<Self, EngineError> {
-        let engine = Engine::new(&engine_config()).map_err(EngineError::new)?;
+    pub fn new(cache: Option<&Path>) -> Result<Self, ComponentError> {
+        let engine = Engine::new(&engine_config()).map_err(engine_failed)?;
         let disk = cache.and_then(|dir| {
             use std::hash::{Hash, Hasher};
             use std::os::unix::fs::DirBuilderExt;
@@ -143,20 +134,20 @@ impl WasmEngine {
             Some((dir.to_path_buf(), format!("{:016x}", h.finish())))
         });
         let mut linker: Linker<CallState> = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(EngineError::new)?;
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(engine_failed)?;
         // Files come from the dispatcher, not from a raw preopen: replace wasi:filesystem.
         linker.allow_shadowing(true);
         wasmtime_wasi::p2::bindings::filesystem::types::add_to_linker::<CallState, GuestFsData>(&mut linker, |s| {
             GuestFsView { fs: &mut s.fs, table: &mut s.table }
         })
-        .map_err(EngineError::new)?;
+        .map_err(engine_failed)?;
         wasmtime_wasi::p2::bindings::filesystem::preopens::add_to_linker::<CallState, GuestFsData>(&mut linker, |s| {
             GuestFsView { fs: &mut s.fs, table: &mut s.table }
         })
-        .map_err(EngineError::new)?;
+        .map_err(engine_failed)?;
         linker.allow_shadowing(false);
         bindings::Imports::add_to_linker::<CallState, HasSelf<HostImports>>(&mut linker, |s| &mut s.host)
-            .map_err(EngineError::new)?;
+            .map_err(engine_failed)?;
         let ticker = engine.weak();
         std::thread::Builder::new()
             .name("jp-wasm-epoch".into())
@@ -167,7 +158,7 @@ impl WasmEngine {
                     std::thread::sleep(Duration::from_millis(10));
                 }
             })
-            .map_err(EngineError::new)?;
+            .map_err(engine_failed)?;
         Ok(Self {
             engine,
             linker,

@@ -282,19 +282,27 @@ impl WasmRuntime {
                 let size = text.len();
                 (ToolResult::text(text), size)
             }
-            Answer::Blocks(content::CallOutcome::Success(r)) => match content::to_result(r) {
-                // The size of the result as it is sent on (images and audio in base64).
-                Ok(r) => {
-                    let size = serde_json::to_vec(&r).map_or(usize::MAX, |v| v.len());
-                    (r, size)
+            Answer::Blocks(content::CallOutcome::Success(r)) => {
+                // Refused before its JSON is parsed or its bytes encoded: a component could
+                // otherwise make jp build far more than its own memory held.
+                let least = content::least_size(&r);
+                if least > self.limits.output {
+                    return self.over_limit(&call.id, &call.name, &format!("at least {least}"));
                 }
-                Err(e) => {
-                    return ExecutionOutcome::failed(
-                        &call.id,
-                        format!("tool '{}' returned a result jp cannot use: {e}", call.name),
-                    );
+                match content::to_result(r) {
+                    // The size of the result as it is sent on (images and audio in base64).
+                    Ok(r) => {
+                        let size = serde_json::to_vec(&r).map_or(usize::MAX, |v| v.len());
+                        (r, size)
+                    }
+                    Err(e) => {
+                        return ExecutionOutcome::failed(
+                            &call.id,
+                            format!("tool '{}' returned a result jp cannot use: {e}", call.name),
+                        );
+                    }
                 }
-            },
+            }
             Answer::Text(Outcome::Error(e)) => return tool_error(call.id, e.message, e.trace, e.transient),
             Answer::Blocks(content::CallOutcome::Error(e)) => {
                 return tool_error(call.id, e.message, e.trace, e.transient);
@@ -307,15 +315,20 @@ impl WasmRuntime {
             }
         };
         if size > self.limits.output {
-            return ExecutionOutcome::failed(
-                &call.id,
-                format!(
-                    "tool '{}' returned {size} bytes, over the {}-byte output limit; ask it for less",
-                    call.name, self.limits.output
-                ),
-            );
+            return self.over_limit(&call.id, &call.name, &size.to_string());
         }
         ExecutionOutcome::Completed { id: call.id, result: Ok(result) }
+    }
+
+    /// A result of `size` bytes, over the output limit.
+    fn over_limit(&self, id: &str, tool: &str, size: &str) -> ExecutionOutcome {
+        ExecutionOutcome::failed(
+            id,
+            format!(
+                "tool '{tool}' returned {size} bytes, over the {}-byte output limit; ask it for less",
+                self.limits.output
+            ),
+        )
     }
 
     /// The D06 schema of a component that exports `jp:tool/describe`; `Ok(None)` when it does not.

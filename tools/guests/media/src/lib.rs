@@ -115,10 +115,19 @@ fn call(name: &str, args: &Value) -> CallOutcome {
         "big" => {
             let n = args.get("bytes").and_then(Value::as_u64).unwrap_or(1024) as usize;
             let mime = text("mime").unwrap_or("image/png").to_owned();
-            CallOutcome::Success(ToolResult {
-                content: vec![block(BlockKind::Image(Media { data: vec![0u8; n], mime_type: mime }))],
-                structured_content: None,
-            })
+            if args.get("structured").and_then(Value::as_bool) == Some(true) {
+                // `n` bytes of JSON that is many small values: `[0,0,…,0]`.
+                let zeros = "0,".repeat(n / 2);
+                CallOutcome::Success(ToolResult {
+                    content: Vec::new(),
+                    structured_content: Some(format!("[{zeros}0]")),
+                })
+            } else {
+                CallOutcome::Success(ToolResult {
+                    content: vec![block(BlockKind::Image(Media { data: vec![0u8; n], mime_type: mime }))],
+                    structured_content: None,
+                })
+            }
         }
         "bad_meta" => CallOutcome::Success(ToolResult {
             content: vec![ContentBlock {
@@ -173,9 +182,10 @@ impl describe::Guest for Media_ {
             tool("tone", "Play a short tone (WAV).", json!({})),
             tool("report", "Report on a workspace file, with the file embedded and linked.",
                 json!({"path": {"type": "string", "summary": "The file, relative to the workspace."}})),
-            tool("big", "An image of `bytes` bytes of media type `mime`.", json!({
+            tool("big", "An image of `bytes` bytes of media type `mime`, or with `structured` a JSON array of that size as structured content.", json!({
                 "bytes": {"type": "integer", "minimum": 0},
                 "mime": {"type": "string", "required": false},
+                "structured": {"type": "boolean", "required": false},
             })),
             tool("bad_meta", "A block whose meta is not JSON.", json!({})),
         ]})
