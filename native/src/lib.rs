@@ -30,5 +30,6 @@ pub mod mcp;
 pub mod process;
 pub mod runtime;
 pub mod sandbox;
+pub mod signals;
 pub mod terminal;
 pub mod trust;

@@ -179,13 +179,67 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let code = runtime.block_on(run(cli));
+    let code = runtime.block_on(async {
+        // A tool's descendants left behind become jp's, to be killed and reaped here.
+        if let Err(e) = jp_native::sandbox::become_subreaper() {
+            eprintln!("warning: cannot become the subreaper of the tools' processes: {e}");
+        }
+        let reaper = tokio::spawn(reap_on_sigchld());
+        let code = until_signal(run_handling_signals(&cli), run(cli)).await;
+        reaper.abort();
+        code
+    });
     // A read of a blocking stdin (a socket or a terminal: tokio reads those on a blocking
     // thread) never returns while the client keeps it open, and dropping the runtime would wait
     // for it: after a signal, `jp mcp` must end now. Everything of ours has ended by here (the
     // session's handles aborted, its processes killed); what is left is dropped, not awaited.
     runtime.shutdown_timeout(Duration::from_millis(100));
     code
+}
+
+/// Reaps the zombies a tool left behind (see `sandbox::reap_orphans`) each time a child ends.
+async fn reap_on_sigchld() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut sigchld) = signal(SignalKind::child()) else { return };
+    loop {
+        jp_native::sandbox::reap_orphans();
+        if sigchld.recv().await.is_none() {
+            return;
+        }
+    }
+}
+
+/// Whether the command ends its tool calls itself on SIGINT, SIGTERM, SIGHUP and SIGQUIT
+/// (cancelled, then their groups killed after a grace period, and a message or a result).
+fn run_handling_signals(cli: &Cli) -> bool {
+    matches!(cli.command, Command::Tool(ToolSubcommand::Call(_)) | Command::Mcp(_) | Command::Query(_))
+}
+
+/// How long a command that ends its calls itself has, after the first signal, before its work is
+/// dropped (the tools' stdio grace period is 5 s; a second signal ends it at once).
+const SIGNAL_GRACE: Duration = Duration::from_secs(8);
+
+/// `command`, until an ending signal: the listeners are registered first, so no such signal ends
+/// jp by its default action (which would leave the tools' process groups running). On a signal
+/// the command's future is dropped — at once, or for a command that handles signals itself after
+/// [`SIGNAL_GRACE`] or a second signal — and with it every call: process groups killed, scratch
+/// directories removed. The exit code is then 128 + the signal's number.
+async fn until_signal(handles_signals: bool, command: impl std::future::Future<Output = ExitCode>) -> ExitCode {
+    let mut signals = jp_native::signals::EndingSignals::new();
+    let ending = async {
+        let first = signals.recv().await;
+        if handles_signals {
+            tokio::select! {
+                _ = signals.recv() => {}
+                () = tokio::time::sleep(SIGNAL_GRACE) => {}
+            }
+        }
+        first
+    };
+    tokio::select! {
+        code = command => code,
+        signal = ending => ExitCode::from(128 + u8::try_from(signal).unwrap_or(0)),
+    }
 }
 
 /// A failure and its exit code.

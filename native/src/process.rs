@@ -137,7 +137,16 @@ impl TokioProcessRunner {
         // A program named by a path inside the workspace is reached through the workspace grant
         // only: a rule for it would follow a symlink planted there to any file outside.
         let inside = program.starts_with(cwd) || program.starts_with(&workspace);
-        let spec = SandboxSpec::for_process((!inside).then_some(program), &workspace, grant, scratch.path());
+        // What it may not see: the tool's sensitive paths (the built-in set without a gate).
+        let fallback;
+        let policy = match &request.egress {
+            Some(gate) => gate.policy(),
+            None => {
+                fallback = jp_core::policy::AccessPolicy::default();
+                &fallback
+            }
+        };
+        let spec = SandboxSpec::for_process((!inside).then_some(program), &workspace, grant, scratch.path(), policy);
         let prepared = spec.prepare().map_err(|e| BackendError::Unavailable(e.to_string()))?;
         command.envs([("HOME", scratch.path()), ("TMPDIR", scratch.path())]);
         if grant.network {

@@ -279,3 +279,257 @@ fn a_client_that_leaves_without_initializing_ends_the_session_quietly() {
         assert_eq!(stderr, "", "{first:?}");
     }
 }
+
+/// A stdio tool that leaves a process behind: it starts a grandchild (`sleep`) in its group,
+/// writes "its pid, the grandchild's, its TMPDIR" to `pids.txt` and waits. Asked for its schema
+/// (`hang` in the arguments of the config's command), it does the same while describing itself.
+const LINGERING_TOOL: &str = r#"import json, os, subprocess, sys, time
+ctx = sys.stdin.read()
+if '"action":"schema"' in ctx and sys.argv[1:] != ["hang"]:
+    print(json.dumps({"tools": [{"name": "linger", "summary": "Waits.", "parameters": {}}]}))
+    sys.exit(0)
+child = subprocess.Popen(["sleep", "1000"])
+with open("pids.tmp", "w") as f:
+    f.write(f"{os.getpid()} {child.pid} {os.environ['TMPDIR']}")
+os.rename("pids.tmp", "pids.txt")
+time.sleep(1000)
+"#;
+
+/// A workspace with the lingering tool as `linger` (and as `hang`, which lingers describing itself).
+fn lingering_workspace() -> tempfile::TempDir {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(ws.path().join(".jp")).unwrap();
+    std::fs::write(ws.path().join("linger.py"), LINGERING_TOOL).unwrap();
+    std::fs::write(
+        ws.path().join(".jp/config.toml"),
+        "[conversation.tools.linger]\nsource = \"local\"\ncommand = \"/usr/bin/python3 linger.py\"\n\n[conversation.tools.hang]\nsource = \"local\"\ncommand = \"/usr/bin/python3 linger.py hang\"\n",
+    )
+    .unwrap();
+    approve_config(ws.path());
+    ws
+}
+
+/// Waits (with a generous bound) for the tool's `pids.txt`: (tool, grandchild, its TMPDIR).
+fn lingering_pids(ws: &Path, jp: &mut Child) -> (u32, u32, String) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(ws.join("pids.txt")) {
+            let mut parts = text.split(' ');
+            let mut pid = || parts.next().unwrap().parse::<u32>().unwrap();
+            let (tool, grandchild) = (pid(), pid());
+            return (tool, grandchild, text.split(' ').nth(2).unwrap().to_owned());
+        }
+        assert!(jp.try_wait().unwrap().is_none(), "jp ended before its tool started");
+        assert!(Instant::now() < deadline, "the tool never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits for `child` to end (a bound only so that a jp that never ends fails the test).
+fn wait_bounded(child: &mut Child, what: &str) -> std::process::ExitStatus {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{what} did not end");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn signal(pid: u32, signal: i32) {
+    // SAFETY: sends a signal to a process of this test.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::kill(pid as i32, signal);
+    }
+}
+
+/// `jp args…` with a lingering tool running, then `signal`: jp ends by its own exit, and the
+/// tool, its grandchild and its scratch directory are gone.
+fn leaves_nothing_on(args: &[&str], sig: i32) {
+    let ws = lingering_workspace();
+    let mut jp = Command::new(JP)
+        .args(args)
+        .current_dir(ws.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tool, grandchild, scratch) = lingering_pids(ws.path(), &mut jp);
+    assert!(alive(tool) && alive(grandchild) && Path::new(&scratch).is_dir());
+    signal(jp.id(), sig);
+    let status = wait_bounded(&mut jp, "jp");
+    assert!(status.code().is_some(), "jp {args:?} ended by its own exit on signal {sig}, not by it: {status:?}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while (alive(tool) || alive(grandchild)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!alive(tool), "the tool outlived jp {args:?} on signal {sig}");
+    assert!(!alive(grandchild), "the tool's grandchild outlived jp {args:?} on signal {sig}");
+    assert!(!Path::new(&scratch).exists(), "the tool's scratch directory {scratch} was left behind");
+}
+
+#[test]
+fn sigterm_sighup_and_sigquit_end_a_tool_call_with_its_processes() {
+    for sig in [libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+        leaves_nothing_on(&["tool", "call", "linger", "--no-interaction"], sig);
+    }
+}
+
+#[test]
+fn a_signal_while_a_tool_describes_itself_leaves_nothing_either() {
+    // `jp tool schema` does not handle signals itself: its work is dropped at once.
+    for sig in [libc::SIGHUP, libc::SIGTERM] {
+        leaves_nothing_on(&["tool", "schema", "hang"], sig);
+    }
+}
+
+#[test]
+fn sighup_ends_jp_mcp_on_a_pty() {
+    ends_on(libc::SIGHUP, Connected::Pty);
+}
+
+#[test]
+fn sigquit_ends_jp_mcp_on_pipes() {
+    ends_on(libc::SIGQUIT, Connected::Pipes);
+}
+
+#[test]
+fn a_tool_dies_with_a_killed_jp_and_cannot_change_that() {
+    let ws = lingering_workspace();
+    let mut jp = Command::new(JP)
+        .args(["tool", "call", "linger", "--no-interaction"])
+        .current_dir(ws.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (tool, grandchild, _) = lingering_pids(ws.path(), &mut jp);
+    let _ = jp.kill();
+    let _ = jp.wait();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while alive(tool) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!alive(tool), "the tool outlived a SIGKILL of jp (its parent-death signal)");
+    // Its grandchild, which has no parent-death signal of its own, is the known gap
+    // (SECURITY.md): nothing of jp is left to kill it.
+    signal(grandchild, libc::SIGKILL);
+}
+
+/// A stdio tool whose child leaves orphans: one `sleep` and 20 processes that exit at once.
+/// It writes the sleep's pid to `orphan.pid` and answers once `go` exists.
+const ORPHANING_TOOL: &str = r#"import json, os, sys, time
+ctx = sys.stdin.read()
+if '"action":"schema"' in ctx:
+    print(json.dumps({"tools": [{"name": "orphans", "summary": "Leaves orphans.", "parameters": {}}]}))
+    sys.exit(0)
+r, w = os.pipe()
+a = os.fork()
+if a == 0:
+    b = os.fork()
+    if b == 0:
+        os.execv("/usr/bin/sleep", ["sleep", "1000"])
+    for _ in range(20):
+        if os.fork() == 0:
+            os._exit(0)
+    os.write(w, str(b).encode())
+    os._exit(0)
+os.waitpid(a, 0)
+b = int(os.read(r, 64))
+with open("orphan.tmp", "w") as f:
+    f.write(str(b))
+os.rename("orphan.tmp", "orphan.pid")
+while not os.path.exists("go"):
+    time.sleep(0.02)
+print(json.dumps({"type": "success", "content": f"orphan {b}"}))
+"#;
+
+/// (parent pid, state) of `pid`.
+fn parent_and_state(pid: u32) -> Option<(u32, char)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = stat.rsplit_once(") ")?.1;
+    let mut fields = rest.split(' ');
+    let state = fields.next()?.chars().next()?;
+    Some((fields.next()?.parse().ok()?, state))
+}
+
+/// The zombies whose parent is `parent`.
+fn zombies_of(parent: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+        .filter(|pid| parent_and_state(*pid) == Some((parent, 'Z')))
+        .collect()
+}
+
+#[test]
+fn jp_mcp_adopts_and_reaps_what_a_tool_leaves_behind() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(ws.path().join(".jp")).unwrap();
+    std::fs::write(ws.path().join("orphans.py"), ORPHANING_TOOL).unwrap();
+    std::fs::write(
+        ws.path().join(".jp/config.toml"),
+        "[conversation.tools.orphans]\nsource = \"local\"\ncommand = \"/usr/bin/python3 orphans.py\"\n",
+    )
+    .unwrap();
+    approve_config(ws.path());
+    let (mut child, mut reader, mut writer) = start(ws.path(), Connected::Pipes);
+    let jp = child.id();
+    let init = request(
+        &mut *reader,
+        &mut *writer,
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "reaper", "version": "0"}}),
+    );
+    assert!(init["result"]["serverInfo"].is_object(), "{init}");
+    writeln!(writer, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap();
+    let call =
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "orphans", "arguments": {}}});
+    writeln!(writer, "{call}").unwrap();
+    writer.flush().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let orphan = loop {
+        if let Ok(text) = std::fs::read_to_string(ws.path().join("orphan.pid")) {
+            break text.trim().parse::<u32>().unwrap();
+        }
+        assert!(Instant::now() < deadline, "the tool never ran");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // jp is the subreaper: the orphan is its child now, not init's.
+    assert_eq!(parent_and_state(orphan).map(|(p, _)| p), Some(jp), "the orphan was adopted by jp mcp");
+    // The 20 that exited at once are reaped by jp (a bound only so that a leak fails the test).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !zombies_of(jp).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(zombies_of(jp), Vec::<u32>::new(), "zombies left under jp mcp");
+    std::fs::write(ws.path().join("go"), "").unwrap();
+    loop {
+        let mut answer = String::new();
+        assert!(reader.read_line(&mut answer).unwrap() > 0, "jp mcp closed its stdout");
+        let v: Value = serde_json::from_str(&answer).unwrap();
+        if v["id"] == 2 {
+            assert!(v["result"]["isError"] != true, "{v}");
+            break;
+        }
+    }
+    // The call is over: its group killed, the orphan with it, and reaped too.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while (alive(orphan) || !zombies_of(jp).is_empty()) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!alive(orphan), "the orphan outlived its call");
+    assert_eq!(zombies_of(jp), Vec::<u32>::new(), "zombies left under jp mcp after the call");
+    drop(writer);
+    signal(jp, libc::SIGTERM);
+    wait_bounded(&mut child, "jp mcp");
+}

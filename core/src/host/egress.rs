@@ -134,6 +134,12 @@ impl EgressGate {
         &self.tool
     }
 
+    /// The policy that decides (also what a kernel sandbox hides from the process: its
+    /// sensitive paths).
+    pub fn policy(&self) -> &AccessPolicy {
+        &self.policy
+    }
+
     fn gate(&self) -> Gate<'_> {
         Gate { tool: &self.tool, inquirer: self.inquirer.as_ref(), approve_all: &self.approve_all }
     }

@@ -38,7 +38,10 @@ pub(crate) async fn serve(cli: &Cli, args: &McpArgs) -> Result<ExitCode, Failure
                 },
                 None => (generate_token().map_err(|e| Failure { code: 1, message: e.to_string() })?, false),
             };
-            http::serve(app, options, HttpOptions { addr, token, token_given }, shutdown_signal()).await
+            http::serve(app, options, HttpOptions { addr, token, token_given }, async {
+                shutdown_signal().await;
+            })
+            .await
         }
     };
     served.map(|()| ExitCode::SUCCESS).map_err(|e| Failure { code: 1, message: e.to_string() })

@@ -72,10 +72,11 @@ pub(crate) async fn call(app: &Arc<App>, args: &CallArgs, interactive: bool, jso
     }
     let cancel = CancellationToken::new();
     let on_ctrl_c = cancel.clone();
+    // SIGINT, SIGTERM, SIGHUP, SIGQUIT: the call is cancelled (its process group killed).
+    let mut signals = jp_native::signals::EndingSignals::new();
     let ctrl_c = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_ctrl_c.cancel();
-        }
+        signals.recv().await;
+        on_ctrl_c.cancel();
     });
     let mut call = ToolCall::new(args.name.clone(), "call", arguments);
     call.answers = answers;

@@ -536,7 +536,7 @@ pub async fn serve_stdio(app: Arc<App>, options: McpOptions) -> Result<(), Serve
     };
     let ended = tokio::select! {
         r = session => r,
-        () = shutdown_signal() => Ok(()),
+        _ = shutdown_signal() => Ok(()),
     };
     tasks.close().await;
     handles.close().await;
@@ -544,18 +544,4 @@ pub async fn serve_stdio(app: Arc<App>, options: McpOptions) -> Result<(), Serve
     ended
 }
 
-/// Resolves on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-        }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
-}
+pub use crate::signals::shutdown_signal;

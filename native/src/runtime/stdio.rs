@@ -119,6 +119,7 @@ impl StdioRuntime {
                     scratch: scratch.path(),
                     system_config: false,
                     network,
+                    policy: &policy,
                 });
                 if network {
                     env = crate::egress::with_proxy_env(env);

@@ -22,10 +22,16 @@ pub(super) enum Arg {
     AnyBit(u8, u32),
     /// The argument at this index has none of these bits set.
     NoBit(u8, u32),
+    /// The argument at this index, masked with the first value, differs from the second (a
+    /// field of an argument: `socketpair`'s type without its flags, `mknod`'s file type).
+    MaskedNe(u8, u32, u32),
+    /// The argument at this index, masked with the first value, equals the second.
+    MaskedEq(u8, u32, u32),
 }
 
 /// A syscall the filter refuses with `errno`: always (no rules), or when any rule holds (a rule
-/// holds when all of its tests do).
+/// holds when all of its tests do). Two refusals of one syscall with the same errno are merged
+/// (either's rules refuse it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Refusal {
     pub nr: u32,
@@ -87,9 +93,24 @@ fn load(offset: u32) -> sock_filter {
 /// allowed unless a refusal holds.
 pub(super) fn program(mut refusals: Vec<Refusal>) -> Result<Vec<sock_filter>, SandboxError> {
     refusals.sort_by_key(|r| r.nr);
-    if refusals.windows(2).any(|w| w[0].nr == w[1].nr) {
-        return Err(SandboxError("seccomp program: a syscall is listed twice".into()));
+    let mut merged: Vec<Refusal> = Vec::with_capacity(refusals.len());
+    for r in refusals {
+        match merged.last_mut() {
+            Some(last) if last.nr == r.nr => {
+                if last.errno != r.errno {
+                    return Err(SandboxError("seccomp program: a syscall is refused with two errnos".into()));
+                }
+                // No rules means always: then it stays always.
+                if last.rules.is_empty() || r.rules.is_empty() {
+                    last.rules.clear();
+                } else {
+                    last.rules.extend(r.rules);
+                }
+            }
+            _ => merged.push(r),
+        }
     }
+    let refusals = merged;
     let mut out =
         vec![load(ARCH), jump(libc::BPF_JEQ, AUDIT_ARCH, 1, 0)?, ret(libc::SECCOMP_RET_KILL_PROCESS), load(NR)];
     #[cfg(target_arch = "x86_64")]
@@ -138,20 +159,27 @@ fn verdict(r: &Refusal) -> Result<Vec<sock_filter>, SandboxError> {
     }
     let mut out = Vec::new();
     for rule in &r.rules {
-        // Each test is a load and a jump; a test that fails jumps past the rule's `ret`.
-        let mut left = 2 * rule.len() + 1;
+        // Each test is a load, for a masked one an `and`, and a jump; a test that fails jumps
+        // past the rule's `ret`.
+        let size = |t: &Arg| if matches!(t, Arg::MaskedEq(..) | Arg::MaskedNe(..)) { 3 } else { 2 };
+        let mut left: usize = rule.iter().map(size).sum::<usize>() + 1;
         for test in rule {
-            left -= 2;
-            let (index, insn) = match *test {
-                Arg::Eq(i, v) => (i, jump(libc::BPF_JEQ, v, 0, left)?),
-                Arg::Ne(i, v) => (i, jump(libc::BPF_JEQ, v, left, 0)?),
-                Arg::AnyBit(i, v) => (i, jump(libc::BPF_JSET, v, 0, left)?),
-                Arg::NoBit(i, v) => (i, jump(libc::BPF_JSET, v, left, 0)?),
+            left -= size(test);
+            let (index, mask, insn) = match *test {
+                Arg::Eq(i, v) => (i, None, jump(libc::BPF_JEQ, v, 0, left)?),
+                Arg::Ne(i, v) => (i, None, jump(libc::BPF_JEQ, v, left, 0)?),
+                Arg::AnyBit(i, v) => (i, None, jump(libc::BPF_JSET, v, 0, left)?),
+                Arg::NoBit(i, v) => (i, None, jump(libc::BPF_JSET, v, left, 0)?),
+                Arg::MaskedEq(i, m, v) => (i, Some(m), jump(libc::BPF_JEQ, v, 0, left)?),
+                Arg::MaskedNe(i, m, v) => (i, Some(m), jump(libc::BPF_JEQ, v, left, 0)?),
             };
             if index > 5 {
                 return Err(SandboxError("seccomp program: no such argument".into()));
             }
             out.push(load(ARGS + 8 * u32::from(index)));
+            if let Some(m) = mask {
+                out.push(stmt(libc::BPF_ALU | libc::BPF_AND | libc::BPF_K, m));
+            }
             out.push(insn);
         }
         out.push(errno(r.errno));
@@ -185,6 +213,7 @@ pub(super) fn run(program: &[sock_filter], arch: u32, nr: u32, args: [u64; 6]) -
             c if c == libc::BPF_LD | libc::BPF_W | libc::BPF_ABS => acc = word(i.k),
             c if c == libc::BPF_RET | libc::BPF_K => return (i.k, steps),
             c if c == libc::BPF_JMP | libc::BPF_JA => pc += i.k as usize,
+            c if c == libc::BPF_ALU | libc::BPF_AND | libc::BPF_K => acc &= i.k,
             c => {
                 let taken = match c & !(libc::BPF_JMP | libc::BPF_K) {
                     libc::BPF_JEQ => acc == i.k,

@@ -12,7 +12,8 @@ use libc::sock_filter;
 use rustix::process::{Resource, Rlimit, Signal};
 
 use super::bpf::{self, Arg, Refusal};
-use super::netns::{EGRESS_PORT, EgressChild};
+use super::mounts::MountPlan;
+use super::netns::{EGRESS_PORT, EgressChild, IdMaps};
 use super::{Limits, SandboxError, SandboxProbe, SandboxSpec, SandboxSteps};
 
 /// Ask the kernel what it enforces, without restricting anything.
@@ -106,17 +107,50 @@ fn refusals(network: bool) -> Vec<Refusal> {
     } else {
         Refusal::always(libc::SYS_socket, libc::EPERM)
     });
-    out.push(Refusal::when(libc::SYS_socketpair, libc::EPERM, vec![vec![Arg::Ne(0, libc::AF_UNIX as u32)]]));
-    // clone() with a namespace flag would let the tool build its own view of the system. (The
-    // flags are all in the low 32 bits of clone's first argument.)
-    let namespaces = libc::CLONE_NEWUSER
+    // A Unix socket pair of streams or sequenced packets is connected to itself for good. A
+    // datagram end is not: it can `connect`/`sendto` any pathname datagram socket it can write
+    // (the system log, a user service) and pass descriptors there — refused.
+    out.push(Refusal::when(
+        libc::SYS_socketpair,
+        libc::EPERM,
+        vec![
+            vec![Arg::Ne(0, libc::AF_UNIX as u32)],
+            vec![
+                Arg::MaskedNe(1, SOCK_TYPE_MASK, libc::SOCK_STREAM as u32),
+                Arg::MaskedNe(1, SOCK_TYPE_MASK, libc::SOCK_SEQPACKET as u32),
+            ],
+        ],
+    ));
+    // clone() with a namespace flag would let the tool build its own view of the system;
+    // CLONE_PARENT would make the new process jp's child, outside the tool's reach and its
+    // reaping (one call left hundreds of zombies under `jp mcp`). (The flags are all in the low
+    // 32 bits of clone's first argument.)
+    let refused_flags = libc::CLONE_NEWUSER
         | libc::CLONE_NEWNS
         | libc::CLONE_NEWNET
         | libc::CLONE_NEWPID
         | libc::CLONE_NEWIPC
         | libc::CLONE_NEWUTS
-        | libc::CLONE_NEWCGROUP;
-    out.push(Refusal::when(libc::SYS_clone, libc::EPERM, vec![vec![Arg::AnyBit(0, namespaces as u32)]]));
+        | libc::CLONE_NEWCGROUP
+        | CLONE_NEWTIME
+        | libc::CLONE_PARENT;
+    out.push(Refusal::when(libc::SYS_clone, libc::EPERM, vec![vec![Arg::AnyBit(0, refused_flags as u32)]]));
+    // The parent-death SIGKILL the child starts with ends it with jp; a process may set it (to
+    // SIGKILL) for itself, never change or clear it.
+    out.push(Refusal::when(
+        libc::SYS_prctl,
+        libc::EPERM,
+        vec![vec![Arg::Eq(0, libc::PR_SET_PDEATHSIG as u32), Arg::Ne(1, libc::SIGKILL as u32)]],
+    ));
+    // Typing into a terminal (TIOCSTI; TIOCLINUX's selection paste): what a process that got
+    // hold of jp's terminal would type runs in the user's shell after jp exits.
+    out.push(Refusal::when(libc::SYS_ioctl, libc::EPERM, vec![vec![Arg::Eq(1, TIOCSTI)], vec![Arg::Eq(1, TIOCLINUX)]]));
+    // No device nodes (a `/dev/tty` made in the workspace would open jp's terminal): Landlock
+    // does not grant the rights either, and capabilities are dropped; this holds whoever runs jp.
+    let device = |i| vec![vec![Arg::MaskedEq(i, S_IFMT, S_IFCHR)], vec![Arg::MaskedEq(i, S_IFMT, S_IFBLK)]];
+    #[cfg(target_arch = "x86_64")]
+    out.push(Refusal::when(libc::SYS_mknod, libc::EPERM, device(1)));
+    out.push(Refusal::when(libc::SYS_mknodat, libc::EPERM, device(2)));
     // clone3 passes its flags in memory where seccomp cannot look. Answer ENOSYS, on which libc
     // falls back to clone(), whose flags the rule above sees.
     out.push(Refusal::always(libc::SYS_clone3, libc::ENOSYS));
@@ -134,7 +168,14 @@ fn refusals(network: bool) -> Vec<Refusal> {
     out
 }
 
-// Linux uapi values the libc crate does not define for glibc targets.
+// Linux uapi values the libc crate does not define for glibc targets (or defines with other types).
+const SOCK_TYPE_MASK: u32 = 0xf;
+const CLONE_NEWTIME: libc::c_int = 0x80;
+const TIOCSTI: u32 = 0x5412;
+const TIOCLINUX: u32 = 0x541c;
+const S_IFMT: u32 = 0o170_000;
+const S_IFCHR: u32 = 0o020_000;
+const S_IFBLK: u32 = 0o060_000;
 const MFD_NOEXEC_SEAL: u32 = 0x0008;
 const MFD_EXEC: u32 = 0x0010;
 const F_SETOWN_EX: u32 = 15;
@@ -232,10 +273,13 @@ fn landlock_ruleset(spec: &SandboxSpec, abi: i32) -> Result<RulesetCreated, Sand
         created = created.add_rule(NetPort::new(EGRESS_PORT, AccessNet::ConnectTcp)).map_err(|e| fail(&e))?;
     }
     let read = AccessFs::ReadFile | AccessFs::ReadDir;
+    let no_exec = if spec.may_exec.is_some() { AccessFs::Execute.into() } else { landlock::BitFlags::empty() };
     let groups: [(&[std::path::PathBuf], landlock::BitFlags<AccessFs>); 3] = [
         (&spec.read_exec, AccessFs::from_read(known)),
         (&spec.read_only, read),
-        (&spec.read_write, AccessFs::from_all(known)),
+        // Everything but device nodes — and running what was written, for a process with an
+        // exec list.
+        (&spec.read_write, AccessFs::from_all(known) & !(AccessFs::MakeChar | AccessFs::MakeBlock) & !no_exec),
     ];
     for (paths, access) in groups {
         for path in paths {
@@ -261,6 +305,10 @@ pub struct PreparedSandbox {
     limits: Limits,
     /// The namespaces of a child that reaches the network through the egress proxy.
     pub(super) egress: Option<EgressChild>,
+    /// The id maps of a child in a user namespace of its own (egress, mount view).
+    pub(super) ids: Option<IdMaps>,
+    /// The private mount view of a direct-access process, where user namespaces exist.
+    pub(super) view: Option<MountPlan>,
 }
 
 impl std::fmt::Debug for PreparedSandbox {
@@ -292,6 +340,13 @@ impl SandboxSpec {
         }
         let abi = probe.landlock_abi.unwrap_or(0);
         let signals = abi < 6 || self.force_signal_filter;
+        // Without unprivileged user namespaces, Landlock alone (`jp sandbox status` says so).
+        let view = match &self.view {
+            Some(view) if probe.user_namespaces_note.is_none() => {
+                Some(MountPlan::new(view).map_err(|e| SandboxError(format!("the private mount view: {e}")))?)
+            }
+            _ => None,
+        };
         let program = SECCOMP[usize::from(self.egress)][usize::from(signals)]
             .get_or_init(|| seccomp_program(self.egress, signals))
             .as_ref()
@@ -305,6 +360,12 @@ impl SandboxSpec {
             } else {
                 None
             },
+            ids: if self.egress || view.is_some() {
+                Some(IdMaps::new().map_err(|e| SandboxError(format!("user namespace: {e}")))?)
+            } else {
+                None
+            },
+            view,
         })
     }
 }
@@ -327,10 +388,76 @@ fn attach(program: &[sock_filter]) -> Result<(), i32> {
     Ok(())
 }
 
+/// The highest capability number this code knows of is 40 (`CAP_CHECKPOINT_RESTORE`); the loop
+/// goes past it until the kernel says there is no such capability.
+const CAP_PROBE_LIMIT: libc::c_ulong = 64;
+// securebits: root's exec grants no capabilities, no setuid fix-up, no ambient raise — each locked.
+const SECURE_BITS: libc::c_ulong = 0b1111_1111 & !(1 << 4); // all but SECBIT_KEEP_CAPS itself
+
+/// Every capability gone, for good: the bounding set emptied (so `execve` of anything, as root
+/// too, grants none), the securebits locked so root gets nothing back, the ambient set cleared,
+/// and the effective, permitted and inheritable sets emptied. Without `CAP_SETPCAP` (an
+/// unprivileged jp, no user namespace) there is nothing to drop beyond the last two, and
+/// `no_new_privs` keeps file capabilities from adding any. Only system calls, no allocation.
+fn drop_capabilities() -> Result<(), i32> {
+    let last = || io::Error::last_os_error().raw_os_error().unwrap_or(libc::EPERM);
+    #[allow(unsafe_code)]
+    // SAFETY: prctl and capset on integers and a C struct on this stack frame.
+    unsafe {
+        let mut header = CapHeader { version: LINUX_CAPABILITY_VERSION_3, pid: 0 };
+        let mut data = [CapData::default(); 2];
+        if libc::syscall(libc::SYS_capget, &mut header as *mut CapHeader, data.as_mut_ptr()) != 0 {
+            return Err(last());
+        }
+        let setpcap = data[0].effective & (1 << CAP_SETPCAP) != 0;
+        if setpcap {
+            for cap in 0..CAP_PROBE_LIMIT {
+                if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 {
+                    if last() == libc::EINVAL {
+                        break;
+                    }
+                    return Err(last());
+                }
+            }
+            if libc::prctl(libc::PR_SET_SECUREBITS, SECURE_BITS, 0, 0, 0) != 0 {
+                return Err(last());
+            }
+        }
+        // Fails with EINVAL only on kernels before 4.3, which have no ambient set.
+        if libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && last() != libc::EINVAL {
+            return Err(last());
+        }
+        let none = [CapData::default(); 2];
+        if libc::syscall(libc::SYS_capset, &mut header as *mut CapHeader, none.as_ptr()) != 0 {
+            return Err(last());
+        }
+    }
+    Ok(())
+}
+
+const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+const CAP_SETPCAP: u32 = 8;
+
+/// `struct __user_cap_header_struct`.
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+/// `struct __user_cap_data_struct` (two of them for 64 capabilities).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
 impl PreparedSandbox {
     /// Apply in the current process. Only ever called in a child before `exec`.
     fn apply_in_child(&self, steps: SandboxSteps) -> io::Result<()> {
-        if self.egress.is_some() {
+        if self.egress.is_some() || self.view.is_some() {
             // The namespaces are made by the clone of `ChildCommand::spawn`.
             return Err(io::Error::new(
                 io::ErrorKind::Unsupported,
@@ -366,6 +493,9 @@ impl PreparedSandbox {
         }
         if steps.no_new_privs {
             rustix::thread::set_no_new_privs(true).map_err(errno)?;
+        }
+        if steps.capabilities {
+            drop_capabilities()?;
         }
         if let Some(ruleset) = landlock {
             Self::apply_landlock(ruleset)?;

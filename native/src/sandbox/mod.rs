@@ -27,7 +27,11 @@ mod child;
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
+mod mounts;
+#[cfg(target_os = "linux")]
 mod netns;
+#[cfg(target_os = "linux")]
+mod reaper;
 #[cfg(target_os = "linux")]
 mod spawn;
 #[cfg(target_os = "linux")]
@@ -36,6 +40,8 @@ pub use child::{ChildCommand, SandboxedChild};
 pub use linux::*;
 #[cfg(target_os = "linux")]
 pub use netns::{EGRESS_PORT, NamespaceError, proxy_url, user_namespaces};
+#[cfg(target_os = "linux")]
+pub use reaper::{become_subreaper, reap_orphans};
 
 #[cfg(not(target_os = "linux"))]
 mod unsupported;
@@ -94,6 +100,9 @@ pub struct SandboxSteps {
     pub rlimits: bool,
     /// `no_new_privs` alone (Landlock and seccomp set it too).
     pub no_new_privs: bool,
+    /// Every capability dropped, for good (bounding and ambient sets emptied, root's exec
+    /// grants none): what matters when jp runs as root or in a user namespace.
+    pub capabilities: bool,
     /// The Landlock ruleset.
     pub landlock: bool,
     /// The seccomp filter (and the signal filter where there is one).
@@ -102,10 +111,17 @@ pub struct SandboxSteps {
 
 impl SandboxSteps {
     /// Everything: what every sandboxed child applies.
-    pub const ALL: Self = Self { pdeathsig: true, rlimits: true, no_new_privs: true, landlock: true, seccomp: true };
+    pub const ALL: Self =
+        Self { pdeathsig: true, rlimits: true, no_new_privs: true, capabilities: true, landlock: true, seccomp: true };
     /// Nothing (a fork with an empty `pre_exec`).
-    pub const NONE: Self =
-        Self { pdeathsig: false, rlimits: false, no_new_privs: false, landlock: false, seccomp: false };
+    pub const NONE: Self = Self {
+        pdeathsig: false,
+        rlimits: false,
+        no_new_privs: false,
+        capabilities: false,
+        landlock: false,
+        seccomp: false,
+    };
 }
 
 /// What a sandboxed child may reach.
@@ -127,6 +143,72 @@ pub struct SandboxSpec {
     /// For tests: behave as on a kernel without Landlock signal scoping (ABI < 6) — no Landlock
     /// signal scope, the seccomp signal filter instead — so that filter can be tested anywhere.
     pub force_signal_filter: bool,
+    /// Only these programs may be executed (an MCP server's own program and `exec` list):
+    /// [`exec_only`](Self::exec_only). Nothing written may be executed either: the read-write
+    /// locations lose Landlock's execute right.
+    pub may_exec: Option<Vec<PathBuf>>,
+    /// The private mount view of a direct-access process ([`MountView`]), built in the child in
+    /// a user and mount namespace of its own — where unprivileged user namespaces exist;
+    /// elsewhere Landlock alone holds it (`jp sandbox status` says which).
+    pub view: Option<MountView>,
+}
+
+/// What a direct-access process sees of the file system beyond Landlock's rules, made in its own
+/// mount namespace before `execve` (a second wall: Landlock grants whole trees, this takes parts
+/// of them away again).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MountView {
+    /// Bound read-only on top of a writable grant (the workspace's `.jp/`, which the user
+    /// approves with `jp trust`: a tool must not rewrite, delete or move it).
+    pub read_only: Vec<PathBuf>,
+    /// Hidden: the sensitive files of the workspace (`.env`, keys — the set the policy asks
+    /// about), each covered by a read-only, unopenable node (a directory by an empty read-only
+    /// file system). Reading one fails with "permission denied"; it cannot be written, deleted
+    /// or moved.
+    pub masked: Vec<PathBuf>,
+    /// Bound `noexec` (with an exec list: the program directories, the workspace, the scratch
+    /// directory): no program there runs, and the ELF loader cannot map one either.
+    pub no_exec: Vec<PathBuf>,
+    /// Programs bound back executable on top of a `noexec` directory (the exec list).
+    pub exec: Vec<PathBuf>,
+}
+
+/// Directories of programs, made `noexec` for a process with an exec list.
+pub const PROGRAM_DIRS: [&str; 8] =
+    ["/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin", "/bin", "/sbin", "/usr/games", "/usr/libexec"];
+
+/// Most workspace entries looked at for sensitive files to hide, per spawn.
+pub const MASK_WALK_LIMIT: usize = 100_000;
+
+/// The sensitive files and directories of `workspace` (what `sensitive` says is), found by a
+/// walk that does not follow symlinks, skips `.git` and stops after [`MASK_WALK_LIMIT`] entries
+/// (`true` in the second field when it stopped early). A sensitive directory is listed whole.
+pub fn sensitive_in(
+    workspace: &std::path::Path,
+    sensitive: &dyn Fn(&jp_core::policy::WorkspacePath) -> bool,
+) -> (Vec<PathBuf>, bool) {
+    let mut found = Vec::new();
+    let mut seen = 0usize;
+    let mut stack = vec![(workspace.to_path_buf(), String::new())];
+    while let Some((dir, rel)) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > MASK_WALK_LIMIT {
+                return (found, true);
+            }
+            let Some(name) = entry.file_name().to_str().map(str::to_owned) else { continue };
+            let rel = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
+            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+            let sensitive = jp_core::policy::WorkspacePath::parse(&rel).is_ok_and(|p| sensitive(&p));
+            if sensitive {
+                found.push(entry.path());
+            } else if is_dir && name != ".git" {
+                stack.push((entry.path(), rel));
+            }
+        }
+    }
+    (found, false)
 }
 
 /// System locations a dynamically linked program (and an interpreter) needs to start.
@@ -183,6 +265,8 @@ pub struct DirectAccess<'a> {
     pub system_config: bool,
     /// The network through jp's egress proxy ([`SandboxSpec::egress`]) and [`NETWORK_READ`].
     pub network: bool,
+    /// Which workspace paths are sensitive (hidden in its [`MountView`]): the tool's policy.
+    pub policy: &'a jp_core::policy::AccessPolicy,
 }
 
 fn existing(list: &[&str]) -> Vec<PathBuf> {
@@ -205,6 +289,8 @@ impl SandboxSpec {
             limits: Limits::default(),
             egress: false,
             force_signal_filter: false,
+            may_exec: None,
+            view: None,
         }
     }
 
@@ -231,7 +317,45 @@ impl SandboxSpec {
             self.egress = true;
             self.read_only.extend(existing(&NETWORK_READ));
         }
+        self.view = Some(self.mount_view(access));
         self
+    }
+
+    /// The mount view of a direct-access process: `.jp/` read-only where the workspace is
+    /// writable, the sensitive files hidden where it is readable, and with an exec list the
+    /// program directories, the workspace and the scratch directory `noexec` but for the listed
+    /// programs.
+    fn mount_view(&self, access: &DirectAccess<'_>) -> MountView {
+        let mut view = MountView::default();
+        let protected = access.workspace.join(jp_core::policy::PROTECTED_DIR);
+        // A real directory only: a symlink planted as `.jp` is the trust check's business, and
+        // binding its target would leave the link itself replaceable.
+        if access.grant.write && std::fs::symlink_metadata(&protected).is_ok_and(|m| m.is_dir()) {
+            view.read_only.push(protected);
+        }
+        if access.grant.read {
+            let policy = access.policy;
+            let (masked, _incomplete) = sensitive_in(access.workspace, &|p| policy.is_sensitive(p));
+            view.masked = masked;
+        }
+        if let Some(may_exec) = &self.may_exec {
+            let mut dirs: Vec<PathBuf> = Vec::new();
+            for dir in PROGRAM_DIRS {
+                // `/bin` is often a link to `usr/bin`: each real directory once.
+                if let Ok(real) = std::fs::canonicalize(dir)
+                    && real.is_dir()
+                    && !dirs.contains(&real)
+                {
+                    dirs.push(real);
+                }
+            }
+            dirs.push(access.workspace.to_path_buf());
+            dirs.push(access.scratch.to_path_buf());
+            view.exec =
+                may_exec.iter().filter(|p| dirs.iter().any(|d| p.starts_with(d)) && p.is_file()).cloned().collect();
+            view.no_exec = dirs;
+        }
+        view
     }
 
     /// Execution limited to `may_exec` (an MCP server runs its own program only): every other
@@ -245,11 +369,12 @@ impl SandboxSpec {
                 self.read_only.push(p);
             }
         }
-        for p in may_exec {
-            if !self.read_exec.contains(&p) {
-                self.read_exec.push(p);
+        for p in &may_exec {
+            if !self.read_exec.contains(p) {
+                self.read_exec.push(p.clone());
             }
         }
+        self.may_exec = Some(may_exec);
         self
     }
 
@@ -263,6 +388,7 @@ impl SandboxSpec {
         workspace: &std::path::Path,
         grant: &jp_core::policy::ProcessGrant,
         scratch: &std::path::Path,
+        policy: &jp_core::policy::AccessPolicy,
     ) -> Self {
         Self::new(program, &[], &[]).direct_access(&DirectAccess {
             workspace,
@@ -271,6 +397,7 @@ impl SandboxSpec {
             scratch,
             system_config: true,
             network: grant.network,
+            policy,
         })
     }
 }

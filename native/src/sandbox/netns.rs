@@ -28,10 +28,31 @@ pub fn proxy_url() -> String {
     format!("http://127.0.0.1:{EGRESS_PORT}")
 }
 
-/// What the child needs, prepared in the parent (it must not allocate).
-pub(super) struct EgressChild {
+/// The id maps of a child's own user namespace (made by its `clone`), prepared in the parent.
+/// The child's own ids, the same inside: files keep their owner, and a non-root id has no
+/// capabilities left after `execve` (root's are dropped by the sandbox).
+pub(super) struct IdMaps {
     uid_map: CString,
     gid_map: CString,
+}
+
+impl IdMaps {
+    pub(super) fn new() -> io::Result<Self> {
+        let (uid, gid) = (rustix::process::geteuid().as_raw(), rustix::process::getegid().as_raw());
+        let map = |id: u32| CString::new(format!("{id} {id} 1\n")).map_err(io::Error::other);
+        Ok(Self { uid_map: map(uid)?, gid_map: map(gid)? })
+    }
+
+    /// In the child, first of all. Only system calls, no allocation.
+    pub(super) fn write_in_child(&self) -> Result<(), i32> {
+        write_file(SETGROUPS, b"deny")?;
+        write_file(UID_MAP, self.uid_map.as_bytes())?;
+        write_file(GID_MAP, self.gid_map.as_bytes())
+    }
+}
+
+/// What the child needs, prepared in the parent (it must not allocate).
+pub(super) struct EgressChild {
     /// The child's end of the socket pair the listener is handed over on.
     child_end: OwnedFd,
     /// jp's end.
@@ -50,28 +71,21 @@ const GID_MAP: &std::ffi::CStr = c"/proc/self/gid_map";
 
 impl EgressChild {
     pub(super) fn new() -> io::Result<Self> {
-        // The child's own ids, the same inside: files keep their owner, and a non-root id has
-        // no capabilities left after `execve`.
-        let (uid, gid) = (rustix::process::geteuid().as_raw(), rustix::process::getegid().as_raw());
-        let map = |id: u32| CString::new(format!("{id} {id} 1\n")).map_err(io::Error::other);
         let (a, b) = rustix::net::socketpair(
             rustix::net::AddressFamily::UNIX,
             rustix::net::SocketType::SEQPACKET,
             rustix::net::SocketFlags::CLOEXEC,
             None,
         )?;
-        Ok(Self { uid_map: map(uid)?, gid_map: map(gid)?, child_end: a, host_end: b })
+        Ok(Self { child_end: a, host_end: b })
     }
 
     /// The `clone` flags that make the namespaces.
     pub(super) const CLONE_FLAGS: libc::c_int = libc::CLONE_NEWUSER | libc::CLONE_NEWNET;
 
-    /// In the child, right after the clone: ids mapped, `lo` up, the listener made and handed
-    /// over. Only system calls, no allocation.
+    /// In the child, right after the clone and its id maps: `lo` up, the listener made and
+    /// handed over. Only system calls, no allocation.
     pub(super) fn setup_in_child(&self) -> Result<(), i32> {
-        write_file(SETGROUPS, b"deny")?;
-        write_file(UID_MAP, self.uid_map.as_bytes())?;
-        write_file(GID_MAP, self.gid_map.as_bytes())?;
         loopback_up()?;
         let listener = listen_loopback(EGRESS_PORT)?;
         let sent = send_fd(self.child_end.as_raw_fd(), listener);
@@ -258,6 +272,7 @@ pub fn user_namespaces() -> Result<(), NamespaceError> {
 
 fn probe() -> Result<(), NamespaceError> {
     let egress = EgressChild::new().map_err(|e| NamespaceError::SocketPair(e.to_string()))?;
+    let ids = IdMaps::new().map_err(|e| NamespaceError::SocketPair(e.to_string()))?;
     #[allow(unsafe_code)]
     // SAFETY: a fork-like clone (no CLONE_VM: the child has its own copy of memory) whose child
     // only makes system calls and leaves with `_exit`.
@@ -265,7 +280,7 @@ fn probe() -> Result<(), NamespaceError> {
         let flags = (EgressChild::CLONE_FLAGS | libc::SIGCHLD) as libc::c_ulong;
         let pid = libc::syscall(libc::SYS_clone, flags, 0usize, 0usize, 0usize, 0usize);
         if pid == 0 {
-            let code = match egress.setup_in_child() {
+            let code = match ids.write_in_child().and_then(|()| egress.setup_in_child()) {
                 Ok(()) => 0,
                 Err(e) => e.clamp(1, 255),
             };

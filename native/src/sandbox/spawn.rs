@@ -96,9 +96,18 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
 /// Signals back to their default (those the host catches; an ignored SIGPIPE too, as std does),
 /// an empty mask, own process group, stdio, cwd, the sandbox, then exec. Returns only on error.
 fn child_steps(child: &Child<'_>) -> Result<(), i32> {
-    // First, in the namespaces the clone made: ids, loopback, the proxy's listener (netns.rs).
-    if let Some(egress) = child.sandbox.and_then(|s| s.egress.as_ref()) {
-        egress.setup_in_child()?;
+    // First, in the namespaces the clone made: ids, loopback, the proxy's listener (netns.rs),
+    // the mount view (mounts.rs).
+    if let Some(sandbox) = child.sandbox {
+        if let Some(ids) = &sandbox.ids {
+            ids.write_in_child()?;
+        }
+        if let Some(egress) = &sandbox.egress {
+            egress.setup_in_child()?;
+        }
+        if let Some(view) = &sandbox.view {
+            view.apply_in_child()?;
+        }
     }
     let os = |rc: libc::c_int| {
         if rc < 0 { Err(io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL)) } else { Ok(rc) }
@@ -254,7 +263,10 @@ pub(super) fn spawn_raw(
     steps: SandboxSteps,
 ) -> io::Result<(libc::pid_t, Option<std::os::fd::OwnedFd>)> {
     let egress = sandbox.and_then(|s| s.egress.as_ref());
-    let namespaces = if egress.is_some() { super::netns::EgressChild::CLONE_FLAGS } else { 0 };
+    let mut namespaces = if egress.is_some() { super::netns::EgressChild::CLONE_FLAGS } else { 0 };
+    if sandbox.is_some_and(|s| s.view.is_some()) {
+        namespaces |= libc::CLONE_NEWUSER | libc::CLONE_NEWNS;
+    }
     let exec = Exec::new(program, args, env, cwd)?;
     let stdio = stdio.map(|fd| fd.as_raw_fd());
     if stdio.iter().any(|fd| *fd <= 2) {

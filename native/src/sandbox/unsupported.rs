@@ -127,3 +127,13 @@ impl SandboxedChild {
         Err(std::io::Error::other("no tool processes on this platform"))
     }
 }
+
+/// No subreaper here: orphans go to init.
+pub fn become_subreaper() -> std::io::Result<()> {
+    Ok(())
+}
+
+/// Nothing to reap here (no subreaper).
+pub fn reap_orphans() -> usize {
+    0
+}

@@ -114,6 +114,7 @@ impl McpRuntime {
                             // The harmless system files common programs fail without (as for process.run).
                             system_config: true,
                             network: grant.network,
+                            policy: &policy,
                         });
                 if grant.network {
                     network = true;
