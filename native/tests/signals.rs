@@ -285,24 +285,28 @@ fn a_client_that_leaves_without_initializing_ends_the_session_quietly() {
 /// (`hang` in the arguments of the config's command), it does the same while describing itself.
 const LINGERING_TOOL: &str = r#"import json, os, subprocess, sys, time
 ctx = sys.stdin.read()
-if '"action":"schema"' in ctx and sys.argv[1:] != ["hang"]:
+if '"action":"schema"' in ctx and sys.argv[1:2] != ["hang"]:
     print(json.dumps({"tools": [{"name": "linger", "summary": "Waits.", "parameters": {}}]}))
     sys.exit(0)
 child = subprocess.Popen(["sleep", "1000"])
-with open("pids.tmp", "w") as f:
-    f.write(f"{os.getpid()} {child.pid} {os.environ['TMPDIR']}")
-os.rename("pids.tmp", "pids.txt")
+# Describing itself, it may write nothing but its own TMPDIR.
+where = os.environ["TMPDIR"] if sys.argv[1:2] == ["hang"] else "."
+with open(os.path.join(where, "pids.tmp"), "w") as f:
+    f.write(f"{os.getpid()} {child.pid} {os.environ['TMPDIR']} {' '.join(sys.argv[2:])}")
+os.rename(os.path.join(where, "pids.tmp"), os.path.join(where, "pids.txt"))
 time.sleep(1000)
 "#;
 
-/// A workspace with the lingering tool as `linger` (and as `hang`, which lingers describing itself).
+/// A workspace with the lingering tool as `linger` (and as `hang`, which lingers describing itself,
+/// writing `pids.txt` with the workspace's name in its scratch directory).
 fn lingering_workspace() -> tempfile::TempDir {
     let ws = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(ws.path().join(".jp")).unwrap();
     std::fs::write(ws.path().join("linger.py"), LINGERING_TOOL).unwrap();
+    let marker = ws.path().file_name().unwrap().to_string_lossy().into_owned();
     std::fs::write(
         ws.path().join(".jp/config.toml"),
-        "[conversation.tools.linger]\nsource = \"local\"\ncommand = \"/usr/bin/python3 linger.py\"\n\n[conversation.tools.hang]\nsource = \"local\"\ncommand = \"/usr/bin/python3 linger.py hang\"\n",
+        format!("[conversation.tools.linger]\nsource = \"local\"\ncommand = \"/usr/bin/python3 linger.py\"\n\n[conversation.tools.hang]\nsource = \"local\"\ncommand = \"/usr/bin/python3 linger.py hang {marker}\"\n"),
     )
     .unwrap();
     approve_config(ws.path());
@@ -312,8 +316,16 @@ fn lingering_workspace() -> tempfile::TempDir {
 /// Waits (with a generous bound) for the tool's `pids.txt`: (tool, grandchild, its TMPDIR).
 fn lingering_pids(ws: &Path, jp: &mut Child) -> (u32, u32, String) {
     let deadline = Instant::now() + Duration::from_secs(60);
+    let marker = ws.file_name().unwrap().to_string_lossy().into_owned();
     loop {
-        if let Ok(text) = std::fs::read_to_string(ws.join("pids.txt")) {
+        // In the workspace, or (describing itself) in its scratch directory under jp's temp dir.
+        let scratch = std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("jp-stdio-"))
+            .filter_map(|e| std::fs::read_to_string(e.path().join("pids.txt")).ok())
+            .find(|t| t.trim_end().ends_with(&format!(" {marker}")));
+        if let Some(text) = std::fs::read_to_string(ws.join("pids.txt")).ok().or(scratch) {
             let mut parts = text.split(' ');
             let mut pid = || parts.next().unwrap().parse::<u32>().unwrap();
             let (tool, grandchild) = (pid(), pid());
