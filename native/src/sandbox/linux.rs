@@ -636,16 +636,53 @@ mod tests {
             assert_eq!(decide(&closed, socket, a(domain)), EPERM, "no sockets without the network");
             let inet = domain == libc::AF_INET || domain == libc::AF_INET6;
             assert_eq!(decide(&open, socket, a(domain)), if inet { ALLOW } else { EPERM }, "domain {domain}");
-            let pair = decide(&closed, nr(libc::SYS_socketpair), a(domain));
+            let stream = [domain as u32 as u64, libc::SOCK_STREAM as u64, 0, 0, 0, 0];
+            let pair = decide(&closed, nr(libc::SYS_socketpair), stream);
             assert_eq!(pair, if domain == libc::AF_UNIX { ALLOW } else { EPERM }, "socketpair {domain}");
         }
+        // A Unix pair of streams or packets, with any flags; never of datagrams (or raw).
+        let pair = |kind: i32| {
+            let args = [libc::AF_UNIX as u64, (kind | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK) as u64, 0, 0, 0, 0];
+            decide(&closed, nr(libc::SYS_socketpair), args)
+        };
+        assert_eq!(pair(libc::SOCK_STREAM), ALLOW);
+        assert_eq!(pair(libc::SOCK_SEQPACKET), ALLOW);
+        assert_eq!(pair(libc::SOCK_DGRAM), EPERM);
+        assert_eq!(pair(libc::SOCK_RAW), EPERM);
+        // The parent-death signal: set to SIGKILL, never changed or cleared; other prctls pass.
+        let prctl = |op: i32, arg: i32| decide(&open, nr(libc::SYS_prctl), [op as u64, arg as u64, 0, 0, 0, 0]);
+        assert_eq!(prctl(libc::PR_SET_PDEATHSIG, 0), EPERM);
+        assert_eq!(prctl(libc::PR_SET_PDEATHSIG, libc::SIGUSR1), EPERM);
+        assert_eq!(prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL), ALLOW);
+        assert_eq!(prctl(libc::PR_SET_NAME, 0), ALLOW);
+        // Typing into a terminal, with and without the signal rules (merged on one syscall).
+        let signals = seccomp_program(false, true).unwrap();
+        for program in [&closed, &signals] {
+            let ioctl = |cmd: u32| decide(program, nr(libc::SYS_ioctl), [0, u64::from(cmd), 0, 0, 0, 0]);
+            assert_eq!(ioctl(TIOCSTI), EPERM);
+            assert_eq!(ioctl(TIOCLINUX), EPERM);
+            assert_eq!(ioctl(libc::TCGETS as u32), ALLOW);
+        }
+        assert_eq!(decide(&signals, nr(libc::SYS_ioctl), [3, u64::from(FIOSETOWN), 0, 0, 0, 0]), EPERM);
+        // Device nodes, not FIFOs or files.
+        let mknodat = |mode: u32| decide(&closed, nr(libc::SYS_mknodat), [0, 0, u64::from(mode | 0o600), 0, 0, 0]);
+        assert_eq!(mknodat(S_IFCHR), EPERM);
+        assert_eq!(mknodat(S_IFBLK), EPERM);
+        assert_eq!(mknodat(libc::S_IFIFO), ALLOW);
+        assert_eq!(mknodat(libc::S_IFREG), ALLOW);
         let clone = nr(libc::SYS_clone);
         let thread = libc::CLONE_VM | libc::CLONE_FS | libc::CLONE_FILES | libc::CLONE_SIGHAND | libc::CLONE_THREAD;
         assert_eq!(decide(&closed, clone, a(thread)), ALLOW);
         assert_eq!(decide(&closed, clone, a(libc::SIGCHLD)), ALLOW);
-        for ns in
-            [libc::CLONE_NEWUSER, libc::CLONE_NEWNS, libc::CLONE_NEWNET, libc::CLONE_NEWPID, libc::CLONE_NEWCGROUP]
-        {
+        for ns in [
+            libc::CLONE_NEWUSER,
+            libc::CLONE_NEWNS,
+            libc::CLONE_NEWNET,
+            libc::CLONE_NEWPID,
+            libc::CLONE_NEWCGROUP,
+            CLONE_NEWTIME,
+            libc::CLONE_PARENT,
+        ] {
             assert_eq!(decide(&closed, clone, a(ns | libc::SIGCHLD)), EPERM, "clone flag {ns:#x}");
         }
         // x32 numbers are refused, numbers from 2^31 left to the kernel, another ABI killed.
