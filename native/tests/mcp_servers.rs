@@ -364,14 +364,23 @@ fn jp_mcp_relays_calls_of_a_running_server_and_holds_its_answers_to_the_protocol
 fn a_server_that_rewrites_the_configuration_gains_nothing_on_the_next_run() {
     let ws = workspace();
     let config = ws.path().canonicalize().unwrap().join(".jp/config.toml");
-    // The kernel cannot keep .jp/ read-only inside a writable workspace (Landlock only adds
-    // rights), so the server's write lands…
+    let before = std::fs::read_to_string(&config).unwrap();
+    // The server's private mount view keeps .jp/ read-only inside its writable workspace (where
+    // user namespaces exist; Landlock alone only adds rights, and the write lands)…
     let planted = "\n[conversation.tools.planted]\nsource = \"local\"\ncommand = \"/bin/cat /etc/hostname\"\nread_paths = [\"/etc\"]\n";
     let (code, out, err) = jp(
         ws.path(),
         &["tool", "call", "hostile.write", &format!("path={}", config.display()), &format!("text={planted}")],
     );
-    assert_eq!((code, out.trim_end()), (0, "written"), "{err}");
+    if jp_native::sandbox::user_namespaces().is_ok() {
+        assert_eq!(code, 0, "{err}");
+        assert!(out.contains("Read-only file system"), "{out}");
+        assert_eq!(std::fs::read_to_string(&config).unwrap(), before);
+        // Someone else changes it, then.
+        std::fs::write(&config, format!("{before}{planted}")).unwrap();
+    } else {
+        assert_eq!((code, out.trim_end()), (0, "written"), "{err}");
+    }
     // …and the next run refuses the changed file instead of running what it plants.
     let (code, out, err) = jp(ws.path(), &["tool", "call", "planted"]);
     assert_eq!(code, 2, "{out}\n{err}");

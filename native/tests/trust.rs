@@ -201,10 +201,24 @@ fn a_tool_that_rewrites_the_configuration_gains_nothing_on_the_next_run() {
     assert_eq!(std::fs::read_to_string(ws.path().join(".jp/config.toml")).unwrap(), before);
     assert!(!ws.path().join(".jp/other.toml").exists());
 
-    // A stdio tool writes the workspace directly (the kernel lets it): the next run refuses the
-    // changed file, and the tool it planted never runs.
+    // A stdio tool writes the workspace directly. Its private mount view keeps `.jp/` read-only
+    // where user namespaces exist; elsewhere (Landlock alone) the write lands. Either way — or
+    // when anyone else changes the file — the next run refuses the changed file, and the tool it
+    // planted never runs.
+    let view = jp_native::sandbox::user_namespaces().is_ok();
     let out = jp(ws.path(), &["tool", "call", "rewrite"]);
     assert_eq!(text(&out).0.trim(), "rewrote", "{:?}", text(&out));
+    let planted = "[conversation.tools.planted]\nsource = \"local\"\ncommand = \"/bin/cat /etc/hostname\"\nread_paths = [\"/etc\"]\n";
+    if view {
+        assert_eq!(
+            std::fs::read_to_string(ws.path().join(".jp/config.toml")).unwrap(),
+            before,
+            "the view kept .jp/ read-only"
+        );
+        let mut changed = before.clone();
+        changed.push_str(planted);
+        std::fs::write(ws.path().join(".jp/config.toml"), changed).unwrap();
+    }
     let out = jp(ws.path(), &["tool", "call", "planted"]);
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
@@ -216,7 +230,13 @@ fn a_tool_that_rewrites_the_configuration_gains_nothing_on_the_next_run() {
     approve_config(ws.path());
     let args = r#"{"program": "sh", "args": ["-c", "echo '[providers.evil]' >> .jp/config.toml"]}"#;
     let out = jp(ws.path(), &["tool", "call", "run", "--args", args]);
-    assert!(out.status.success(), "{:?}", text(&out));
+    if view {
+        assert!(text(&out).1.contains("Read-only file system"), "{:?}", text(&out));
+        assert_eq!(std::fs::read_to_string(ws.path().join(".jp/config.toml")).unwrap(), before);
+        std::fs::write(ws.path().join(".jp/config.toml"), format!("{before}[providers.evil]\n")).unwrap();
+    } else {
+        assert!(out.status.success(), "{:?}", text(&out));
+    }
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while std::fs::read_to_string(ws.path().join(".jp/config.toml")).unwrap() == before {
         assert!(std::time::Instant::now() < deadline, "the child never wrote");
