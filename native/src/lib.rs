@@ -5,7 +5,7 @@
 //! - [`files::FsProjectFiles`] — the project directory, reached only through a capability handle.
 //! - [`http::ReqwestHttpClient`] and [`process::TokioProcessRunner`] — the host services behind
 //!   `http.*` and `process.run`.
-//! - [`sandbox`] — the OS sandbox (Landlock, seccomp, rlimits) applied in a tool's child process
+//! - [`sandbox`] — the OS sandbox (crate `jp-sandbox`: Landlock, seccomp, namespaces, the mount view) applied in a tool's child process
 //!   between `fork` and `exec`, never in the host; it fails closed.
 //! - [`runtime`] — every way a tool runs (D10; [`runtime::services::HostServices`] is what a dispatcher is built from):
 //!   [`runtime::vfs::VfsRuntime`] (a sandboxed subprocess whose every request is served by the
@@ -20,6 +20,8 @@
 //!   once the user approved its exact content (`jp trust`).
 //! - [`app`] and [`terminal`] — the `jp` command's host: configuration, builtin tools, D06
 //!   schemas, D10 runtime resolution, terminal inquiries and `--trace`.
+
+#![forbid(unsafe_code)]
 
 pub mod agent;
 pub mod app;

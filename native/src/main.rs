@@ -3,6 +3,8 @@
 //! Exit codes: 0 when the tool succeeded, 1 when it failed (its own error, a denial it could not
 //! recover from, a crash, a timeout), 2 for usage and configuration errors.
 
+#![forbid(unsafe_code)]
+
 mod cli;
 
 use std::path::PathBuf;

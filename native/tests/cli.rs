@@ -312,8 +312,12 @@ fn sandbox_status_reports_the_kernel() {
     if v["can_enforce"] == true {
         assert!(v["landlock_abi"].as_i64().unwrap() >= 4);
     }
+    // The mount view exactly where user namespaces are (the egress needs the same).
+    assert_eq!(v["mount_view"], v["egress"]);
     let o = Command::new(JP).args(["sandbox", "status"]).output().unwrap();
     assert!(stdout(&o).contains("Landlock"));
+    let view = if v["mount_view"] == true { "private mount view:      enforced" } else { "private mount view:      NOT available" };
+    assert!(stdout(&o).contains(view), "{}", stdout(&o));
 }
 
 #[test]

@@ -7,6 +7,8 @@
 //!    of the same binary without the sandbox (P2), with where the difference goes: fork instead of
 //!    posix_spawn, each step of the sandbox alone, building it in the parent, the run without it.
 //!    `JP_BENCH_COLD_ROUNDS` sets the rounds (default 150).
+//! 2b. The sandboxed spawn of a direct-access process (a stdio tool's sandbox: the workspace
+//!    read-write) with its private mount view vs without it (P2v; `… -- view`: only this).
 //! 3. `fs.grep` over a generated tree of 50,000 files through the dispatcher vs `rg` (Debian
 //!    package `ripgrep`; `tests/bench` installs it) on the same tree.
 
@@ -46,9 +48,13 @@ mod bench {
         let vfs = VfsRuntime::new(files.clone(), ws.path());
         let cfg = config(&format!("runtime = \"vfs\"\ncommand = {TOOL:?}"));
 
-        // `cargo bench --bench vfs -- cold`: only section 2.
+        // `cargo bench --bench vfs -- cold`: only section 2; `-- view`: only 2b.
         if std::env::args().any(|a| a == "cold") {
             cold_bench(&rt, &vfs, &files, ws.path(), &cfg);
+            return;
+        }
+        if std::env::args().any(|a| a == "view") {
+            view_bench();
             return;
         }
 
@@ -84,8 +90,113 @@ mod bench {
 
         // 2. Cold run vs bare spawn.
         cold_bench(&rt, &vfs, &files, ws.path(), &cfg);
+        view_bench();
 
         grep_bench(&rt);
+    }
+
+    /// A direct-access spawn (`raw no-stdin`: prints a line, exits) with the workspace
+    /// read-write, as a stdio tool gets it: without the private mount view, with it (the spec
+    /// built once: the namespaces and mounts only), and with it built for each spawn (also the
+    /// walk of the workspace for sensitive files: 2,000 files in 40 directories, 3 of them
+    /// sensitive). Each spawn is prepare + clone + exec + wait; rounds interleaved, warm-up first.
+    fn view_bench() {
+        use jp_native::sandbox::DirectAccess;
+        use std::ffi::OsStr;
+        use std::os::fd::AsFd as _;
+        let rounds: usize = std::env::var("JP_BENCH_COLD_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(150);
+        let ws = tempfile::tempdir().unwrap();
+        let ws_path = std::fs::canonicalize(ws.path()).unwrap();
+        for d in 0..40 {
+            let dir = ws_path.join(format!("src{d}"));
+            std::fs::create_dir(&dir).unwrap();
+            for f in 0..50 {
+                std::fs::write(dir.join(format!("f{f}.rs")), "fn main() {}\n").unwrap();
+            }
+        }
+        for (rel, text) in [(".env", "A=1\n"), ("src3/.env.local", "B=2\n"), ("src7/.env", "C=3\n"), (".jp/config.toml", "")] {
+            std::fs::create_dir_all(ws_path.join(rel).parent().unwrap()).unwrap();
+            std::fs::write(ws_path.join(rel), text).unwrap();
+        }
+        let scratch = tempfile::tempdir().unwrap();
+        let policy = AccessPolicy::default();
+        let build = || {
+            SandboxSpec::for_tool(std::path::Path::new(TOOL), &[], &[]).direct_access(&DirectAccess {
+                workspace: &ws_path,
+                grant: jp_core::policy::WorkspaceGrant { read: true, write: true },
+                exec_workspace: false,
+                scratch: scratch.path(),
+                system_config: false,
+                network: false,
+                policy: &policy,
+            })
+        };
+        let with_view = build();
+        assert_eq!(with_view.view.as_ref().map(|v| v.masked.len()), Some(3), "{:?}", with_view.view);
+        let without_view = SandboxSpec { view: None, ..build() };
+        let null_in = std::fs::File::open("/dev/null").unwrap();
+        let null_out = std::fs::OpenOptions::new().write(true).open("/dev/null").unwrap();
+        let spawn = |spec: &SandboxSpec| {
+            let prepared = spec.prepare().unwrap();
+            let pid = prepared
+                .spawn(
+                    OsStr::new(TOOL),
+                    &[OsStr::new("raw"), OsStr::new("no-stdin")],
+                    &[],
+                    ws_path.as_os_str(),
+                    [null_in.as_fd(), null_out.as_fd(), null_out.as_fd()],
+                    SandboxSteps::ALL,
+                )
+                .unwrap();
+            let mut status = 0;
+            // SAFETY: waits for the child just spawned.
+            #[allow(unsafe_code)]
+            unsafe {
+                assert_eq!(libc::waitpid(pid, &mut status, 0), pid);
+            }
+            assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "status {status:#x}");
+        };
+        type Variant<'a> = (&'a str, Box<dyn Fn() -> Duration + 'a>);
+        let timed = |f: &dyn Fn()| {
+            let t = Instant::now();
+            f();
+            t.elapsed()
+        };
+        let variants: Vec<Variant> = vec![
+            ("direct-access spawn, no mount view (Landlock + seccomp)", Box::new(|| timed(&|| spawn(&without_view)))),
+            ("  + the mount view (namespaces, 5 mounts)", Box::new(|| timed(&|| spawn(&with_view)))),
+            ("  + the mount view built per spawn (walk of 2,000 files)", Box::new(|| timed(&|| spawn(&build())))),
+        ];
+        let mut times: Vec<Vec<Duration>> = vec![Vec::with_capacity(rounds); variants.len()];
+        for v in &variants {
+            v.1();
+        }
+        for round in 0..rounds {
+            for k in 0..variants.len() {
+                let i = (k + round) % variants.len();
+                times[i].push(variants[i].1());
+            }
+        }
+        let base = median(times[0].clone());
+        println!("direct-access spawn with and without the private mount view ({rounds} interleaved rounds):");
+        for (v, t) in variants.iter().zip(&times) {
+            let m = median(t.clone());
+            println!(
+                "  {:<58} {:>9} [{} – {}] {:.2}x",
+                v.0,
+                show(m),
+                show(percentile(t, 10)),
+                show(percentile(t, 90)),
+                m.as_secs_f64() / base.as_secs_f64()
+            );
+        }
+        let full = median(times[2].clone());
+        let ratio = full.as_secs_f64() / base.as_secs_f64();
+        println!(
+            "TABLE|P2v|a direct-access spawn (prepare + clone + exec + wait; a stdio tool's sandbox) with its private mount view built per spawn (walk of 2,000 files, 3 hidden, .jp/ read-only)|{}|the same spawn without the view {}|{ratio:.2}x|report|measured",
+            show(full),
+            show(base),
+        );
     }
 
     /// `d` as "1.52 ms" or "85.2 µs", the form of the table's cells.

@@ -19,6 +19,7 @@ pub(crate) fn status(json: bool) -> ExitCode {
                 "seccomp": p.seccomp,
                 "egress": p.egress(),
                 "egress_note": p.user_namespaces_note,
+                "mount_view": p.egress(),
                 "can_enforce": p.can_enforce(),
                 "missing": p.missing(),
             })
@@ -39,6 +40,14 @@ pub(crate) fn status(json: bool) -> ExitCode {
             ),
             Some(why) => println!(
                 "per-host egress:         NOT available ({why}); a stdio tool, MCP server or process.run child whose policy allows URLs will NOT run"
+            ),
+        }
+        match &p.user_namespaces_note {
+            None => println!(
+                "private mount view:      enforced (a stdio tool, MCP server or process.run child sees .jp/ read-only, no sensitive file, and with an exec list runs nothing else)"
+            ),
+            Some(why) => println!(
+                "private mount view:      NOT available ({why}); stdio tools, MCP servers and process.run children run under Landlock alone: a writable one can write .jp/ (then refused by jp trust) and reads the workspace's sensitive files"
             ),
         }
         match p.missing() {

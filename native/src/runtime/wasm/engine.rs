@@ -179,13 +179,8 @@ impl WasmEngine {
         if let Some(file) = &file
             && file.is_file()
         {
-            // SAFETY: `deserialize_file` maps the file as code. The file is one this program
-            // wrote with `Component::serialize` (named by the content hash and this engine's
-            // compatibility tag) in the user's own 0700 cache directory; wasmtime also checks
-            // the artifact's header against the engine and refuses a mismatch.
-            #[allow(unsafe_code)]
-            let loaded = unsafe { Component::deserialize_file(&self.engine, file) };
-            if let Ok(component) = loaded {
+            // Mapped as code only when it is this user's own private file (jp-sandbox checks).
+            if let Some(component) = crate::sandbox::artifact::load_own_component(&self.engine, file) {
                 return Ok(component);
             }
             let _ = std::fs::remove_file(file);
@@ -197,7 +192,14 @@ impl WasmEngine {
         {
             // Best effort and atomic: a temp file renamed into place, never a torn artifact.
             let tmp = file.with_extension(format!("tmp{}", std::process::id()));
-            if std::fs::write(&tmp, &artifact).is_ok() && std::fs::rename(&tmp, file).is_err() {
+            // Private to the user (0600): only such a file is mapped back (jp-sandbox's check).
+            let written = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&tmp)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, &artifact));
+            if written.is_ok() && std::fs::rename(&tmp, file).is_err() {
                 let _ = std::fs::remove_file(&tmp);
             }
         }

@@ -1,4 +1,23 @@
-//! The OS sandbox for tool subprocesses: the backstop that makes the protocol the only way out.
+//! `jp-sandbox`: the OS sandbox for tool subprocesses — the backstop that makes the protocol the
+//! only way out — and every `unsafe` of jp-host's native side, fenced in one crate.
+//!
+//! # Invariants
+//!
+//! - **Irreversible restrictions only in the child.** Nothing here restricts the calling
+//!   process: Landlock, seccomp, the capability drop, namespaces and mounts are applied in a
+//!   child between `clone` and `execve` (the subreaper flag, [`become_subreaper`], restricts
+//!   nothing: it only changes who adopts orphans).
+//! - **Between clone and exec, system calls only.** The child shares the parent's memory
+//!   (`CLONE_VM | CLONE_VFORK`): it reads data prepared before the clone and allocates nothing,
+//!   takes no lock another thread could hold, and never unwinds (`spawn.rs`, `netns.rs`,
+//!   `mounts.rs`, the `apply_raw` path of `linux.rs`).
+//! - **Fail closed.** [`SandboxSpec::prepare`] refuses, naming what the kernel lacks, when it
+//!   cannot enforce the spec (the private mount view is the one addition that degrades: without
+//!   user namespaces Landlock alone holds the process, and [`probe`] says so).
+//! - **Every `unsafe` block states why it holds** (`// SAFETY:`); `jp-native` and the other
+//!   crates forbid `unsafe` altogether. The one `unsafe` that is not the sandbox's is mapping a
+//!   compiled component jp wrote itself ([`artifact`]), checked before it is trusted.
+//!
 //!
 //! A [`SandboxSpec`] says what a child may touch; [`SandboxSpec::prepare`] builds everything in the
 //! parent (the Landlock ruleset, the seccomp BPF program) and fails closed when the kernel cannot
@@ -9,17 +28,22 @@
 //! the sandbox. [`PreparedSandbox::install`] (`fork` + `pre_exec`) remains for tests and the
 //! cold-start benchmark's breakdown. The `jp` process itself is never restricted.
 //!
-//! In the child, in order: parent-death `SIGKILL`, rlimits (address space, open files, processes,
-//! core dumps), Landlock (`no_new_privs`; read/execute only on what the program needs to start;
-//! TCP bind and connect denied — connect to the egress proxy's port allowed for a process whose
-//! policy allows some URL, which runs in a network namespace of its own (`netns.rs`); abstract
-//! Unix sockets and signals scoped to the sandbox where the kernel has ABI 6),
-//! then seccomp — one BPF program, a binary search over syscall numbers (`bpf.rs`) — (no sockets — only unnamed Unix socket pairs, plus Internet sockets with the
-//! egress —, no `listen`/`accept`, no ptrace, no namespaces, mounts, keyrings, BPF, io_uring or
-//! file-handle tricks, no leaving the process group, no x32 syscalls on x86_64; below ABI 6, no
-//! signals outside the process group). The child runs in its own process group with an
-//! environment that holds only what the policy forwards.
+//! In the child, in order: in the namespaces its `clone` made, the id maps, the egress listener
+//! (`netns.rs`) and the private mount view (`mounts.rs`: `.jp/` read-only, sensitive files hidden,
+//! `noexec` where it may not run programs); the default signal dispositions, its own process
+//! group, stdio, cwd; parent-death `SIGKILL`, rlimits (address space, open files, processes, core
+//! dumps), `no_new_privs`, every capability dropped (bounding set, securebits, ambient and the
+//! rest), Landlock (read/execute only on what the program needs to start; no device nodes; TCP
+//! bind and connect denied — connect to the egress proxy's port allowed for a process whose
+//! policy allows some URL; abstract Unix sockets and signals scoped to the sandbox where the
+//! kernel has ABI 6), then seccomp — one BPF program, a binary search over syscall numbers
+//! (`bpf.rs`): no sockets but Unix stream/packet pairs (plus Internet sockets with the egress), no
+//! `listen`/`accept`, no ptrace, no namespaces, mounts, keyrings, BPF, io_uring or file-handle
+//! tricks, no `CLONE_PARENT`, no leaving the process group, no new parent-death signal, no
+//! `TIOCSTI`, no device nodes, no x32 syscalls on x86_64; below ABI 6, no signals outside the
+//! process group. The child runs with an environment that holds only what the policy forwards.
 
+pub mod artifact;
 #[cfg(target_os = "linux")]
 mod bpf;
 #[cfg(target_os = "linux")]
@@ -400,35 +424,6 @@ impl SandboxSpec {
             policy,
         })
     }
-}
-
-/// A tool's `read_paths` (relative to the workspace), resolved: read-only host paths for the
-/// tool's own files. None may be, or contain, the project directory — a tool reaches project
-/// files only as its policy and runtime allow.
-pub fn configured_read_paths(
-    workspace: &std::path::Path,
-    config: &jp_core::runtime::ToolConfig,
-) -> Result<Vec<PathBuf>, jp_core::runtime::RuntimeError> {
-    read_paths(workspace, &config.read_paths)
-}
-
-/// [`configured_read_paths`] for a list of entries (an MCP server's `read_paths`).
-pub fn read_paths(
-    workspace: &std::path::Path,
-    entries: &[String],
-) -> Result<Vec<PathBuf>, jp_core::runtime::RuntimeError> {
-    use jp_core::runtime::ReadPathsError;
-    let ws = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
-    let mut out = Vec::new();
-    for p in entries {
-        let path = std::fs::canonicalize(workspace.join(p))
-            .map_err(|e| ReadPathsError::Unresolvable { entry: p.clone(), why: e.to_string() })?;
-        if ws.starts_with(&path) || path.starts_with(&ws) {
-            return Err(ReadPathsError::HoldsWorkspace { entry: p.clone() }.into());
-        }
-        out.push(path);
-    }
-    Ok(out)
 }
 
 /// What this kernel can enforce (`jp sandbox status`).
