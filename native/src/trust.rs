@@ -320,10 +320,16 @@ impl TrustStore {
 /// indented lines — decided on the configuration jp would enforce: layered over the user's own
 /// (`user`: its text and file), so a table that refers to one of the user's (an MCP server, say)
 /// is shown as it would run. Only the tables the workspace's file defines are listed (the user's
-/// own are not in question). An error when it cannot be used as it is: then there is nothing
-/// that could be approved.
+/// own are not in question), then each of the user's tables it replaces whole, with what of it
+/// no longer applies ([`review::replaced`]). An error when it cannot be used as it is: then there
+/// is nothing that could be approved.
 pub fn summary(text: &str, file: &str, user: Option<(&str, &str)>) -> Result<String, ConfigError> {
-    let (shown, _own) = grants(text, file, user)?;
+    let (mut shown, own) = grants(text, file, user)?;
+    if let Some((user_text, user_file)) = user
+        && let Ok(theirs) = user_text.parse::<toml::Table>()
+    {
+        shown.extend(review::replaced(&theirs, &own, user_file));
+    }
     Ok(review::render(&shown))
 }
 
