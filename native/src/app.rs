@@ -171,8 +171,8 @@ pub enum AppError {
         /// The workspace's configuration file.
         config: PathBuf,
     },
-    /// The workspace's configuration is new or changed and not approved (`jp trust`): the
-    /// refusal, with what it grants and how to approve it.
+    /// The workspace's configuration is new or changed and not approved, or approved and gone
+    /// (`jp trust`): the refusal, with what it grants or set and how to go on.
     #[error("{0}")]
     Untrusted(String),
 }

@@ -6,7 +6,9 @@
 //! approved that exact content: its SHA-256 is recorded in the user's own state directory
 //! (`$XDG_STATE_HOME/jp-host/trust`, else `~/.local/state/jp-host/trust`), never in the
 //! workspace. A new or changed file stops `jp` with exit code 2 and a summary of what it grants
-//! ([`jp_core::runtime::review`]) until `jp trust` approves it.
+//! ([`jp_core::runtime::review`]) until `jp trust` approves it. An approved file that is gone
+//! (removed, renamed, `.jp` replaced) stops `jp` too (issue 33): what it narrowed would silently
+//! be lost; `jp trust` then records that the workspace has no configuration.
 //!
 //! Trusted without approval: the user's own configuration (`$XDG_CONFIG_HOME/jp-host/config.toml`,
 //! else `~/.config/jp-host/config.toml`) and a file named with `--config`.
@@ -126,7 +128,8 @@ pub enum TrustError {
 }
 
 /// Read `<workspace>/.jp/config.toml` if there is one: a regular file (a FIFO or device planted
-/// there cannot hang `jp`), at most [`MAX_CONFIG_BYTES`], UTF-8.
+/// there cannot hang `jp`), at most [`MAX_CONFIG_BYTES`], UTF-8. None when it is not there (nor
+/// `.jp/`, or `.jp` is not a directory): whether that is allowed is [`TrustStore::verdict`]'s.
 pub fn read_workspace_config(workspace: &Path) -> Result<Option<WorkspaceConfig>, TrustError> {
     use std::os::unix::fs::OpenOptionsExt as _;
     let path = workspace.join(CONFIG_PATH);
@@ -136,7 +139,9 @@ pub fn read_workspace_config(workspace: &Path) -> Result<Option<WorkspaceConfig>
         .open(&path)
     {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {
+            return Ok(None);
+        }
         Err(source) => return Err(TrustError::Read { path, source }),
     };
     let meta = match file.metadata() {
@@ -163,14 +168,15 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// One approval: the workspace, the content's hash and the content itself (to show a diff when
-/// it changes).
+/// it changes, and what is lost when it is gone).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Approval {
     /// The canonical workspace path.
     pub workspace: PathBuf,
-    /// SHA-256 of the approved content, hex.
-    pub sha256: String,
-    /// The approved content.
+    /// SHA-256 of the approved content, hex; `None`: the user approved running the workspace
+    /// without a configuration (after the approved one was gone).
+    pub sha256: Option<String>,
+    /// The approved content (empty with no configuration).
     pub text: String,
     /// When (seconds since the Unix epoch).
     pub approved_at: u64,
@@ -186,12 +192,15 @@ pub struct TrustStore {
 /// How a workspace configuration stands.
 #[derive(Debug, Clone)]
 pub enum Verdict {
-    /// Approved exactly as it is.
+    /// Approved exactly as it is (or there is none, and none was approved).
     Approved,
-    /// Never approved.
+    /// Never approved (or the user approved running without one, and one appeared).
     New,
     /// Approved once, changed since.
     Changed(Box<Approval>),
+    /// Approved once, gone since (removed, renamed, `.jp` replaced): what it set no longer
+    /// applies, so jp does not run until the user says so.
+    Removed(Box<Approval>),
 }
 
 impl TrustStore {
@@ -243,26 +252,31 @@ impl TrustStore {
         }
     }
 
-    /// How `config` of `workspace` stands.
-    pub fn verdict(&self, workspace: &Path, config: &WorkspaceConfig) -> Result<Verdict, TrustError> {
-        Ok(match self.approval(workspace)? {
-            Some(a) if a.sha256 == config.sha256 => Verdict::Approved,
-            Some(a) => Verdict::Changed(Box::new(a)),
-            None => Verdict::New,
+    /// How `config` of `workspace` stands (`None`: it has none).
+    pub fn verdict(&self, workspace: &Path, config: Option<&WorkspaceConfig>) -> Result<Verdict, TrustError> {
+        let approval = self.approval(workspace)?;
+        Ok(match (approval, config) {
+            (None, None) => Verdict::Approved,
+            (None, Some(_)) => Verdict::New,
+            (Some(a), None) if a.sha256.is_none() => Verdict::Approved,
+            (Some(a), None) => Verdict::Removed(Box::new(a)),
+            (Some(a), Some(c)) if a.sha256.as_deref() == Some(c.sha256.as_str()) => Verdict::Approved,
+            (Some(a), Some(_)) if a.sha256.is_none() => Verdict::New,
+            (Some(a), Some(_)) => Verdict::Changed(Box::new(a)),
         })
     }
 
-    /// Record `config` as approved for `workspace` (atomically), and forget the approvals of
-    /// workspaces that no longer exist.
-    pub fn approve(&self, workspace: &Path, config: &WorkspaceConfig) -> Result<(), TrustError> {
+    /// Record `config` as approved for `workspace` (atomically) — `None`: that the workspace
+    /// has no configuration —, and forget the approvals of workspaces that no longer exist.
+    pub fn approve(&self, workspace: &Path, config: Option<&WorkspaceConfig>) -> Result<(), TrustError> {
         let dir =
             self.checked_dir(true)?.ok_or_else(|| TrustError::CreateDir { dir: self.dir.clone(), source: None })?;
         let approved_at =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
         let approval = Approval {
             workspace: workspace.to_path_buf(),
-            sha256: config.sha256.clone(),
-            text: config.text.clone(),
+            sha256: config.map(|c| c.sha256.clone()),
+            text: config.map(|c| c.text.clone()).unwrap_or_default(),
             approved_at,
         };
         let write = |e: &dyn std::fmt::Display| TrustError::Write(e.to_string());
@@ -302,17 +316,33 @@ impl TrustStore {
     }
 }
 
-/// What `config` grants beyond jp's defaults, as indented lines — decided on the configuration
-/// jp would enforce: layered over the user's own (`user`: its text and file), so a table that
-/// refers to one of the user's (an MCP server, say) is shown as it would run. Only the tables
-/// the workspace's file defines are listed (the user's own are not in question). An error when
-/// it cannot be used as it is: then there is nothing that could be approved.
-pub fn summary(config: &WorkspaceConfig, user: Option<(&str, &str)>) -> Result<String, ConfigError> {
-    let file = config.path.display().to_string();
-    let layers: Vec<(&str, &str)> = user.into_iter().chain([(config.text.as_str(), file.as_str())]).collect();
+/// What a workspace configuration (`text`, read from `file`) grants beyond jp's defaults, as
+/// indented lines — decided on the configuration jp would enforce: layered over the user's own
+/// (`user`: its text and file), so a table that refers to one of the user's (an MCP server, say)
+/// is shown as it would run. Only the tables the workspace's file defines are listed (the user's
+/// own are not in question), then each of the user's tables it replaces whole, with what of it
+/// no longer applies ([`review::replaced`]). An error when it cannot be used as it is: then there
+/// is nothing that could be approved.
+pub fn summary(text: &str, file: &str, user: Option<(&str, &str)>) -> Result<String, ConfigError> {
+    let (mut shown, own) = grants(text, file, user)?;
+    if let Some((user_text, user_file)) = user
+        && let Ok(theirs) = user_text.parse::<toml::Table>()
+    {
+        shown.extend(review::replaced(&theirs, &own, user_file));
+    }
+    Ok(review::render(&shown))
+}
+
+/// What the tables of a workspace configuration grant (see [`summary`]), and its parsed text.
+fn grants(
+    text: &str,
+    file: &str,
+    user: Option<(&str, &str)>,
+) -> Result<(Vec<review::Grant>, toml::Table), ConfigError> {
+    let layers: Vec<(&str, &str)> = user.into_iter().chain([(text, file)]).collect();
     let mut merged = Config::from_layers(&layers)?;
-    let own: toml::Table = config.text.parse().map_err(|e: toml::de::Error| ConfigError {
-        file: file.clone(),
+    let own: toml::Table = text.parse().map_err(|e: toml::de::Error| ConfigError {
+        file: file.into(),
         key: ".".into(),
         message: format!("not valid TOML: {}", e.to_string().trim()),
     })?;
@@ -328,13 +358,61 @@ pub fn summary(config: &WorkspaceConfig, user: Option<(&str, &str)>) -> Result<S
     merged.conversation.tools.retain(|k, _| tools.contains(k));
     merged.mcp.servers.retain(|k, _| servers.contains(k));
     merged.providers.retain(|k, _| providers.contains(k));
-    Ok(review::render(&review::grants(&merged)))
+    Ok((review::grants(&merged), own))
 }
 
 /// [`summary`], or the reason it cannot be shown, as lines.
-fn summary_lines(config: &WorkspaceConfig, user: Option<(&str, &str)>) -> String {
-    summary(config, user)
-        .unwrap_or_else(|e| format!("  (it cannot be used as it is: {})\n", review::quote(&e.to_string())))
+fn summary_lines(text: &str, file: &str, user: Option<(&str, &str)>) -> String {
+    summary(text, file, user).unwrap_or_else(|e| unusable(&e))
+}
+
+fn unusable(e: &ConfigError) -> String {
+    format!("  (it cannot be used as it is: {})\n", review::quote(&e.to_string()))
+}
+
+/// What is at `<workspace>/.jp` now that its `config.toml` is gone, in a few words: gone, not a
+/// directory, a symbolic link (to where), or the names it holds (a renamed file among them).
+pub fn absence(workspace: &Path) -> String {
+    let dir = workspace.join(".jp");
+    let quoted = |p: &Path| review::quote(&p.display().to_string());
+    match std::fs::symlink_metadata(&dir) {
+        Err(_) => ".jp/ is gone".into(),
+        Ok(m) if m.file_type().is_symlink() => match std::fs::read_link(&dir) {
+            Ok(target) => format!(".jp is a symbolic link to {}, where there is no config.toml", quoted(&target)),
+            Err(_) => ".jp is a symbolic link".into(),
+        },
+        Ok(m) if !m.is_dir() => ".jp is not a directory".into(),
+        Ok(_) => {
+            let mut names: Vec<String> = std::fs::read_dir(&dir)
+                .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+                .unwrap_or_default();
+            names.sort();
+            const SHOWN: usize = 8;
+            let more = names.len().saturating_sub(SHOWN);
+            let listed: Vec<String> = names.iter().take(SHOWN).map(|n| review::quote(n)).collect();
+            match (listed.is_empty(), more) {
+                (true, _) => ".jp/ is empty".into(),
+                (false, 0) => format!(".jp/ now holds: {}", listed.join(", ")),
+                (false, more) => format!(".jp/ now holds: {} and {more} more", listed.join(", ")),
+            }
+        }
+    }
+}
+
+/// What a gone configuration (`previous`, approved) set and the user would lose, as shown by
+/// the refusal and by `jp trust`: its summary and its content, every line removed.
+pub fn removal(workspace: &Path, previous: &Approval, user: Option<(&str, &str)>) -> String {
+    let path = workspace.join(CONFIG_PATH);
+    let path = jp_core::display::escape(&path.display().to_string());
+    format!(
+        "{path} was removed or moved since you approved it ({now}).\n\
+         What it set no longer applies without it:\n{summary}\
+         The approved content, now gone:\n{diff}",
+        now = absence(workspace),
+        // Without it, the user's own tables it replaced apply again: only its own are lost.
+        summary = grants(&previous.text, &path, user).map_or_else(|e| unusable(&e), |(g, _)| review::render(&g)),
+        diff = diff(&previous.text, ""),
+    )
 }
 
 /// The lines that changed from `old` to `new` (unified, 2 lines of context), control
@@ -368,15 +446,30 @@ pub fn refusal(workspace: &Path, config: &WorkspaceConfig, verdict: &Verdict, us
         _ => ("you have not approved it", String::new()),
     };
     let ws = jp_core::display::escape(&workspace.display().to_string());
+    let path = config.path.display().to_string();
     format!(
-        "{path} is not used: {why}.\n\
+        "{shown} is not used: {why}.\n\
          A workspace's configuration can be written by anyone who could write the workspace (a cloned repository, a tool), \
          so jp uses it only once you have approved its exact content.\n\
          It grants, beyond jp's defaults:\n{summary}{changes}\
          Review it, then approve it with: jp trust --workspace {ws}\n\
          (or put your own settings in {user} or pass --config FILE)",
-        path = jp_core::display::escape(&config.path.display().to_string()),
-        summary = summary_lines(config, user),
+        shown = jp_core::display::escape(&path),
+        summary = summary_lines(&config.text, &path, user),
         user = "~/.config/jp-host/config.toml",
+    )
+}
+
+/// The message of a workspace whose approved configuration (`previous`) is gone: what no longer
+/// applies, and how to go on.
+pub fn removed_refusal(workspace: &Path, previous: &Approval, user: Option<(&str, &str)>) -> String {
+    let ws = jp_core::display::escape(&workspace.display().to_string());
+    format!(
+        "{removal}\
+         jp does not fall back to its defaults on its own: the approved file may have narrowed what tools may do, \
+         and anyone who can write the workspace (a tool) can remove it.\n\
+         Restore it, or approve running this workspace without it (your own configuration and jp's defaults) with: \
+         jp trust --workspace {ws}",
+        removal = removal(workspace, previous, user),
     )
 }

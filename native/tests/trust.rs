@@ -367,3 +367,62 @@ fn jps_cache_and_an_explicit_config_are_never_where_tools_write() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out).1.contains("lies in the workspace"), "{}", text(&out).1);
 }
+
+#[test]
+fn a_workspace_table_that_replaces_the_users_own_says_what_of_it_no_longer_applies() {
+    // The user's own table denies `secret/` and never lets an agent call the tool; the
+    // workspace's table of the same name replaces it whole and only sets `run`.
+    let home = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("jp-host")).unwrap();
+    let user_file = home.path().join("jp-host/config.toml");
+    std::fs::write(
+        &user_file,
+        "[conversation.tools.fs_read_file]\nrun = \"skip\"\nsummary = \"Read (mine).\"\n[conversation.tools.fs_read_file.access]\nfilesystem = [{ path = \".\", allow = [\"read\"] }, { path = \"secret\", allow = [] }]\n\n[providers.local]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:1/v1\"\nmodel = \"m\"\n",
+    )
+    .unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(ws.path().join(".jp")).unwrap();
+    std::fs::create_dir_all(ws.path().join("secret")).unwrap();
+    std::fs::write(ws.path().join("secret/plans.txt"), "THE PLANS\n").unwrap();
+    std::fs::write(
+        ws.path().join(".jp/config.toml"),
+        "[conversation.tools.fs_read_file]\nrun = \"unattended\"\nsummary = \"Read (mine).\"\n\n[providers.local]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:1/v1\"\nmodel = \"m2\"\n",
+    )
+    .unwrap();
+    let user = |args: &[&str]| {
+        Command::new(JP)
+            .args(args)
+            .current_dir(ws.path())
+            .env("XDG_CONFIG_HOME", home.path())
+            .env("XDG_STATE_HOME", state.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let out = user(&["tool", "call", "fs_read_file", "path=secret/plans.txt"]);
+    assert_eq!(out.status.code(), Some(2), "{:?}", text(&out));
+    let table = format!("replaces your [conversation.tools.fs_read_file] from `{}`", user_file.display());
+    for out in [out, user(&["tool", "list"]), user(&["trust"])] {
+        let (stdout, stderr) = text(&out);
+        let shown = format!("{stdout}{stderr}");
+        assert_eq!(out.status.code(), Some(2), "{shown}");
+        for needle in [
+            table.as_str(),
+            "its access rules (files: . read, secret none, else deny;",
+            "its `run = \"skip\"`",
+            "replaces your [providers.local]",
+            "its `model = \"m\"`",
+        ] {
+            assert!(shown.contains(needle), "{needle:?} missing: {shown}");
+        }
+        // What both tables say is not lost.
+        assert!(!shown.contains("its `summary"), "{shown}");
+        assert!(!shown.contains("its `base_url"), "{shown}");
+    }
+    // Approved, what was said holds: the user's deny no longer applies.
+    let out = user(&["trust", "--yes"]);
+    assert!(out.status.success(), "{:?}", text(&out));
+    let out = user(&["tool", "call", "fs_read_file", "path=secret/plans.txt"]);
+    assert_eq!(text(&out).0, "THE PLANS\n", "{:?}", text(&out));
+}

@@ -8,7 +8,7 @@
 //! line breaks are shown escaped, so a hostile value cannot draw lines of its own.
 
 use super::{Config, McpForward, McpToolsImport, RunMode, ToolConfig, ToolSource, default_policy, resolve_runtime};
-use crate::policy::{AccessPolicy, PolicyConfigError};
+use crate::policy::{AccessConfig, AccessPolicy, PolicyConfigError, SandboxConfig};
 
 /// One table of the configuration and what it grants: a headline and its details.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,6 +114,65 @@ fn tool_grant(name: &str, tool: &ToolConfig) -> Grant {
         _ => {}
     }
     Grant { headline: format!("tool {} {runs}", quote(name)), details }
+}
+
+/// The named tables (`[conversation.tools.X]`, `[mcp.servers.X]`, `[providers.X]`) of the
+/// user's own configuration (`user`, read from `user_file`) that a workspace's file (`own`)
+/// replaces whole when layered over it ([`Config::from_layers`]), each with what the user's table
+/// had that the workspace's lacks: its access rules (compiled and summarised), and every other
+/// key the workspace's table leaves out or sets otherwise. What both say is not listed.
+pub fn replaced(user: &toml::Table, own: &toml::Table, user_file: &str) -> Vec<Grant> {
+    const NAMED: [&[&str]; 3] = [&["conversation", "tools"], &["mcp", "servers"], &["providers"]];
+    let named = |t: &toml::Table, path: &[&str]| -> Option<toml::Table> {
+        let mut t = t;
+        for key in path {
+            t = t.get(*key)?.as_table()?;
+        }
+        Some(t.clone())
+    };
+    let mut out = Vec::new();
+    for path in NAMED {
+        let (Some(theirs), Some(ours)) = (named(user, path), named(own, path)) else { continue };
+        for (name, ours) in &ours {
+            let (Some(toml::Value::Table(theirs)), toml::Value::Table(ours)) = (theirs.get(name), ours) else {
+                continue;
+            };
+            let details = lost(theirs, ours);
+            if !details.is_empty() {
+                let table = crate::display::escape(&format!("{}.{name}", path.join(".")));
+                let headline = format!("replaces your [{table}] from {} whole:", quote(user_file));
+                out.push(Grant { headline, details });
+            }
+        }
+    }
+    out
+}
+
+/// What `theirs` (a table of the user's) has that `ours` (the workspace's of the same name)
+/// lacks, one line each.
+fn lost(theirs: &toml::Table, ours: &toml::Table) -> Vec<String> {
+    const POLICY: [&str; 2] = ["access", "sandbox"];
+    let mut out = Vec::new();
+    if POLICY.iter().any(|k| theirs.get(*k).is_some_and(|v| ours.get(*k) != Some(v))) {
+        let sandbox = theirs.get("sandbox").cloned().map(toml::Value::try_into::<SandboxConfig>).transpose();
+        let access = theirs.get("access").cloned().map(toml::Value::try_into::<AccessConfig>).transpose();
+        let policy = match (sandbox, access) {
+            (Ok(sandbox), Ok(access)) => policy_line(AccessPolicy::from_config(sandbox.as_ref(), access.as_ref())),
+            (Err(e), _) | (_, Err(e)) => format!("invalid: {}", quote(&e.to_string())),
+        };
+        out.push(format!("its access rules ({policy}) no longer apply"));
+    }
+    for (key, value) in theirs {
+        if POLICY.contains(&key.as_str()) || ours.get(key) == Some(value) {
+            continue;
+        }
+        let mut shown = format!("{key} = {value}");
+        if shown.chars().count() > 200 {
+            shown = shown.chars().take(200).chain(['…']).collect();
+        }
+        out.push(format!("its {} no longer applies", quote(&shown)));
+    }
+    out
 }
 
 fn policy_line(policy: Result<AccessPolicy, PolicyConfigError>) -> String {
@@ -228,6 +287,37 @@ api_key_env = "OPENAI_API_KEY"
         let shown = render(&grants(&config));
         assert!(shown.contains("https://api.github.com/repos/o/r [GET] with accept: x\\x1b[2J\\u{202e}"), "{shown}");
         assert!(!shown.contains('\u{1b}') && !shown.contains('\u{202e}'), "{shown}");
+    }
+
+    #[test]
+    fn a_replaced_table_of_the_users_says_what_of_it_no_longer_applies() {
+        let user: toml::Table = r#"
+[conversation.tools.fs_read_file]
+run = "skip"
+summary = "mine"
+access = { filesystem = [{ path = ".", allow = ["read"] }, { path = "secret", allow = [] }] }
+[conversation.tools.other]
+run = "skip"
+[mcp.servers.gh]
+command = "gh-mcp"
+exec = ["/usr/bin/git"]
+"#
+        .parse()
+        .unwrap();
+        let own: toml::Table = "[conversation.tools.fs_read_file]\nrun = \"unattended\"\nsummary = \"mine\"\n[mcp.servers.gh]\ncommand = \"gh-mcp\"\n[providers.p]\nkind = \"openai\"\n"
+            .parse()
+            .unwrap();
+        let shown = render(&replaced(&user, &own, "/home/u/.config/jp-host/config.toml"));
+        let expected =
+            "  - replaces your [conversation.tools.fs_read_file] from `/home/u/.config/jp-host/config.toml` whole:
+      its access rules (files: . read, secret none, else deny; network: else ask; processes: else ask) no longer apply
+      its `run = \"skip\"` no longer applies
+  - replaces your [mcp.servers.gh] from `/home/u/.config/jp-host/config.toml` whole:
+      its `exec = [\"/usr/bin/git\"]` no longer applies
+";
+        assert_eq!(shown, expected);
+        // Nothing replaced: nothing said.
+        assert!(replaced(&user, &toml::Table::new(), "f").is_empty());
     }
 
     #[test]

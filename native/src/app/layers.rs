@@ -8,8 +8,9 @@ use super::{AppError, AppOptions};
 use crate::trust;
 
 /// The configuration files in force, the user's own first: `(text, file)`. A workspace's
-/// `.jp/config.toml` only when the user approved exactly this content ([`trust`]); `--config`
-/// instead of it. A workspace that contains jp's own state or configuration directory is
+/// `.jp/config.toml` only when the user approved exactly this content ([`trust`]), and none
+/// only when none was approved (an approved file that is gone is refused); `--config` instead
+/// of it, without asking. A workspace that contains jp's own state or configuration directory is
 /// refused: a tool allowed to write the workspace could approve configurations there.
 pub(super) fn config_layers(options: &AppOptions, workspace: &Path) -> Result<Vec<(String, String)>, AppError> {
     // jp's own directories and the workspace must not hold one another: a tool allowed to write
@@ -47,18 +48,27 @@ pub(super) fn config_layers(options: &AppOptions, workspace: &Path) -> Result<Ve
         layers.push(read(path)?);
         return Ok(layers);
     }
-    let Some(config) = trust::read_workspace_config(workspace)? else {
-        return Ok(layers);
-    };
+    let config = trust::read_workspace_config(workspace)?;
     let Some(state) = &options.state_dir else {
-        return Err(AppError::NoStateDir { config: config.path });
+        // Nowhere to keep approvals: no configuration is used, and none can have been approved.
+        return match config {
+            Some(config) => Err(AppError::NoStateDir { config: config.path }),
+            None => Ok(layers),
+        };
     };
-    let verdict = trust::TrustStore::new(state).verdict(workspace, &config)?;
-    if !matches!(verdict, trust::Verdict::Approved) {
-        let user = layers.first().map(|(t, f)| (t.as_str(), f.as_str()));
-        return Err(AppError::Untrusted(trust::refusal(workspace, &config, &verdict, user)));
+    // Asked with no file too: an approved file that is gone (removed, renamed, `.jp` replaced)
+    // is refused like a changed one, or what it narrowed would silently be lost.
+    let verdict = trust::TrustStore::new(state).verdict(workspace, config.as_ref())?;
+    let user = layers.first().map(|(t, f)| (t.as_str(), f.as_str()));
+    match (verdict, config) {
+        (trust::Verdict::Approved, Some(config)) => layers.push((config.text, config.path.display().to_string())),
+        (trust::Verdict::Approved, None) => {}
+        (trust::Verdict::Removed(previous), _) => {
+            return Err(AppError::Untrusted(trust::removed_refusal(workspace, &previous, user)));
+        }
+        (verdict, Some(config)) => return Err(AppError::Untrusted(trust::refusal(workspace, &config, &verdict, user))),
+        (_, None) => {}
     }
-    layers.push((config.text, config.path.display().to_string()));
     Ok(layers)
 }
 
