@@ -4,6 +4,8 @@
 
 pub use jp_sandbox::*;
 
+use std::path::PathBuf;
+
 /// A tool's `read_paths` (relative to the workspace), resolved: read-only host paths for the
 /// tool's own files. None may be, or contain, the project directory — a tool reaches project
 /// files only as its policy and runtime allow.
@@ -32,4 +34,3 @@ pub fn read_paths(
     }
     Ok(out)
 }
-

@@ -316,7 +316,11 @@ fn sandbox_status_reports_the_kernel() {
     assert_eq!(v["mount_view"], v["egress"]);
     let o = Command::new(JP).args(["sandbox", "status"]).output().unwrap();
     assert!(stdout(&o).contains("Landlock"));
-    let view = if v["mount_view"] == true { "private mount view:      enforced" } else { "private mount view:      NOT available" };
+    let view = if v["mount_view"] == true {
+        "private mount view:      enforced"
+    } else {
+        "private mount view:      NOT available"
+    };
     assert!(stdout(&o).contains(view), "{}", stdout(&o));
 }
 

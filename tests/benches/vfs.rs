@@ -7,9 +7,9 @@
 //!    of the same binary without the sandbox (P2), with where the difference goes: fork instead of
 //!    posix_spawn, each step of the sandbox alone, building it in the parent, the run without it.
 //!    `JP_BENCH_COLD_ROUNDS` sets the rounds (default 150).
-//! 2b. The sandboxed spawn of a direct-access process (a stdio tool's sandbox: the workspace
+//! 3. The sandboxed spawn of a direct-access process (a stdio tool's sandbox: the workspace
 //!    read-write) with its private mount view vs without it (P2v; `… -- view`: only this).
-//! 3. `fs.grep` over a generated tree of 50,000 files through the dispatcher vs `rg` (Debian
+//! 4. `fs.grep` over a generated tree of 50,000 files through the dispatcher vs `rg` (Debian
 //!    package `ripgrep`; `tests/bench` installs it) on the same tree.
 
 #[cfg(target_arch = "wasm32")]
@@ -48,7 +48,7 @@ mod bench {
         let vfs = VfsRuntime::new(files.clone(), ws.path());
         let cfg = config(&format!("runtime = \"vfs\"\ncommand = {TOOL:?}"));
 
-        // `cargo bench --bench vfs -- cold`: only section 2; `-- view`: only 2b.
+        // `cargo bench --bench vfs -- cold`: only section 2; `-- view`: only section 3.
         if std::env::args().any(|a| a == "cold") {
             cold_bench(&rt, &vfs, &files, ws.path(), &cfg);
             return;
@@ -114,7 +114,9 @@ mod bench {
                 std::fs::write(dir.join(format!("f{f}.rs")), "fn main() {}\n").unwrap();
             }
         }
-        for (rel, text) in [(".env", "A=1\n"), ("src3/.env.local", "B=2\n"), ("src7/.env", "C=3\n"), (".jp/config.toml", "")] {
+        for (rel, text) in
+            [(".env", "A=1\n"), ("src3/.env.local", "B=2\n"), ("src7/.env", "C=3\n"), (".jp/config.toml", "")]
+        {
             std::fs::create_dir_all(ws_path.join(rel).parent().unwrap()).unwrap();
             std::fs::write(ws_path.join(rel), text).unwrap();
         }

@@ -193,6 +193,7 @@ impl WasmEngine {
             // Best effort and atomic: a temp file renamed into place, never a torn artifact.
             let tmp = file.with_extension(format!("tmp{}", std::process::id()));
             // Private to the user (0600): only such a file is mapped back (jp-sandbox's check).
+            use std::os::unix::fs::OpenOptionsExt as _;
             let written = std::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
