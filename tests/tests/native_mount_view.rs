@@ -116,6 +116,11 @@ fn workspace() -> tempfile::TempDir {
         std::fs::create_dir_all(ws.path().join(rel).parent().unwrap()).unwrap();
         std::fs::write(ws.path().join(rel), text).unwrap();
     }
+    // Sensitive by name, links: one to a file inside (hidden there), one out of the workspace.
+    std::fs::create_dir_all(ws.path().join("config")).unwrap();
+    std::fs::write(ws.path().join("config/staging.txt"), "STAGING=secret\n").unwrap();
+    std::os::unix::fs::symlink("../config/staging.txt", ws.path().join("deploy/.env.staging")).unwrap();
+    std::os::unix::fs::symlink("/etc/hostname", ws.path().join(".env.outside")).unwrap();
     ws
 }
 
@@ -140,6 +145,9 @@ const PROBE: &str = "import os\n\
     attempt('write-env', lambda: open('.env', 'w').write('x'))\n\
     attempt('unlink-env', lambda: os.unlink('.env'))\n\
     attempt('read-readme', lambda: open('README.md').read())\n\
+    attempt('read-linked', lambda: open('deploy/.env.staging').read())\n\
+    attempt('read-link-target', lambda: open('config/staging.txt').read())\n\
+    attempt('read-outside-link', lambda: open('.env.outside').read())\n\
     attempt('write-config', lambda: open('.jp/config.toml', 'a').write('[x]'))\n\
     attempt('unlink-config', lambda: os.unlink('.jp/config.toml'))\n\
     attempt('rename-jp', lambda: os.rename('.jp', 'moved'))\n\
@@ -160,12 +168,17 @@ async fn a_direct_access_child_cannot_read_sensitive_files_or_change_jp_dir() {
     let spec = direct(&real, scratch.path(), &policy, python_tool());
     let view = spec.view.clone().unwrap();
     assert!(view.masked.contains(&real.join(".env")) && view.masked.contains(&real.join("deploy/.env.production")));
+    assert!(view.masked.contains(&real.join("config/staging.txt")), "{view:?}");
+    assert!(!view.masked.iter().any(|p| !p.starts_with(&real)), "nothing outside is covered: {view:?}");
     let (code, text, err) = run(spec, &real, PROBE).await;
     println!("{text}");
     assert_eq!(code, 0, "{text} {err}");
     let (eacces, erofs, ebusy) = (libc::EACCES, libc::EROFS, libc::EBUSY);
     assert!(text.contains(&format!("read-env {eacces}\n")), "{text}");
     assert!(text.contains(&format!("read-deep-env {eacces}\n")), "{text}");
+    assert!(text.contains(&format!("read-linked {eacces}\n")), "{text}");
+    assert!(text.contains(&format!("read-link-target {eacces}\n")), "{text}");
+    assert!(text.contains(&format!("read-outside-link {eacces}\n")), "Landlock refuses outside: {text}");
     assert!(text.contains(&format!("write-env {eacces}\n")), "{text}");
     assert!(text.contains(&format!("unlink-env {ebusy}\n")), "{text}");
     assert!(text.contains("read-readme ok '# demo\\n'\n"), "the rest of the workspace as granted: {text}");

@@ -204,9 +204,10 @@ pub const PROGRAM_DIRS: [&str; 8] =
 /// Most workspace entries looked at for sensitive files to hide, per spawn.
 pub const MASK_WALK_LIMIT: usize = 100_000;
 
-/// The sensitive files and directories of `workspace` (what `sensitive` says is), found by a
-/// walk that does not follow symlinks, skips `.git` and stops after [`MASK_WALK_LIMIT`] entries
-/// (`true` in the second field when it stopped early). A sensitive directory is listed whole.
+/// The sensitive files and directories of `workspace` (canonical; what `sensitive` says is),
+/// found by a walk that does not follow symlinks, skips `.git` and stops after
+/// [`MASK_WALK_LIMIT`] entries (`true` in the second field when it stopped early). A sensitive
+/// directory is listed whole; a sensitive link as what it leads to, when that is inside.
 pub fn sensitive_in(
     workspace: &std::path::Path,
     sensitive: &dyn Fn(&jp_core::policy::WorkspacePath) -> bool,
@@ -223,9 +224,18 @@ pub fn sensitive_in(
             }
             let Some(name) = entry.file_name().to_str().map(str::to_owned) else { continue };
             let rel = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
-            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+            let kind = entry.file_type();
+            let is_dir = kind.as_ref().is_ok_and(std::fs::FileType::is_dir);
             let sensitive = jp_core::policy::WorkspacePath::parse(&rel).is_ok_and(|p| sensitive(&p));
-            if sensitive {
+            if sensitive && kind.is_ok_and(|t| t.is_symlink()) {
+                // A link is hidden where it leads, if that is in the workspace (a mount follows
+                // it); one leading out is Landlock's to refuse, not the view's to cover.
+                if let Ok(target) = std::fs::canonicalize(entry.path())
+                    && target.starts_with(workspace)
+                {
+                    found.push(target);
+                }
+            } else if sensitive {
                 found.push(entry.path());
             } else if is_dir && name != ".git" {
                 stack.push((entry.path(), rel));
