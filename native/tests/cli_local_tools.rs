@@ -167,3 +167,45 @@ filesystem = [{{ path = ".", allow = ["read"] }}, {{ path = "notes", allow = ["r
     assert_eq!(code(&o), 1);
     assert!(!ws.path().join("src/evil.rs").exists());
 }
+
+/// Reads `.env` itself and prints what it got (a stdio tool: it touches files directly).
+const PEEK_TOOL: &str = r#"import json, sys
+ctx = sys.stdin.read()
+if '"action":"schema"' in ctx:
+    print(json.dumps({"tools": [{"name": sys.argv[1], "summary": "Peek.", "parameters": {}}]}))
+    sys.exit(0)
+try:
+    print(open(".env").read().strip())
+except OSError as e:
+    print("refused", e.errno)
+"#;
+
+#[test]
+fn a_stdio_tool_sees_the_workspaces_env_only_when_a_rule_of_its_own_grants_it() {
+    let ws = workspace();
+    std::fs::write(ws.path().join("peek.py"), PEEK_TOOL).unwrap();
+    write_config(
+        ws.path(),
+        r#"
+[conversation.tools.peek]
+source = "local"
+command = "/usr/bin/python3 peek.py peek"
+
+[conversation.tools.peek_granted]
+source = "local"
+command = "/usr/bin/python3 peek.py peek_granted"
+[conversation.tools.peek_granted.access]
+filesystem = [{ path = ".", allow = ["read", "write"] }, { path = ".env", allow = ["read", "write"] }]
+"#,
+    );
+    let o = jp(ws.path(), &["tool", "call", "peek"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    if jp_native::sandbox::user_namespaces().is_ok() {
+        // Nobody can be asked for a process that reads files itself: hidden by its mount view.
+        assert_eq!(stdout(&o).trim(), format!("refused {}", libc::EACCES), "{}", stdout(&o));
+    } else {
+        println!("no mount view here (Landlock alone): {}", stdout(&o));
+    }
+    let o = jp(ws.path(), &["tool", "call", "peek_granted"]);
+    assert_eq!((code(&o), stdout(&o).trim()), (0, "TOKEN=hunter2"), "{}", stderr(&o));
+}

@@ -142,15 +142,34 @@ impl AccessPolicy {
             let (own, theirs) = (self.unbounded().workspace_grant()?, ceiling.workspace_grant()?);
             return Ok(WorkspaceGrant { read: own.read && theirs.read, write: own.write && theirs.write });
         }
-        if let Some(rule) = self.fs_rules.iter().find(|r| !r.path.is_root()) {
+        let caps = self.fs_rules.iter().rev().find(|r| r.path.is_root()).map_or(Caps::default(), |r| r.caps);
+        // A rule below the root cannot be held — but for a sensitive path that grants what the
+        // rest of the workspace has: that is how a direct-access tool is given one, which its
+        // mount view otherwise hides ([`sensitive_granted`](Self::sensitive_granted)).
+        let rw = Caps::READ_WRITE;
+        let unveils = |r: &super::FsRule| {
+            self.is_sensitive(&r.path) && (r.caps.0 & rw.0) == (caps.0 & rw.0) && r.caps.contains(Capability::Read)
+        };
+        if let Some(rule) = self.fs_rules.iter().find(|r| !r.path.is_root() && !unveils(r)) {
             return Err(GrantError::FinerThanWorkspace {
                 path: rule.path.display().to_owned(),
                 origin: rule.origin.clone(),
             });
         }
-        let caps = self.fs_rules.iter().rev().find(|r| r.path.is_root()).map_or(Caps::default(), |r| r.caps);
         let write = [Capability::Create, Capability::Update, Capability::Delete].into_iter().any(|c| caps.contains(c));
         Ok(WorkspaceGrant { read: caps.contains(Capability::Read) || write, write })
+    }
+
+    /// Whether a process that touches files directly (a stdio tool, an MCP server, a
+    /// `process.run` child) may see the sensitive `path`: only when the most specific
+    /// filesystem rule covering it is one below the root that grants read — a rule the user
+    /// wrote for it (e.g. `{ path = ".env", allow = ["read"] }`). Otherwise the process's mount
+    /// view hides it: nobody can be asked on its behalf. Bounded by the ceiling, if any.
+    pub fn sensitive_granted(&self, path: &WorkspacePath) -> bool {
+        let key = path.nfc();
+        let best = self.fs_rules.iter().filter(|r| key.starts_with(&r.path)).max_by_key(|r| r.path.depth());
+        best.is_some_and(|r| !r.path.is_root() && r.caps.contains(Capability::Read))
+            && self.ceiling.as_ref().is_none_or(|c| c.sensitive_granted(path))
     }
 
     /// What an OS sandbox must grant a process started by `process.run` on this tool's behalf:
@@ -220,6 +239,33 @@ mod tests {
     fn access(toml_text: &str) -> AccessPolicy {
         let cfg: AccessConfig = toml::from_str(toml_text).unwrap();
         AccessPolicy::from_config(None, Some(&cfg)).unwrap()
+    }
+
+    #[test]
+    fn a_rule_of_its_own_grants_a_sensitive_path_to_a_direct_access_tool() {
+        let p = |fs: &str| access(&format!("filesystem = {fs}"));
+        let path = |s: &str| WorkspacePath::parse(s).unwrap();
+        let rw = r#"{ path = ".", allow = ["read", "write"] }"#;
+        // Without a rule of its own, hidden (the workspace's rule does not name it).
+        let plain = p(&format!("[{rw}]"));
+        assert!(!plain.sensitive_granted(&path(".env")));
+        assert_eq!(plain.workspace_grant(), Ok(WorkspaceGrant { read: true, write: true }));
+        // Named with what the workspace has: granted, and still a whole-workspace grant.
+        let named = p(&format!(r#"[{rw}, {{ path = ".env", allow = ["read", "write"] }}]"#));
+        assert!(named.sensitive_granted(&path(".env")));
+        assert!(!named.sensitive_granted(&path("deploy/.env")), "another .env is not named");
+        assert_eq!(named.workspace_grant(), Ok(WorkspaceGrant { read: true, write: true }));
+        // A directory rule grants what is beneath it.
+        let dir = p(&format!(r#"[{rw}, {{ path = "config/.env", allow = ["read", "write"] }}]"#));
+        assert!(dir.sensitive_granted(&path("config/.env/db")));
+        // A rule that takes access away, or names a path that is not sensitive, stays finer than
+        // the workspace for a stdio tool; one that denies read grants nothing.
+        let less = p(&format!(r#"[{rw}, {{ path = ".env", allow = ["read"] }}]"#));
+        assert!(matches!(less.workspace_grant(), Err(GrantError::FinerThanWorkspace { .. })));
+        let other = p(&format!(r#"[{rw}, {{ path = "src", allow = ["read", "write"] }}]"#));
+        assert!(matches!(other.workspace_grant(), Err(GrantError::FinerThanWorkspace { .. })));
+        let none = p(&format!(r#"[{rw}, {{ path = ".env", allow = [] }}]"#));
+        assert!(!none.sensitive_granted(&path(".env")));
     }
 
     #[test]

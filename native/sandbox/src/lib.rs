@@ -186,7 +186,7 @@ pub struct MountView {
     /// approves with `jp trust`: a tool must not rewrite, delete or move it).
     pub read_only: Vec<PathBuf>,
     /// Hidden: the sensitive files of the workspace (`.env`, keys — the set the policy asks
-    /// about), each covered by a read-only, unopenable node (a directory by an empty read-only
+    /// about — but those a rule of their own grants: `AccessPolicy::sensitive_granted`), each covered by a read-only, unopenable node (a directory by an empty read-only
     /// file system). Reading one fails with "permission denied"; it cannot be written, deleted
     /// or moved.
     pub masked: Vec<PathBuf>,
@@ -369,7 +369,9 @@ impl SandboxSpec {
         }
         if access.grant.read {
             let policy = access.policy;
-            let (masked, _incomplete) = sensitive_in(access.workspace, &|p| policy.is_sensitive(p));
+            // Hidden unless a rule of its own grants it (nobody can be asked for this process).
+            let hidden = |p: &jp_core::policy::WorkspacePath| policy.is_sensitive(p) && !policy.sensitive_granted(p);
+            let (masked, _incomplete) = sensitive_in(access.workspace, &hidden);
             view.masked = masked;
         }
         if let Some(may_exec) = &self.may_exec {
