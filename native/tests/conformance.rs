@@ -29,7 +29,10 @@ const TOKEN: &str = "conformance-token-5a1c93e0";
 /// `(scenario, protocol version)` that apply to a server with jp's tools (scenarios about the
 /// reference server's own tools, prompts, resources and logging do not). The tampered-state
 /// scenario calls `test_input_required_result_tampered_state`, which [`TAMPERED_STATE_TOOL`]
-/// is: a tool that asks (SEP-2322), as any of jp's tools does when its policy asks.
+/// is: a tool that asks (SEP-2322), as any of jp's tools does when its policy asks. The other
+/// `input-required-result-*` scenarios expect their tools' own questions (keys such as
+/// `user_name`, sampling, roots, several at once), which jp never asks: its one question is the
+/// policy's `decision`.
 const SCENARIOS: &[(&str, &str)] = &[
     ("server-initialize", "2025-11-25"),
     ("server-session-lifecycle", "2025-11-25"),
@@ -41,6 +44,7 @@ const SCENARIOS: &[(&str, &str)] = &[
     ("http-header-validation", "2026-07-28"),
     ("dns-rebinding-protection", "2026-07-28"),
     ("input-required-result-tampered-state", "2026-07-28"),
+    ("input-required-result-unsupported-methods", "2026-07-28"),
 ];
 
 /// A VFS tool (no arguments) that reads the workspace's `.env`: a sensitive path, so the policy
