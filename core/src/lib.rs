@@ -15,6 +15,7 @@
 //! - [`schema`] — RFD D06 self-description and RFD 009 action schemas.
 //! - [`agent`] — the agent turn loop, its model providers and what a permission question shows.
 //! - [`display`] — tool and model text made safe to show on a terminal or a page.
+//! - [`json_shape`] — how deep JSON text nests and how many values it holds, measured unparsed.
 //!
 //! **Architecture invariant:** this crate does no I/O. It has no file system, no clock, no
 //! environment and no sockets (`clippy.toml` bans them) and builds for `wasm32-unknown-unknown`.
@@ -26,6 +27,7 @@ pub mod display;
 pub mod files;
 pub mod handles;
 pub mod host;
+pub mod json_shape;
 pub mod maybe;
 pub mod policy;
 pub mod protocol;

@@ -112,6 +112,32 @@ runtime = "vfs"
 }
 
 #[test]
+fn a_run_child_has_each_variable_once_with_home_and_tmpdir_its_scratch_dir() {
+    // `env` itself as the program: a shell would fold duplicates into one before printing.
+    let ws = workspace();
+    write_config(
+        ws.path(),
+        "[conversation.tools.run]\nsource = \"builtin\"\n[conversation.tools.run.access]\nfilesystem = [{ path = \".\", allow = [\"read\"] }]\ncommands = { env = { args = [[\"**\"]] } }\n",
+    );
+    let o = jp(ws.path(), &["tool", "call", "run", "--args", r#"{"program": "env"}"#]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    let vars: Vec<(&str, &str)> = out.lines().filter_map(|l| l.split_once('=')).collect();
+    let named = |name: &str| vars.iter().filter(|(k, _)| *k == name).map(|(_, v)| *v).collect::<Vec<_>>();
+    let home = named("HOME");
+    assert_eq!(home.len(), 1, "HOME once:\n{out}");
+    let scratch = Path::new(home[0]);
+    assert!(scratch.is_absolute() && scratch.starts_with(std::env::temp_dir()), "{out}");
+    assert!(scratch.file_name().unwrap().to_string_lossy().starts_with("jp-process-"), "{out}");
+    assert_eq!(named("TMPDIR"), home, "TMPDIR is the same scratch dir:\n{out}");
+    let mut names: Vec<&str> = vars.iter().map(|(k, _)| *k).collect();
+    names.sort_unstable();
+    let count = names.len();
+    names.dedup();
+    assert_eq!(names.len(), count, "every variable once:\n{out}");
+}
+
+#[test]
 fn schema_of_every_first_party_tool() {
     let ws = workspace();
     for name in FIRST_PARTY {

@@ -27,7 +27,12 @@ const JP: &str = env!("CARGO_BIN_EXE_jp");
 const TOKEN: &str = "conformance-token-5a1c93e0";
 
 /// `(scenario, protocol version)` that apply to a server with jp's tools (scenarios about the
-/// reference server's own tools, prompts, resources and logging do not).
+/// reference server's own tools, prompts, resources and logging do not). The tampered-state
+/// scenario calls `test_input_required_result_tampered_state`, which [`TAMPERED_STATE_TOOL`]
+/// is: a tool that asks (SEP-2322), as any of jp's tools does when its policy asks. The other
+/// `input-required-result-*` scenarios expect their tools' own questions (keys such as
+/// `user_name`, sampling, roots, several at once), which jp never asks: its one question is the
+/// policy's `decision`.
 const SCENARIOS: &[(&str, &str)] = &[
     ("server-initialize", "2025-11-25"),
     ("server-session-lifecycle", "2025-11-25"),
@@ -38,7 +43,22 @@ const SCENARIOS: &[(&str, &str)] = &[
     ("server-stateless", "2026-07-28"),
     ("http-header-validation", "2026-07-28"),
     ("dns-rebinding-protection", "2026-07-28"),
+    ("input-required-result-tampered-state", "2026-07-28"),
+    ("input-required-result-unsupported-methods", "2026-07-28"),
 ];
+
+/// A VFS tool (no arguments) that reads the workspace's `.env`: a sensitive path, so the policy
+/// asks, and a 2026-07-28 client is asked through an `input_required` result.
+const TAMPERED_STATE_TOOL: &str = r#"import json, sys
+sys.stdin.readline()
+print(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "fs.read", "params": {"path": ".env"}}), flush=True)
+while True:
+    answer = json.loads(sys.stdin.readline())
+    if answer.get("id") == 1:
+        break
+text = answer["result"]["content"] if "result" in answer else answer["error"]["message"]
+print(json.dumps({"jsonrpc": "2.0", "method": "result", "params": {"content": [{"type": "text", "text": text}]}}), flush=True)
+"#;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
@@ -101,9 +121,19 @@ fn the_official_conformance_suite_passes_every_applicable_scenario() {
     let suite = repo().join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
     assert!(node.is_file() && suite.is_file(), "run `npm install` first (./tests/run does)");
     let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join(".env"), "TOKEN=hunter2\n").unwrap();
+    std::fs::create_dir_all(ws.path().join(".jp")).unwrap();
+    std::fs::write(ws.path().join("asks.py"), TAMPERED_STATE_TOOL).unwrap();
+    std::fs::write(
+        ws.path().join(".jp/config.toml"),
+        "[conversation.tools.test_input_required_result_tampered_state]\nsource = \"local\"\nsummary = \"Read the workspace's .env (the policy asks first).\"\ncommand = \"/usr/bin/python3 asks.py\"\nruntime = \"vfs\"\nparameters = {}\n",
+    )
+    .unwrap();
+    support::approve_config(ws.path());
     let (_jp, _proxy, proxy_port) = jp_behind_proxy(&node, ws.path());
     let mut failures = Vec::new();
     let mut passed = 0;
+    let mut succeeded = std::collections::BTreeSet::new();
     for (scenario, version) in SCENARIOS {
         let out = tempfile::tempdir().unwrap();
         let run = Command::new(&node)
@@ -123,7 +153,10 @@ fn the_official_conformance_suite_passes_every_applicable_scenario() {
         for check in &checks {
             let message = check["errorMessage"].as_str().unwrap_or("");
             match check["status"].as_str() {
-                Some("SUCCESS") => passed += 1,
+                Some("SUCCESS") => {
+                    passed += 1;
+                    succeeded.insert(check["id"].as_str().unwrap_or("?").to_owned());
+                }
                 Some("SKIPPED") => {}
                 Some("FAILURE") if message.starts_with("Not testable") => {}
                 other => failures.push(format!("{scenario} {version}: {} {other:?}: {message}", check["id"])),
@@ -133,6 +166,8 @@ fn the_official_conformance_suite_passes_every_applicable_scenario() {
     println!("conformance: {passed} checks passed over {} scenarios", SCENARIOS.len());
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(passed >= 40, "only {passed} checks ran");
+    // Run, not skipped: a retry under a tampered requestState is a JSON-RPC error.
+    assert!(succeeded.contains("sep-2322-reject-tampered-state"), "{succeeded:?}");
 }
 
 /// The suite's server scenarios for protocol 2025-11-25 and 2026-07-28, as `conformance list`

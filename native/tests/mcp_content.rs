@@ -123,6 +123,97 @@ fn image_audio_resource_blocks_and_structured_content_reach_the_caller_as_they_c
     assert!(s.child.wait().unwrap().success());
 }
 
+/// A result nested 200,000 levels deep (`structuredContent` of arrays in arrays), as one line of
+/// Python: far past the 128 levels serde_json reads.
+const DEEP_RESULT: &str =
+    r#"'{"content":[{"type":"text","text":"x"}],"structuredContent":' + "[" * 200000 + "]" * 200000 + "}""#;
+
+/// A workspace whose MCP server `deep` (tool `deep.nested`), stdio tool `stdio_nested` and VFS
+/// tool `vfs_nested` each answer [`DEEP_RESULT`], written by hand (Python's `json` recurses).
+fn deep_workspace() -> tempfile::TempDir {
+    let ws = tempfile::tempdir().unwrap();
+    let dir = ws.path().join("tools");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(ws.path().join(".jp")).unwrap();
+    let server = format!(
+        r#"import json, sys
+DEEP = {DEEP_RESULT}
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+for line in sys.stdin:
+    m = json.loads(line)
+    method = m.get("method")
+    if method == "initialize":
+        send({{"jsonrpc": "2.0", "id": m["id"], "result": {{"protocolVersion": m["params"]["protocolVersion"],
+              "capabilities": {{"tools": {{}}}}, "serverInfo": {{"name": "deep", "version": "0"}}}}}})
+    elif method == "tools/list":
+        send({{"jsonrpc": "2.0", "id": m["id"], "result": {{"tools": [{{"name": "nested",
+              "inputSchema": {{"type": "object", "properties": {{}}}}}}]}}}})
+    elif method == "tools/call":
+        sys.stdout.write('{{"jsonrpc":"2.0","id":' + json.dumps(m["id"]) + ',"result":' + DEEP + '}}\n'); sys.stdout.flush()
+    elif "id" in m and method is not None:
+        send({{"jsonrpc": "2.0", "id": m["id"], "error": {{"code": -32601, "message": "no"}}}})
+"#
+    );
+    std::fs::write(dir.join("server.py"), server).unwrap();
+    let stdio = format!("import sys\nsys.stdin.read()\nsys.stdout.write({DEEP_RESULT})\n");
+    std::fs::write(dir.join("stdio.py"), stdio).unwrap();
+    // The VFS tool keeps reading its stdin after its result: it leaves when jp ends the call.
+    let vfs = format!(
+        "import sys\nsys.stdin.readline()\nsys.stdout.write('{{\"jsonrpc\":\"2.0\",\"method\":\"result\",\"params\":' + {DEEP_RESULT} + '}}\\n')\nsys.stdout.flush()\nsys.stdin.read()\n"
+    );
+    std::fs::write(dir.join("vfs.py"), vfs).unwrap();
+    let config = format!(
+        r#"[mcp.servers.deep]
+command = "/usr/bin/python3"
+args = [{server:?}]
+tools = "*"
+
+[conversation.tools.stdio_nested]
+source = "local"
+command = "/usr/bin/python3 tools/stdio.py"
+parameters = {{}}
+
+[conversation.tools.vfs_nested]
+source = "local"
+command = "/usr/bin/python3 tools/vfs.py"
+runtime = "vfs"
+parameters = {{}}
+"#,
+        server = dir.join("server.py"),
+    );
+    std::fs::write(ws.path().join(".jp/config.toml"), config).unwrap();
+    approve_config(ws.path());
+    ws
+}
+
+/// Far above what any of these calls needs: a call that hung would end with "timed out"
+/// instead of the error, and fail the test.
+const LONG_TIMEOUT: &str = "120";
+
+#[test]
+fn a_result_nested_too_deep_is_a_tool_error_that_says_so_not_a_timeout() {
+    let ws = deep_workspace();
+    let says_too_deep = |text: &str| text.contains("nested more than 127 levels deep") && !text.contains("timed out");
+    for tool in ["deep.nested", "stdio_nested", "vfs_nested"] {
+        let (code, out, err) = jp(ws.path(), &["tool", "call", tool, "--timeout", LONG_TIMEOUT]);
+        assert_ne!(code, 0, "{tool}: {out}");
+        assert!(says_too_deep(&err), "{tool}: {err}");
+    }
+    // `jp mcp`: the server's first call goes through rmcp, the second is relayed raw.
+    let mut s = Session::start_with(ws.path(), &["--timeout", LONG_TIMEOUT]);
+    for (tool, path) in
+        [("deep.nested", "rmcp"), ("deep.nested", "relay"), ("stdio_nested", "stdio"), ("vfs_nested", "vfs")]
+    {
+        let reply = s.call(tool, json!({}));
+        assert_eq!(reply["result"]["isError"], true, "{path}: {reply}");
+        let text = reply["result"]["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(says_too_deep(text), "{path}: {reply}");
+    }
+    drop(s.child.stdin.take());
+    assert!(s.child.wait().unwrap().success());
+}
+
 /// A bare MCP server with prompts and resources (and no tools).
 const DOCS_SERVER: &str = r##"import json, sys
 def send(m):

@@ -335,6 +335,16 @@ fn jp_mcp_relays_calls_of_a_running_server_and_holds_its_answers_to_the_protocol
     assert_eq!(wrong["result"]["isError"], true, "an isError result (SEP-1303), not a JSON-RPC error: {said}");
     assert!(said.contains("argument 'text' must be a string"), "{said}");
 
+    // A retry of a call that asked (MCP 2026-07-28) is jp's to answer, never relayed: this
+    // `requestState` resumes nothing, a JSON-RPC -32602 error.
+    let answer = json!({"decision": {"action": "accept", "content": {"decision": "allow once"}}});
+    let retry = s.request(
+        "tools/call",
+        json!({"name": "raw.echo", "arguments": {"text": "three"}, "requestState": "made-up", "inputResponses": answer}),
+    );
+    assert_eq!(retry["error"]["code"], -32602, "{retry}");
+    assert!(retry["error"]["message"].as_str().unwrap().contains("call the tool again"), "{retry}");
+
     // A relayed call the agent cancels is cancelled on the server too, and answered by no one.
     s.next += 1;
     let hanging = s.next;

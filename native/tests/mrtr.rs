@@ -11,10 +11,10 @@ mod support;
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
-    Implementation, ProtocolVersion,
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ErrorCode, Implementation, ProtocolVersion,
 };
-use rmcp::service::{ClientLifecycleMode, ClientServiceExt as _, RequestContext};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt as _, RequestContext, RunningService, ServiceError};
 use rmcp::{ClientHandler, ErrorData, RoleClient};
 use serde_json::json;
 
@@ -128,4 +128,131 @@ fn the_python_sdk_on_2026_07_28_is_asked_by_result_and_gets_typed_blocks() {
     {
         assert!(stdout.contains(&format!("ok {check}")), "{check:?} missing:\n{stdout}");
     }
+}
+
+/// `fs_read_file` of `path`; with `state`, the retry of the call that asked under it, answering
+/// "allow once".
+fn read(path: &str, state: Option<&str>) -> CallToolRequestParams {
+    let mut p = CallToolRequestParams::new("fs_read_file");
+    p.arguments = json!({"path": path}).as_object().cloned();
+    if let Some(state) = state {
+        p.request_state = Some(state.to_owned());
+        let answer = json!({"action": "accept", "content": {"decision": "allow once"}});
+        p.input_responses = Some([("decision".to_owned(), answer)].into());
+    }
+    p
+}
+
+/// The message of a JSON-RPC -32602 error; anything else fails the test.
+fn invalid_params(r: Result<CallToolResponse, ServiceError>) -> String {
+    match r {
+        Err(ServiceError::McpError(e)) if e.code == ErrorCode::INVALID_PARAMS => e.message.to_string(),
+        other => panic!("expected a JSON-RPC -32602 error, got {other:?}"),
+    }
+}
+
+/// A `fs_read_file` of `.env` asks; retries under a tampered or unknown `requestState`, or with
+/// another tool or other arguments than the call that asked, are JSON-RPC -32602 errors that say
+/// what to do, and leave that call waiting: its own retry then reads the file.
+async fn foreign_retries_are_refused_and_the_call_that_asked_resumes(client: &RunningService<RoleClient, Answers>) {
+    let first = client.call_tool_once(read(".env", None)).await.expect("tools/call");
+    let CallToolResponse::InputRequired(asked) = first else { panic!("expected input_required, got {first:?}") };
+    let state = asked.request_state.expect("a requestState");
+    for bad in [format!("{state}-TAMPERED"), "0".repeat(32), String::new()] {
+        let e = invalid_params(client.call_tool_once(read(".env", Some(&bad))).await);
+        assert!(e.contains("requestState") && e.contains("call the tool again"), "{bad:?}: {e}");
+    }
+    let e = invalid_params(client.call_tool_once(read("README.md", Some(&state))).await);
+    assert!(e.contains("arguments differ from the call that asked"), "{e}");
+    let mut other_tool = read(".", Some(&state));
+    other_tool.name = "fs_list_files".into();
+    let e = invalid_params(client.call_tool_once(other_tool).await);
+    assert!(e.contains("'fs_read_file'") && e.contains("'fs_list_files'"), "{e}");
+    let done = client.call_tool_once(read(".env", Some(&state))).await.expect("tools/call");
+    let CallToolResponse::Complete(result) = done else { panic!("expected the result, got {done:?}") };
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    let text: String = result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect();
+    assert_eq!(text, "TOKEN=hunter2\n");
+    // Answered: the state is spent.
+    let e = invalid_params(client.call_tool_once(read(".env", Some(&state))).await);
+    assert!(e.contains("call the tool again"), "{e}");
+}
+
+/// A workspace with a sensitive `.env` (reading it asks) and a `README.md`.
+fn env_workspace() -> tempfile::TempDir {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join(".env"), "TOKEN=hunter2\n").unwrap();
+    std::fs::write(ws.path().join("README.md"), "# readme\n").unwrap();
+    ws
+}
+
+fn answers() -> Answers {
+    Answers { decision: "deny", asked: Arc::default() }
+}
+
+fn discover() -> ClientLifecycleMode {
+    ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn over_stdio_a_foreign_retry_is_invalid_params_and_the_call_that_asked_resumes() {
+    let ws = env_workspace();
+    let mut child = tokio::process::Command::new(JP)
+        .arg("mcp")
+        .current_dir(ws.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let transport = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    let client = answers().serve_with_lifecycle(transport, discover()).await.expect("server/discover");
+    foreign_retries_are_refused_and_the_call_that_asked_resumes(&client).await;
+    let _ = client.cancel().await;
+    let _ = child.kill().await;
+}
+
+/// A `jp mcp --http` killed when dropped (a failed assertion must not leave it running).
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn over_http_a_foreign_retry_is_invalid_params_and_the_call_that_asked_resumes() {
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    use std::io::BufRead;
+    let ws = env_workspace();
+    let token = "mrtr-test-token";
+    let mut server = std::process::Command::new(JP)
+        .args(["mcp", "--http", "127.0.0.1:0", "--token-env", "JP_MRTR_TOKEN"])
+        .current_dir(ws.path())
+        .env("JP_MRTR_TOKEN", token)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(server.stderr.take().unwrap()).lines();
+    let _server = Server(server);
+    let url = loop {
+        let line = err.next().expect("jp mcp --http printed its address").unwrap();
+        if let Some(rest) = line.split(" at ").nth(1) {
+            break rest.trim().to_owned();
+        }
+    };
+    std::thread::spawn(move || for _ in err {});
+    // reqwest is built without a TLS provider; jp installs *ring* before any client is made.
+    jp_native::http::crypto_provider();
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+    config.auth_header = Some(token.to_owned());
+    let transport = StreamableHttpClientTransport::from_config(config);
+    // Stateless: every request is one of its own, the retries included.
+    let client = answers().serve_with_lifecycle(transport, discover()).await.expect("server/discover over HTTP");
+    foreign_retries_are_refused_and_the_call_that_asked_resumes(&client).await;
+    let _ = client.cancel().await;
 }

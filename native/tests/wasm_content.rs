@@ -41,7 +41,7 @@ fn workspace() -> tempfile::TempDir {
         ("report", r#"{ path = { type = "string" } }"#),
         (
             "big",
-            r#"{ bytes = { type = "integer" }, mime = { type = "string", required = false }, structured = { type = "boolean", required = false } }"#,
+            r#"{ bytes = { type = "integer" }, mime = { type = "string", required = false }, structured = { type = "boolean", required = false }, nested = { type = "boolean", required = false } }"#,
         ),
         ("bad_meta", "{}"),
     ] {
@@ -191,4 +191,24 @@ fn jp_tool_call_shows_a_components_blocks_and_jp_mcp_hands_them_on() {
     assert_eq!(code, 0, "{err}");
     assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
     assert_eq!(out.lines().count(), 1, "{out:?}");
+}
+
+#[test]
+fn structured_content_nested_too_deep_is_a_tool_error_that_says_so_not_a_timeout() {
+    let ws = workspace();
+    // 200,000 levels of arrays; a call timeout far above what the call needs: a hang would end
+    // with "timed out" instead, and fail the test.
+    let args = json!({"bytes": 400_000, "nested": true}).to_string();
+    let says_too_deep = |text: &str| {
+        text.contains("structured-content is nested more than 127 levels deep") && !text.contains("timed out")
+    };
+    let (code, out, err) = jp(ws.path(), &["tool", "call", "big", "--timeout", "120", "--args", &args]);
+    assert_ne!(code, 0, "{out}");
+    assert!(says_too_deep(&err), "{err}");
+    let mut s = Session::start_with(ws.path(), &["--timeout", "120"]);
+    let reply = s.call("big", json!({"bytes": 400_000, "nested": true}));
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    assert!(says_too_deep(reply["result"]["content"][0]["text"].as_str().unwrap_or_default()), "{reply}");
+    drop(s.child.stdin.take());
+    assert!(s.child.wait().unwrap().success());
 }

@@ -215,7 +215,7 @@ impl Dispatcher {
         match decode_incoming(frame, self.max_line) {
             Err((id, e)) => Some(encode_message(&Message::Response(Response { id, outcome: Err(e) }))),
             Ok(Incoming::Request { id, method, request }) => Some(self.respond(&id, &method, request, events).await),
-            Ok(Incoming::Other(_)) => None,
+            Ok(Incoming::Other(_) | Incoming::TooDeep { .. }) => None,
         }
     }
 

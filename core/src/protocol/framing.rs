@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::envelope::{ErrorCode, Id, Message, RpcError};
 use super::methods::HostRequest;
+use crate::json_shape::{self, TOO_DEEP};
 
 /// One framed unit from the stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,6 +108,13 @@ pub fn decode_frame(frame: &Frame, max_line: usize) -> Result<Message, (Option<I
         )),
         Frame::Line(line) => match serde_json::from_slice::<Value>(line) {
             Ok(value) => Message::from_value(value),
+            Err(_) if too_deep(line) => Err((
+                Envelope::read(line).and_then(|e| e.id),
+                RpcError::new(
+                    ErrorCode::InvalidRequest,
+                    format!("Invalid Request: the message is {TOO_DEEP}; send it less deeply nested"),
+                ),
+            )),
             Err(e) => Err((
                 None,
                 RpcError::new(
@@ -133,6 +141,34 @@ pub enum Incoming {
     },
     /// A notification or a response.
     Other(Message),
+    /// A notification nested deeper than jp reads JSON ([`json_shape::MAX_DEPTH`]): its method,
+    /// its params unread. (A request or a response that deep is an error that says so, with its
+    /// id, as any malformed message.)
+    TooDeep {
+        /// The method as sent.
+        method: String,
+    },
+}
+
+/// Whether a line nests deeper than jp reads JSON (what makes serde_json refuse it).
+fn too_deep(line: &[u8]) -> bool {
+    json_shape::deeper_than(line, json_shape::MAX_DEPTH)
+}
+
+/// The envelope of a message, read without its params or result (skipping a value does not
+/// recurse, so any depth is read).
+#[derive(serde::Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    id: Option<Id>,
+    #[serde(default)]
+    method: Option<String>,
+}
+
+impl Envelope {
+    fn read(line: &[u8]) -> Option<Self> {
+        serde_json::from_slice(line).ok()
+    }
 }
 
 /// The envelope of a well-formed request, borrowed from its line; anything else goes the
@@ -155,14 +191,32 @@ pub fn decode_incoming(frame: &Frame, max_line: usize) -> Result<Incoming, (Opti
         && fast.jsonrpc == "2.0"
         && fast.params.is_none_or(|p| p.get().starts_with(['{', '[']) || p.get() == "null")
     {
-        let request = HostRequest::parse_json(&fast.method, fast.params.map(|p| p.get()));
+        let request = HostRequest::parse_json(&fast.method, fast.params.map(|p| p.get())).map_err(|e| {
+            match fast.params.filter(|p| too_deep(p.get().as_bytes())) {
+                Some(_) => RpcError::new(
+                    ErrorCode::InvalidParams,
+                    format!("Invalid params: the params are {TOO_DEEP}; send them less deeply nested"),
+                ),
+                None => e,
+            }
+        });
         return Ok(Incoming::Request { id: fast.id, method: fast.method.into_owned(), request });
     }
-    match decode_frame(frame, max_line)? {
-        Message::Request(r) => {
+    match decode_frame(frame, max_line) {
+        Ok(Message::Request(r)) => {
             Ok(Incoming::Request { request: HostRequest::parse(&r.method, r.params), id: r.id, method: r.method })
         }
-        other => Ok(Incoming::Other(other)),
+        Ok(other) => Ok(Incoming::Other(other)),
+        // A notification too deep to read: its method says whether it mattered (a tool's last
+        // word does; see the VFS conversation).
+        Err((None, e)) => match frame {
+            Frame::Line(line) if too_deep(line) => match Envelope::read(line) {
+                Some(Envelope { id: None, method: Some(method) }) => Ok(Incoming::TooDeep { method }),
+                _ => Err((None, e)),
+            },
+            _ => Err((None, e)),
+        },
+        Err(e) => Err(e),
     }
 }
 
@@ -259,6 +313,7 @@ mod tests {
             let fast = decode_incoming(&frame, 1000).map(|i| match i {
                 Incoming::Request { id, method, request } => Ok((id, method, request)),
                 Incoming::Other(m) => Err(m),
+                Incoming::TooDeep { method } => panic!("{method}: not too deep"),
             });
             assert_eq!(format!("{fast:?}"), format!("{slow:?}"), "{line}");
         }
@@ -271,5 +326,34 @@ mod tests {
         let line = encode_message(&m);
         assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
         assert_eq!(*line.last().unwrap(), b'\n');
+    }
+
+    #[test]
+    fn a_message_nested_too_deep_is_named_so_and_a_notification_keeps_its_method() {
+        let deep = format!("{}{}", "[".repeat(200_000), "]".repeat(200_000));
+        let line = |text: String| Frame::Line(text.into_bytes());
+        let max = crate::protocol::DEFAULT_MAX_LINE;
+        let result = line(format!(r#"{{"jsonrpc":"2.0","method":"result","params":{{"structuredContent":{deep}}}}}"#));
+        assert!(matches!(decode_incoming(&result, max), Ok(Incoming::TooDeep { method }) if method == "result"));
+        let (id, e) = decode_frame(&result, max).unwrap_err();
+        assert_eq!(id, None);
+        assert!(e.message.contains("nested more than 127 levels deep"), "{}", e.message);
+        // A request: answered, its id kept.
+        let request =
+            line(format!(r#"{{"jsonrpc":"2.0","id":7,"method":"fs.write","params":{{"path":"a","content":{deep}}}}}"#));
+        let Ok(Incoming::Request { id, request, .. }) = decode_incoming(&request, max) else { panic!() };
+        assert_eq!(id, Id::Number(7));
+        let e = request.unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidParams.code());
+        assert!(e.message.contains("nested more than 127 levels deep"), "{}", e.message);
+        // A response: an error for its id.
+        let response = line(format!(r#"{{"jsonrpc":"2.0","id":"r","result":{deep}}}"#));
+        let (id, e) = decode_incoming(&response, max).unwrap_err();
+        assert_eq!(id, Some(Id::String("r".into())));
+        assert!(e.message.contains("nested more than 127 levels deep"), "{}", e.message);
+        // 127 levels are read as ever.
+        let fits = format!("{}{}", "[".repeat(120), "]".repeat(120));
+        let fine = line(format!(r#"{{"jsonrpc":"2.0","method":"result","params":{{"structuredContent":{fits}}}}}"#));
+        assert!(matches!(decode_incoming(&fine, max), Ok(Incoming::Other(Message::Notification(_)))));
     }
 }

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 
 use super::{Question, ToolError, ToolState};
 use crate::display::escape;
+use crate::json_shape::{self, TOO_DEEP};
 
 /// One content block (MCP `ContentBlock`), plus `question`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -261,9 +262,21 @@ impl ToolResult {
     }
 
     /// Parse a stdio tool's stdout (RFD 058): a `{"content":…}` object (its blocks kept), an
-    /// `Outcome` / `ToolState` JSON, or anything else as one raw text block.
+    /// `Outcome` / `ToolState` JSON, or anything else as one raw text block — except an object
+    /// nested deeper than jp reads JSON, which is an error that says so (it was meant as a
+    /// result, and passed on as text it would only fail further on).
     pub fn parse_stdout(stdout: &str) -> Printed {
-        if let Ok(Value::Object(object)) = serde_json::from_str::<Value>(stdout.trim()) {
+        let trimmed = stdout.trim();
+        let parsed = serde_json::from_str::<Value>(trimmed);
+        if parsed.is_err()
+            && trimmed.starts_with('{')
+            && json_shape::deeper_than(trimmed.as_bytes(), json_shape::MAX_DEPTH)
+        {
+            return Printed::Result(Err(ToolError::new(format!(
+                "the tool printed JSON {TOO_DEEP}; print its result less deeply nested"
+            ))));
+        }
+        if let Ok(Value::Object(object)) = parsed {
             if object.get("type").is_some()
                 && let Ok(state) = serde_json::from_value::<ToolState>(Value::Object(object.clone()))
             {
@@ -448,6 +461,20 @@ mod tests {
         let r = ToolResult::from_content(blocks.clone()).unwrap();
         assert_eq!(serde_json::to_value(&r.content).unwrap(), blocks);
         assert_eq!(r.to_text(), "a\nbody");
+    }
+
+    #[test]
+    fn stdout_nested_too_deep_is_an_error_that_says_so() {
+        let deep = format!(
+            r#"{{"content":[{{"type":"text","text":"x"}}],"structuredContent":{}{}}}"#,
+            "[".repeat(200_000),
+            "]".repeat(200_000)
+        );
+        let Printed::Result(Err(e)) = ToolResult::parse_stdout(&deep) else { panic!("not an error") };
+        assert!(e.message.contains("nested more than 127 levels deep"), "{}", e.message);
+        // Text that is no object stays text, however many brackets it has.
+        let brackets = "[".repeat(1000);
+        assert_eq!(ToolResult::parse_stdout(&brackets), Printed::State(ToolState::Stopped { result: Ok(brackets) }));
     }
 
     #[test]

@@ -47,9 +47,18 @@ impl ChildCommand {
         self.args.extend(args.into_iter().map(|a| a.as_ref().to_owned()));
         self
     }
-    /// Add environment variables (the child gets these and nothing else).
+    /// Set environment variables (the child gets these and nothing else). A variable set again
+    /// gets the new value in place of the old, so the child sees each name once, the last value
+    /// set (as with `std::process::Command`): with two `HOME` entries, C's `getenv` would read
+    /// the first and a shell's `env` list both.
     pub fn envs<I: IntoIterator<Item = (K, V)>, K: AsRef<OsStr>, V: AsRef<OsStr>>(&mut self, vars: I) -> &mut Self {
-        self.env.extend(vars.into_iter().map(|(k, v)| (k.as_ref().to_owned(), v.as_ref().to_owned())));
+        for (k, v) in vars {
+            let (k, v) = (k.as_ref(), v.as_ref().to_owned());
+            match self.env.iter_mut().find(|(name, _)| name == k) {
+                Some((_, value)) => *value = v,
+                None => self.env.push((k.to_owned(), v)),
+            }
+        }
         self
     }
     /// The working directory.
@@ -280,5 +289,19 @@ impl Drop for SandboxedChild {
             }
             Waiter::Gone => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ChildCommand;
+
+    #[test]
+    fn a_variable_set_again_takes_its_place_with_the_last_value() {
+        let mut command = ChildCommand::new("/bin/true");
+        command.envs([("HOME", "/home/u"), ("PATH", "/bin")]).envs([("HOME", "/tmp/scratch"), ("TMPDIR", "/tmp/s")]);
+        let env: Vec<(&str, &str)> =
+            command.env.iter().map(|(k, v)| (k.to_str().unwrap(), v.to_str().unwrap())).collect();
+        assert_eq!(env, [("HOME", "/tmp/scratch"), ("PATH", "/bin"), ("TMPDIR", "/tmp/s")]);
     }
 }

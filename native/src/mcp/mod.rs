@@ -179,8 +179,8 @@ fn tool_error(message: impl Into<String>) -> CallToolResponse {
 
 /// The answer to `tools/call`: the core's agent surface ([`surface::call_result`]) in rmcp's
 /// model. Bad arguments, an unknown or stopped handle, an unsupported action (MCP SEP-1303), and
-/// every other failure are a result the model reads and can act on; only an unknown tool is a
-/// protocol error, answered before the call.
+/// every other failure are a result the model reads and can act on; only an unknown tool and a
+/// `requestState` that resumes no call are protocol errors, answered before the call.
 fn response(name: &str, reply: Result<CallReply, RuntimeError>) -> CallToolResponse {
     match reply {
         Ok(reply) => content::to_rmcp(surface::call_result(name, reply)).into(),
@@ -365,15 +365,18 @@ impl ServerHandler for JpMcp {
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
         self.app.discover().await;
-        // An unknown tool is the one protocol error (-32602); everything after it is a result.
+        // An unknown tool is a protocol error (-32602); everything after it is a result.
         if let Err(e) = self.app.tool(&name) {
             return Err(ErrorData::invalid_params(e.to_string(), None));
         }
-        // MCP 2026-07-28: the retry of a call that asked (its answer in `inputResponses`).
+        // MCP 2026-07-28: the retry of a call that asked (its answer in `inputResponses`). A
+        // `requestState` that resumes nothing is invalid params too (SEP-2322: a server rejects
+        // state it cannot verify with a JSON-RPC error).
         if let Some(state) = &request.request_state {
-            return match mrtr::resume(&name, state, request.input_responses.as_ref()).await {
+            let arguments = request.arguments.as_ref();
+            return match mrtr::resume(&name, arguments, state, request.input_responses.as_ref()).await {
                 Ok(step) => step_response(&name, step),
-                Err(stale) => Ok(tool_error(stale.to_string())),
+                Err(stale) => Err(ErrorData::invalid_params(stale.to_string(), None)),
             };
         }
         // Cancelled while waiting for a slot: the tool never starts.
@@ -395,13 +398,15 @@ impl ServerHandler for JpMcp {
             // and a question suspends it (see `mrtr`).
             let (questions, asked) = ask::channel();
             call.inquirer = Some(Arc::new(elicit::ElicitInquirer::new(&context, Some(questions.clone()))));
+            // Kept for the retry, which must repeat them.
+            let arguments = call.arguments.clone();
             let (this, ctx) = (self.clone(), context.clone());
             let work = tokio::spawn(async move {
                 let _slot = slot;
                 this.run(call, &ctx, Some(questions)).await
             });
             let step = tokio::select! {
-                step = mrtr::drive(&name, mrtr::Running { work, questions: asked }) => step,
+                step = mrtr::drive(&name, arguments, mrtr::Running { work, questions: asked }) => step,
                 () = context.ct.cancelled() => {
                     cancel.cancel();
                     return Ok(tool_error(format!("tool '{name}' was cancelled")));

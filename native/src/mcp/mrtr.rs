@@ -6,14 +6,15 @@
 //! call is suspended, not restarted: it keeps running in a task of its own, its question waits
 //! here under a random `requestState`, and the retry delivers the answer and follows the same
 //! call to its end — or to its next question. The state is an unguessable handle, bound to the
-//! tool's name; nothing in it is trusted. A question nobody answers within the ask timeout is
-//! denied, and a call nobody resumes is aborted (its processes killed).
+//! tool's name and arguments: a retry must repeat both, else it resumes nothing (and the call
+//! keeps waiting for its own retry); nothing in the state is trusted. A question nobody answers
+//! within the ask timeout is denied, and a call nobody resumes is aborted (its processes killed).
 
 use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
-use rmcp::model::{ElicitRequest, ElicitResult, InputRequest, InputRequests, InputRequiredResult};
+use rmcp::model::{ElicitRequest, ElicitResult, InputRequest, InputRequests, InputRequiredResult, JsonObject};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
@@ -34,6 +35,8 @@ pub(crate) struct Running {
 /// A call waiting for the client to answer its question.
 struct Suspended {
     tool: String,
+    /// The arguments it was called with: its retry repeats them.
+    arguments: JsonObject,
     running: Running,
     answer: oneshot::Sender<Option<ElicitResult>>,
 }
@@ -53,8 +56,9 @@ pub(crate) enum Step {
     Asks(InputRequiredResult),
 }
 
-/// Follow `running` until it ends or asks; a question suspends it under a fresh state.
-pub(crate) async fn drive(tool: &str, mut running: Running) -> Step {
+/// Follow `running` (a call of `tool` with `arguments`) until it ends or asks; a question
+/// suspends it under a fresh state.
+pub(crate) async fn drive(tool: &str, arguments: JsonObject, mut running: Running) -> Step {
     tokio::select! {
         done = &mut running.work => Step::Done(done.unwrap_or_else(|e| Err(RuntimeError::Other(format!("the call failed: {e}"))))),
         asked = running.questions.recv() => match asked {
@@ -66,7 +70,7 @@ pub(crate) async fn drive(tool: &str, mut running: Running) -> Step {
                 suspended()
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .insert(state.clone(), Suspended { tool: tool.to_owned(), running, answer });
+                    .insert(state.clone(), Suspended { tool: tool.to_owned(), arguments, running, answer });
                 // Nobody resumes it: the question is denied (its sender dropped) and the call
                 // aborted, its processes killed.
                 let expired = state.clone();
@@ -83,10 +87,12 @@ pub(crate) async fn drive(tool: &str, mut running: Running) -> Step {
     }
 }
 
-/// The retry of a suspended call: deliver the client's answer (`responses[KEY]`, an
-/// `ElicitResult`; missing or malformed is no answer, which denies) and follow the call on.
+/// The retry of a suspended call — the same tool with the same `arguments` (none: `{}`) under
+/// its `state`: deliver the client's answer (`responses[KEY]`, an `ElicitResult`; missing or
+/// malformed is no answer, which denies) and follow the call on.
 pub(crate) async fn resume(
     tool: &str,
+    arguments: Option<&JsonObject>,
     state: &str,
     responses: Option<&BTreeMap<String, serde_json::Value>>,
 ) -> Result<Step, StaleState> {
@@ -94,32 +100,50 @@ pub(crate) async fn resume(
     let Some(s) = found else {
         return Err(StaleState::Unknown);
     };
-    if s.tool != tool {
-        let tool_was = s.tool.clone();
-        // Not this call's: put it back untouched.
+    let none = JsonObject::new();
+    let refused = if s.tool != tool {
+        Some(StaleState::OtherTool { tool_was: s.tool.clone(), tool: tool.to_owned() })
+    } else if s.arguments != *arguments.unwrap_or(&none) {
+        Some(StaleState::OtherArguments { tool: tool.to_owned() })
+    } else {
+        None
+    };
+    if let Some(refused) = refused {
+        // Not this call's: put it back untouched, for its own retry.
         suspended().lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(state.to_owned(), s);
-        return Err(StaleState::OtherTool { tool_was, tool: tool.to_owned() });
+        return Err(refused);
     }
     let answer =
         responses.and_then(|r| r.get(KEY)).and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok());
     let _ = s.answer.send(answer);
-    Ok(drive(tool, s.running).await)
+    Ok(drive(tool, s.arguments, s.running).await)
 }
 
-/// Why a retry's `requestState` resumes nothing (a tool error the client reads).
+/// Why a retry's `requestState` resumes nothing: a JSON-RPC -32602 error (SEP-2322 has a server
+/// reject state it cannot verify), its message what the client can do.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum StaleState {
-    /// No call waits under it.
+    /// No call waits under it: it was answered, expired, or never issued (altered, made up).
     #[error(
-        "this requestState names no call waiting for an answer (it was answered, or it expired); call the tool again"
+        "this requestState names no call waiting for an answer (it was answered, it expired, or it was altered); call the tool again without requestState"
     )]
     Unknown,
     /// A call of another tool waits under it.
-    #[error("this requestState belongs to a call of '{tool_was}', not '{tool}'")]
+    #[error(
+        "this requestState belongs to a call of '{tool_was}', not '{tool}'; retry that call with its own tool and arguments, or call '{tool}' again without requestState"
+    )]
     OtherTool {
         /// The waiting call's tool.
         tool_was: String,
         /// The tool the retry names.
+        tool: String,
+    },
+    /// A call of the same tool waits under it, called with other arguments.
+    #[error(
+        "the arguments differ from the call that asked under this requestState; retry with the arguments of that call of '{tool}', or call it again without requestState"
+    )]
+    OtherArguments {
+        /// The tool.
         tool: String,
     },
 }

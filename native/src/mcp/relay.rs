@@ -47,6 +47,11 @@ struct CallParams<'a> {
     arguments: Option<&'a RawValue>,
     #[serde(borrow, default, rename = "_meta")]
     meta: Option<&'a RawValue>,
+    /// MCP 2026-07-28's retry of a call that asked: rmcp serves it (`mrtr`), as it served the call.
+    #[serde(borrow, default, rename = "requestState")]
+    request_state: Option<&'a RawValue>,
+    #[serde(borrow, default, rename = "inputResponses")]
+    input_responses: Option<&'a RawValue>,
 }
 
 /// A `notifications/cancelled` from the agent.
@@ -143,8 +148,13 @@ async fn relay<R: Router>(
         return false;
     }
     let Ok(call) = serde_json::from_slice::<CallLine<'_>>(line) else { return false };
-    // Progress reports and other `_meta` requests stay with rmcp, which serves them.
-    if call.method != "tools/call" || call.params.meta.is_some() {
+    // Progress reports and other `_meta` requests stay with rmcp, which serves them; so do the
+    // retries of calls that asked.
+    if call.method != "tools/call"
+        || call.params.meta.is_some()
+        || call.params.request_state.is_some()
+        || call.params.input_responses.is_some()
+    {
         return false;
     }
     let arguments: Box<RawValue> = match call.params.arguments {

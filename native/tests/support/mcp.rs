@@ -38,8 +38,13 @@ pub(crate) struct Session {
 
 impl Session {
     pub(crate) fn start(ws: &Path) -> Self {
+        Self::start_with(ws, &[])
+    }
+    /// `jp mcp ARGS`.
+    pub(crate) fn start_with(ws: &Path, args: &[&str]) -> Self {
         let mut child = Command::new(JP)
             .arg("mcp")
+            .args(args)
             .current_dir(ws)
             .env("PYTHONPATH", site_packages(&venv()))
             .stdin(Stdio::piped())

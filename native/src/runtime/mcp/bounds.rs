@@ -6,7 +6,10 @@
 //!   [`MAX_MESSAGE`]; over stdio a longer line closes the connection (see [`pipes`](super::pipes),
 //!   which reads the server's stdout first), and the error names the cap. A tool's result is one
 //!   message. A message rmcp parses holds at most [`MAX_MESSAGE_VALUES`] JSON values (parsed, a
-//!   16 MiB line of tiny values took 1.7 GiB); the relay's results stay raw JSON.
+//!   16 MiB line of tiny values took 1.7 GiB); the relay's results stay raw JSON. No message over
+//!   stdio, relayed or not, nests deeper than serde_json reads
+//!   ([`MAX_DEPTH`](jp_core::json_shape::MAX_DEPTH)): an answer that deep fails its request at
+//!   once, instead of being dropped unparsed while the call waits for it.
 //! - `tools/list` is paged by hand ([`list_tools`]): at most [`MAX_LIST_PAGES`] pages,
 //!   [`MAX_LIST_TOOLS`] tools and [`MAX_LIST_BYTES`] of tool definitions; over a cap is an error
 //!   naming it. (rmcp's `list_all_tools` follows `nextCursor` without end.) rmcp's response cache

@@ -7,12 +7,20 @@
 //! What the relay does not trust: the server's answer must be one line holding a JSON object
 //! (else it is a protocol error, with the server's stderr tail); it is re-framed with the
 //! agent's id, never echoed as is. A server that dies fails its pending calls at once.
+//!
+//! Every line is measured before it goes on ([`json_shape`]): one nested deeper than serde_json
+//! reads would be dropped by rmcp unparsed (the call then waits for its answer until it times
+//! out) and passed on by the relay to an agent that cannot read it either. An answer that deep
+//! fails its request at once — the relay's waiter gets the error, rmcp a JSON-RPC error in its
+//! place —; a request or notification of the server's that deep is dropped, as rmcp would drop
+//! it (answering it would have this reader write to a server that may not read).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use jp_core::json_shape::{self, Over, TOO_DEEP};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
@@ -154,6 +162,35 @@ impl ServerPipes {
                         break;
                     }
                 }
+                let shape = json_shape::over(&line, json_shape::MAX_DEPTH, super::bounds::MAX_MESSAGE_VALUES);
+                // Past the values cap the depth was not measured to the end (the relay's answers
+                // may hold that many: they are not parsed into values).
+                let too_deep = match shape {
+                    Some(Over::Depth) => true,
+                    Some(Over::Values) => json_shape::deeper_than(&line, json_shape::MAX_DEPTH),
+                    None => false,
+                };
+                if too_deep {
+                    match refuse_too_deep(&line) {
+                        Refused::Relay(n) => {
+                            let waiter = reader_pipes
+                                .pending
+                                .lock()
+                                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                                .remove(&n);
+                            if let Some(tx) = waiter {
+                                let _ = tx.send(Err(RelayError::Malformed(format!("its answer is {TOO_DEEP}"))));
+                            }
+                        }
+                        Refused::ForRmcp(error) => {
+                            if to_rmcp.write_all(&error).await.is_err() {
+                                break;
+                            }
+                        }
+                        Refused::Dropped => {}
+                    }
+                    continue;
+                }
                 if let Some((n, answered)) = relay_answer(&mut line) {
                     let waiter =
                         reader_pipes.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&n);
@@ -163,7 +200,7 @@ impl ServerPipes {
                     continue;
                 }
                 // rmcp parses what it gets into a tree of values, each many times its bytes.
-                if values_over(&line, super::bounds::MAX_MESSAGE_VALUES) {
+                if shape == Some(Over::Values) {
                     *reader_pipes.broken.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(format!(
                         "it sent a message of more than {} JSON values (cap), so jp closed the connection",
                         super::bounds::MAX_MESSAGE_VALUES
@@ -265,33 +302,44 @@ impl Drop for Pending {
     }
 }
 
-/// Whether the JSON text `line` holds more than `cap` values, counting each string (keys too)
-/// and each `{`, `[` and `,` outside strings: what parsing it into a tree would allocate. Strings
-/// are skipped with `memchr`, so a line of text costs little.
-fn values_over(line: &[u8], cap: usize) -> bool {
-    let mut count = 0usize;
-    let mut i = 0;
-    while i < line.len() {
-        let quote = memchr::memchr(b'"', &line[i..]).map_or(line.len(), |j| i + j);
-        count += line[i..quote].iter().filter(|b| matches!(b, b'{' | b'[' | b',')).count();
-        if count > cap || quote == line.len() {
-            break;
-        }
-        // The string's end: the next quote that no backslash escapes.
-        let mut j = quote + 1;
-        loop {
-            match memchr::memchr2(b'"', b'\\', line.get(j..).unwrap_or_default()) {
-                Some(k) if line[j + k] == b'\\' => j += k + 2,
-                Some(k) => {
-                    i = j + k + 1;
-                    break;
-                }
-                None => return count > cap,
-            }
-        }
-        count += 1;
+/// What becomes of a line of the server's nested too deep to read.
+#[derive(Debug, PartialEq, Eq)]
+enum Refused {
+    /// The answer to the relay's request `n`: it fails.
+    Relay(u64),
+    /// The answer to one of rmcp's requests: this error line goes to rmcp in its place.
+    ForRmcp(Vec<u8>),
+    /// Anything else (a request or notification of the server's, no envelope to read).
+    Dropped,
+}
+
+/// The envelope of a line: the rest (result, error, params) skipped, which does not recurse.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(default)]
+    method: Option<serde::de::IgnoredAny>,
+}
+
+/// What to do with `line`, nested too deep to read: only its envelope is read.
+fn refuse_too_deep(line: &[u8]) -> Refused {
+    let Ok(parsed) = serde_json::from_slice::<Envelope<'_>>(line) else { return Refused::Dropped };
+    let Some(id) = parsed.id.map(RawValue::get).filter(|id| !id.starts_with(['{', '['])) else {
+        return Refused::Dropped;
+    };
+    if parsed.method.is_some() {
+        return Refused::Dropped;
     }
-    count > cap
+    if let Some(n) = serde_json::from_str::<&str>(id).ok().and_then(|id| id.strip_prefix(RELAY_ID)?.parse().ok()) {
+        return Refused::Relay(n);
+    }
+    let message =
+        serde_json::to_string(&format!("jp did not read the server's answer: it is {TOO_DEEP}")).unwrap_or_default();
+    Refused::ForRmcp(
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32700,\"message\":{message}}}}}\n")
+            .into_bytes(),
+    )
 }
 
 /// Whether `haystack` holds `needle` (SIMD search: a server's lines are kilobytes long).
@@ -324,16 +372,21 @@ fn relay_answer(line: &mut Vec<u8>) -> Option<(u64, Answered)> {
 
 #[cfg(test)]
 mod tests {
-    use super::values_over;
+    use super::{Refused, refuse_too_deep};
 
     #[test]
-    fn values_are_counted_outside_strings_only() {
-        let line = br#"{"content":[{"type":"text","text":"a, [b], {c} \" ,,, \\"}],"n":[1,2]}"#;
-        // Strings: content type text text <the text> n = 6; outside: { [ { , , ] , [ , = 7.
-        assert!(!values_over(line, 13));
-        assert!(values_over(line, 12));
-        let tiny = br#"[[],[],[],[]]"#;
-        assert!(values_over(tiny, 7) && !values_over(tiny, 8));
-        assert!(!values_over(br#""unterminated \" , , ,"#, 1));
+    fn an_answer_too_deep_fails_its_request_and_anything_else_is_dropped() {
+        let deep = format!("{}{}", "[".repeat(200_000), "]".repeat(200_000));
+        let answer = |id: &str| format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"structuredContent":{deep}}}}}"#);
+        assert_eq!(refuse_too_deep(answer(r#""jp-relay-7""#).as_bytes()), Refused::Relay(7));
+        let Refused::ForRmcp(error) = refuse_too_deep(answer("3").as_bytes()) else { panic!() };
+        let error: serde_json::Value = serde_json::from_slice(&error).unwrap();
+        assert_eq!((error["id"].as_i64(), error["error"]["code"].as_i64()), (Some(3), Some(-32700)));
+        assert!(error["error"]["message"].as_str().unwrap().contains("nested more than 127 levels deep"), "{error}");
+        let request = format!(r#"{{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{deep}}}"#);
+        assert_eq!(refuse_too_deep(request.as_bytes()), Refused::Dropped);
+        let notification = format!(r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{deep}}}"#);
+        assert_eq!(refuse_too_deep(notification.as_bytes()), Refused::Dropped);
+        assert_eq!(refuse_too_deep(deep.as_bytes()), Refused::Dropped);
     }
 }

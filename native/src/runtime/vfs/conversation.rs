@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use jp_core::cancel::CancellationToken;
 use jp_core::host::{DispatchEvents, Dispatcher, HostError, TraceEvent};
+use jp_core::json_shape::TOO_DEEP;
 use jp_core::protocol::{
     Frame, HostRequest, Id, Incoming, LineDecoder, Message, PendingParams, ProtocolNotification, Response, RpcError,
     decode_incoming, encode_message,
@@ -319,7 +320,17 @@ impl VfsConversation {
                     Ok(_) | Err(_) => {}
                 }
             }
-            Ok(Incoming::Other(_)) => {}
+            // The tool's last word, too deep to read: the call ends here, saying so (the tool
+            // would wait for its end, the call for a result that never comes).
+            Ok(Incoming::TooDeep { method }) if matches!(method.as_str(), "result" | "error" | "state") => {
+                let message = format!(
+                    "tool '{}' sent a {method} notification {TOO_DEEP}; nothing else it sent after it is read",
+                    self.name
+                );
+                let result = Err(ToolError::new(message));
+                return Some(Step::Final(Ok(ExecutionOutcome::Completed { id: self.call_id.clone(), result })));
+            }
+            Ok(Incoming::Other(_) | Incoming::TooDeep { .. }) => {}
         }
         None
     }

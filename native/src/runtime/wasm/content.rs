@@ -3,6 +3,7 @@
 //! [`ToolResult`] — the same blocks an MCP server or a stdio tool hands back. A component built
 //! against the seed's `tool` world alone is called through its `run`, whose string stays text.
 
+use jp_core::json_shape::{self, TOO_DEEP};
 use jp_core::state::{ContentBlock, ResourceContents, ResourceLink, ToolResult, encode_base64};
 use serde_json::{Map, Value, json};
 
@@ -41,6 +42,24 @@ pub(super) enum Unusable {
     /// `structured-content` is not JSON.
     #[error("structured-content is not JSON ({0}); pass it as serialized JSON")]
     StructuredNotJson(String),
+    /// `structured-content` or a block's `meta` nests deeper than jp reads JSON.
+    #[error("{what} is {TOO_DEEP}; return it less deeply nested")]
+    TooDeep {
+        /// What: `structured-content`, `block 0: meta`.
+        what: String,
+    },
+}
+
+/// `text` (`what`: `structured-content`, `block 0: meta`) as JSON: nested too deep is
+/// [`Unusable::TooDeep`], any other parse error what `not_json` makes of it.
+fn json(text: &str, what: &str, not_json: impl FnOnce(serde_json::Error) -> Unusable) -> Result<Value, Unusable> {
+    serde_json::from_str::<Value>(text).map_err(|e| {
+        if json_shape::deeper_than(text.as_bytes(), json_shape::MAX_DEPTH) {
+            Unusable::TooDeep { what: what.to_owned() }
+        } else {
+            not_json(e)
+        }
+    })
 }
 
 /// The least number of bytes `result` takes as it is sent on: its texts, `meta` and
@@ -71,9 +90,7 @@ pub(super) fn to_result(result: WitResult) -> Result<ToolResult, Unusable> {
     let content = result.content.into_iter().enumerate().map(|(index, b)| block(index, b));
     let content = content.collect::<Result<Vec<_>, _>>()?;
     let structured_content = match result.structured_content {
-        Some(text) => {
-            Some(serde_json::from_str::<Value>(&text).map_err(|e| Unusable::StructuredNotJson(e.to_string()))?)
-        }
+        Some(text) => Some(json(&text, "structured-content", |e| Unusable::StructuredNotJson(e.to_string()))?),
         None => None,
     };
     Ok(ToolResult { content, structured_content, is_error: false })
@@ -81,11 +98,13 @@ pub(super) fn to_result(result: WitResult) -> Result<ToolResult, Unusable> {
 
 fn block(index: usize, b: WitBlock) -> Result<ContentBlock, Unusable> {
     let meta = match b.meta {
-        Some(text) => match serde_json::from_str::<Value>(&text) {
-            Ok(Value::Object(map)) => Some(map),
-            Ok(_) => return Err(Unusable::MetaNotObject { index }),
-            Err(e) => return Err(Unusable::MetaNotJson { index, why: e.to_string() }),
-        },
+        Some(text) => {
+            match json(&text, &format!("block {index}: meta"), |e| Unusable::MetaNotJson { index, why: e.to_string() })?
+            {
+                Value::Object(map) => Some(map),
+                _ => return Err(Unusable::MetaNotObject { index }),
+            }
+        }
         None => None,
     };
     let annotations = b.annotations.map(annotations);

@@ -115,7 +115,13 @@ fn call(name: &str, args: &Value) -> CallOutcome {
         "big" => {
             let n = args.get("bytes").and_then(Value::as_u64).unwrap_or(1024) as usize;
             let mime = text("mime").unwrap_or("image/png").to_owned();
-            if args.get("structured").and_then(Value::as_bool) == Some(true) {
+            if args.get("nested").and_then(Value::as_bool) == Some(true) {
+                // `n` bytes of arrays in arrays: `[[[…]]]`, nested `n / 2` levels deep.
+                CallOutcome::Success(ToolResult {
+                    content: Vec::new(),
+                    structured_content: Some(format!("{}{}", "[".repeat(n / 2), "]".repeat(n / 2))),
+                })
+            } else if args.get("structured").and_then(Value::as_bool) == Some(true) {
                 // `n` bytes of JSON that is many small values: `[0,0,…,0]`.
                 let zeros = "0,".repeat(n / 2);
                 CallOutcome::Success(ToolResult {
@@ -182,10 +188,11 @@ impl describe::Guest for Media_ {
             tool("tone", "Play a short tone (WAV).", json!({})),
             tool("report", "Report on a workspace file, with the file embedded and linked.",
                 json!({"path": {"type": "string", "summary": "The file, relative to the workspace."}})),
-            tool("big", "An image of `bytes` bytes of media type `mime`, or with `structured` a JSON array of that size as structured content.", json!({
+            tool("big", "An image of `bytes` bytes of media type `mime`, or with `structured` a JSON array of that size as structured content, or with `nested` arrays in arrays of that size.", json!({
                 "bytes": {"type": "integer", "minimum": 0},
                 "mime": {"type": "string", "required": false},
                 "structured": {"type": "boolean", "required": false},
+                "nested": {"type": "boolean", "required": false},
             })),
             tool("bad_meta", "A block whose meta is not JSON.", json!({})),
         ]})
