@@ -47,6 +47,8 @@ pub mod artifact;
 #[cfg(target_os = "linux")]
 mod bpf;
 #[cfg(target_os = "linux")]
+mod caps;
+#[cfg(target_os = "linux")]
 mod child;
 #[cfg(target_os = "linux")]
 mod linux;
@@ -56,6 +58,8 @@ mod mounts;
 mod netns;
 #[cfg(target_os = "linux")]
 mod reaper;
+#[cfg(target_os = "linux")]
+mod seccomp;
 #[cfg(target_os = "linux")]
 mod spawn;
 #[cfg(target_os = "linux")]
