@@ -4,13 +4,13 @@
 #![cfg(target_os = "linux")]
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::Value;
 
 mod support;
 use support::approve_config;
-use support::cli::{PY_VFS_TOOL, code, jp, stderr, stdout, workspace, write_config};
+use support::cli::{code, jp, stderr, stdout, workspace, write_config};
 
 const JP: &str = env!("CARGO_BIN_EXE_jp");
 
