@@ -216,6 +216,18 @@ pub struct AccessPolicy {
     ceiling: Option<std::sync::Arc<AccessPolicy>>,
 }
 
+/// [`AccessPolicy::sensitive_name_filter`]: the last components of the sensitive patterns.
+#[derive(Debug, Clone)]
+pub struct SensitiveNames(GlobSet);
+
+impl SensitiveNames {
+    /// Whether a path whose last component is `name` may be sensitive. A name that is not
+    /// ASCII always may (the policy compares the NFC form, which this test does not make).
+    pub fn may_be(&self, name: &str) -> bool {
+        !name.is_ascii() || self.0.is_match(name)
+    }
+}
+
 /// jp's own directory in a workspace (configuration, knowledge base). Nothing a tool writes may
 /// widen what jp grants, so no policy can let a tool create, change or delete anything in it:
 /// the user edits it and approves it (`jp trust`).
@@ -497,6 +509,26 @@ impl AccessPolicy {
     /// The sensitive path patterns in force (built-in first).
     pub fn sensitive_patterns(&self) -> &[String] {
         &self.sensitive_patterns
+    }
+
+    /// A quick test on one file name that every sensitive path's last component passes (a
+    /// path can be sensitive only if its own name matches the last component of a pattern, or
+    /// it lies beneath a sensitive directory): for a walk that looks for sensitive paths, which
+    /// then asks [`is_sensitive`](Self::is_sensitive) only of the names that pass. `None` when
+    /// no such test exists (a pattern ending in `**`, a ceiling): ask of every path.
+    pub fn sensitive_name_filter(&self) -> Option<SensitiveNames> {
+        if self.ceiling.is_some() {
+            return None;
+        }
+        let mut builder = GlobSetBuilder::new();
+        for pattern in &self.sensitive_patterns {
+            let last = pattern.trim_end_matches('/').rsplit('/').next().unwrap_or(pattern);
+            if last.contains("**") || last.is_empty() {
+                return None;
+            }
+            builder.add(GlobBuilder::new(last).literal_separator(true).build().ok()?);
+        }
+        Some(SensitiveNames(builder.build().ok()?))
     }
 
     /// Whether a path is sensitive.

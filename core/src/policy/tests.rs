@@ -112,3 +112,23 @@ fn config_errors_name_the_key() {
     let e = toml::from_str::<AccessConfig>(r#"filesystem = [{ path = ".", allow = ["wirte"] }]"#).unwrap_err();
     assert!(e.to_string().contains("wirte"));
 }
+
+#[test]
+fn the_name_filter_passes_every_sensitive_name_and_gives_way_to_patterns_it_cannot_hold() {
+    let policy = AccessPolicy::default();
+    let names = policy.sensitive_name_filter().unwrap();
+    for name in [".env", ".env.local", ".ssh", "credentials", "config", "config.json", "gcloud", "ënv"] {
+        assert!(names.may_be(name), "{name}");
+    }
+    for name in ["main.rs", "README.md", "env", "src"] {
+        assert!(!names.may_be(name), "{name}");
+    }
+    // Every path the policy calls sensitive has a name the filter passes.
+    for path in [".env", "a/b/.env.prod", "deploy/.env"] {
+        let p = WorkspacePath::parse(path).unwrap();
+        assert!(policy.is_sensitive(&p) && names.may_be(path.rsplit('/').next().unwrap()), "{path}");
+    }
+    let cfg: crate::policy::AccessConfig = toml::from_str(r#"sensitive_paths = ["secrets/**"]"#).unwrap();
+    let wide = AccessPolicy::from_config(None, Some(&cfg)).unwrap();
+    assert!(wide.sensitive_name_filter().is_none(), "a pattern ending in ** is asked of every path");
+}

@@ -214,6 +214,7 @@ pub const MASK_WALK_LIMIT: usize = 100_000;
 /// directory is listed whole; a sensitive link as what it leads to, when that is inside.
 pub fn sensitive_in(
     workspace: &std::path::Path,
+    names: Option<&jp_core::policy::SensitiveNames>,
     sensitive: &dyn Fn(&jp_core::policy::WorkspacePath) -> bool,
 ) -> (Vec<PathBuf>, bool) {
     let mut found = Vec::new();
@@ -226,11 +227,17 @@ pub fn sensitive_in(
             if seen > MASK_WALK_LIMIT {
                 return (found, true);
             }
-            let Some(name) = entry.file_name().to_str().map(str::to_owned) else { continue };
-            let rel = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
+            let file_name = entry.file_name();
+            let Some(name) = file_name.to_str() else { continue };
             let kind = entry.file_type();
             let is_dir = kind.as_ref().is_ok_and(std::fs::FileType::is_dir);
-            let sensitive = jp_core::policy::WorkspacePath::parse(&rel).is_ok_and(|p| sensitive(&p));
+            // The name filter first: most entries are not worth a path of their own.
+            let candidate = names.is_none_or(|n| n.may_be(name));
+            if !candidate && !is_dir {
+                continue;
+            }
+            let rel = if rel.is_empty() { name.to_owned() } else { format!("{rel}/{name}") };
+            let sensitive = candidate && jp_core::policy::WorkspacePath::parse(&rel).is_ok_and(|p| sensitive(&p));
             if sensitive && kind.is_ok_and(|t| t.is_symlink()) {
                 // A link is hidden where it leads, if that is in the workspace (a mount follows
                 // it); one leading out is Landlock's to refuse, not the view's to cover.
@@ -375,7 +382,8 @@ impl SandboxSpec {
             let policy = access.policy;
             // Hidden unless a rule of its own grants it (nobody can be asked for this process).
             let hidden = |p: &jp_core::policy::WorkspacePath| policy.is_sensitive(p) && !policy.sensitive_granted(p);
-            let (masked, _incomplete) = sensitive_in(access.workspace, &hidden);
+            let names = policy.sensitive_name_filter();
+            let (masked, _incomplete) = sensitive_in(access.workspace, names.as_ref(), &hidden);
             view.masked = masked;
         }
         if let Some(may_exec) = &self.may_exec {
