@@ -152,7 +152,9 @@ const PROBE: &str = "import os\n\
     attempt('unlink-config', lambda: os.unlink('.jp/config.toml'))\n\
     attempt('rename-jp', lambda: os.rename('.jp', 'moved'))\n\
     attempt('new-in-jp', lambda: open('.jp/extra.toml', 'w').write('x'))\n\
-    attempt('write-notes', lambda: open('notes.txt', 'w').write('fine'))\n";
+    attempt('write-notes', lambda: open('notes.txt', 'w').write('fine'))\n\
+    import sys\n\
+    attempt('stat-host-tmp', lambda: os.stat(sys.argv[1]).st_size)\n";
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_direct_access_child_cannot_read_sensitive_files_or_change_jp_dir() {
@@ -170,7 +172,10 @@ async fn a_direct_access_child_cannot_read_sensitive_files_or_change_jp_dir() {
     assert!(view.masked.contains(&real.join(".env")) && view.masked.contains(&real.join("deploy/.env.production")));
     assert!(view.masked.contains(&real.join("config/staging.txt")), "{view:?}");
     assert!(!view.masked.iter().any(|p| !p.starts_with(&real)), "nothing outside is covered: {view:?}");
-    let (code, text, err) = run(spec, &real, PROBE).await;
+    // A file in the host's /tmp, beside the workspace: Landlock alone would let it be stat'ed.
+    let host_tmp = tempfile::Builder::new().prefix("jp-host-tmp-").tempfile_in("/tmp").unwrap();
+    let script = format!("import sys; sys.argv = ['probe', {:?}]\n{PROBE}", host_tmp.path().to_str().unwrap());
+    let (code, text, err) = run(spec, &real, &script).await;
     println!("{text}");
     assert_eq!(code, 0, "{text} {err}");
     let (eacces, erofs, ebusy) = (libc::EACCES, libc::EROFS, libc::EBUSY);
@@ -187,6 +192,8 @@ async fn a_direct_access_child_cannot_read_sensitive_files_or_change_jp_dir() {
     assert!(text.contains(&format!("rename-jp {ebusy}\n")), "{text}");
     assert!(text.contains(&format!("new-in-jp {erofs}\n")), "{text}");
     assert!(text.contains("write-notes ok 4\n"), "{text}");
+    // A private /tmp: the host's is not there, the workspace under it is.
+    assert!(text.contains(&format!("stat-host-tmp {}\n", libc::ENOENT)), "{text}");
     // Nothing changed outside the child's view.
     assert_eq!(std::fs::read_to_string(real.join(".env")).unwrap(), "TOKEN=hunter2\n");
     assert_eq!(std::fs::read_to_string(real.join(".jp/config.toml")).unwrap(), "# approved\n");

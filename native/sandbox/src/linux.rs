@@ -143,9 +143,14 @@ impl SandboxSpec {
         let signals = abi < 6 || self.force_signal_filter;
         // Without unprivileged user namespaces, Landlock alone (`jp sandbox status` says so).
         let view = match &self.view {
-            Some(view) if probe.user_namespaces_note.is_none() => {
-                Some(MountPlan::new(view).map_err(|e| SandboxError(format!("the private mount view: {e}")))?)
-            }
+            Some(view) if probe.user_namespaces_note.is_none() => Some({
+                let granted: Vec<&std::path::Path> = [&self.read_exec, &self.read_only, &self.read_write]
+                    .into_iter()
+                    .flatten()
+                    .map(std::path::PathBuf::as_path)
+                    .collect();
+                MountPlan::new(view, &granted).map_err(|e| SandboxError(format!("the private mount view: {e}")))?
+            }),
             _ => None,
         };
         let program = SECCOMP[usize::from(self.egress)][usize::from(signals)]
