@@ -199,6 +199,9 @@ pub struct MountView {
     pub no_exec: Vec<PathBuf>,
     /// Programs bound back executable on top of a `noexec` directory (the exec list).
     pub exec: Vec<PathBuf>,
+    /// Directories that must exist in the view whatever is granted (the working directory, the
+    /// workspace): under the private `/tmp`, an empty directory where nothing is granted.
+    pub places: Vec<PathBuf>,
 }
 
 /// Directories of programs, made `noexec` for a process with an exec list.
@@ -371,7 +374,7 @@ impl SandboxSpec {
     /// program directories, the workspace and the scratch directory `noexec` but for the listed
     /// programs.
     fn mount_view(&self, access: &DirectAccess<'_>) -> MountView {
-        let mut view = MountView::default();
+        let mut view = MountView { places: vec![access.workspace.to_path_buf()], ..MountView::default() };
         let protected = access.workspace.join(jp_core::policy::PROTECTED_DIR);
         // A real directory only: a symlink planted as `.jp` is the trust check's business, and
         // binding its target would leave the link itself replaceable.

@@ -57,7 +57,12 @@ const HIDDEN: libc::c_ulong = libc::MS_RDONLY | libc::MS_NODEV | libc::MS_NOSUID
 
 /// The private `/tmp`: a tmpfs over it, then every granted path under it bound back in place
 /// (outermost first; one beneath another already bound back comes with it).
-fn private_tmp(granted: &[&Path], ops: &mut Vec<Op>, held: &mut Vec<CString>) -> std::io::Result<()> {
+fn private_tmp(
+    granted: &[&Path],
+    places: &[std::path::PathBuf],
+    ops: &mut Vec<Op>,
+    held: &mut Vec<CString>,
+) -> std::io::Result<()> {
     let tmp = Path::new("/tmp");
     if !tmp.is_dir() {
         return Ok(());
@@ -92,6 +97,18 @@ fn private_tmp(granted: &[&Path], ops: &mut Vec<Op>, held: &mut Vec<CString>) ->
         ops.push(Op::Rebind { index, dst: c(path)? });
         bound.push(path);
     }
+    // The working directory exists even where nothing of it is granted (empty, then).
+    for place in places.iter().filter(|p| p.starts_with(tmp) && p.as_path() != tmp) {
+        if bound.iter().any(|b| place.starts_with(b)) {
+            continue;
+        }
+        for dir in place.ancestors().collect::<Vec<_>>().into_iter().rev().filter(|a| a.starts_with(tmp) && *a != tmp) {
+            if !made.iter().any(|m| m == dir) {
+                made.push(dir.to_path_buf());
+                ops.push(Op::Mkdir { path: c(dir)? });
+            }
+        }
+    }
     Ok(())
 }
 
@@ -100,7 +117,7 @@ impl MountPlan {
     pub(super) fn new(view: &MountView, granted: &[&Path]) -> std::io::Result<Self> {
         let mut ops = Vec::new();
         let mut held = Vec::new();
-        private_tmp(granted, &mut ops, &mut held)?;
+        private_tmp(granted, &view.places, &mut ops, &mut held)?;
         // Order matters: the program directories go `noexec` first, the listed programs are
         // bound back over them; `.jp/` and the hidden files come last, over whatever is below.
         for dir in &view.no_exec {
