@@ -4,32 +4,8 @@
 
 #![cfg(target_os = "linux")]
 
-use std::path::Path;
-use std::process::{Command, Output};
-
 mod support;
-use support::cli::{PY_VFS_TOOL, code, jp, stdout, workspace, write_config};
-
-const JP: &str = env!("CARGO_BIN_EXE_jp");
-
-/// Run `jp` on a real pseudo-terminal (util-linux `script`), typing `input` after a moment.
-fn jp_on_a_terminal(ws: &Path, args: &str, input: &str) -> Output {
-    use std::io::Write as _;
-    let mut child = Command::new("script")
-        .args(["-qec", &format!("{JP} --workspace {} {args}", ws.display()), "/dev/null"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("util-linux `script` runs jp on a pseudo-terminal");
-    let mut stdin = child.stdin.take().unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    // jp may be done before anything is typed (when it does not ask).
-    let _ = stdin.write_all(input.as_bytes());
-    let out = child.wait_with_output().unwrap();
-    drop(stdin);
-    out
-}
+use support::cli::{PY_VFS_TOOL, code, jp, jp_on_a_terminal, stdout, workspace, write_config};
 
 #[test]
 fn an_inquiry_on_a_terminal_asks_and_obeys_the_answer() {

@@ -18,6 +18,25 @@ pub(crate) fn jp(ws: &Path, args: &[&str]) -> Output {
     Command::new(JP).arg("--workspace").arg(ws).args(args).stdin(std::process::Stdio::null()).output().unwrap()
 }
 
+/// Run `jp` on a real pseudo-terminal (util-linux `script`), typing `input` after a moment.
+pub(crate) fn jp_on_a_terminal(ws: &Path, args: &str, input: &str) -> Output {
+    use std::io::Write as _;
+    let mut child = Command::new("script")
+        .args(["-qec", &format!("{JP} --workspace {} {args}", ws.display()), "/dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("util-linux `script` runs jp on a pseudo-terminal");
+    let mut stdin = child.stdin.take().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // jp may be done before anything is typed (when it does not ask).
+    let _ = stdin.write_all(input.as_bytes());
+    let out = child.wait_with_output().unwrap();
+    drop(stdin);
+    out
+}
+
 pub(crate) fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
