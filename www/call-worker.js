@@ -5,12 +5,29 @@
 // runaway component never blocks the page.
 import { Host, loadJp } from './jp.js';
 
+// Questions go to the page (which asks the person) and wait for its answer.
+let asked = 0;
+const answers = new Map();
+const ask = (question) => new Promise((resolve) => {
+  const id = ++asked;
+  answers.set(id, resolve);
+  const { signal: _signal, ...plain } = question;
+  self.postMessage({ ask: { id, question: plain } });
+});
+
 self.onmessage = async ({ data }) => {
-  const { jpUrl, component, policy, ceiling = null, files, tool, args, limits } = data;
+  if (data.answer) {
+    answers.get(data.answer.id)?.(data.answer.value);
+    answers.delete(data.answer.id);
+    return;
+  }
+  const { jpUrl, component, policy, ceiling = null, files, tool, args, limits, secrets = {}, asks = false } = data;
   try {
     await loadJp(new URL(jpUrl));
     const host = await Host.create({ policy, ceiling, limits });
     for (const [path, bytes] of Object.entries(files)) await host.writeFile(path, bytes);
+    host.setSecrets(secrets);
+    if (asks) host.setInquirer(ask);
     host.onEvent((event) => self.postMessage({ event }));
     await host.registerComponent(component.name, new URL(component.moduleUrl), new URL(component.coresUrl), component.tools);
     const { changed, ...outcome } = await host.callTool(tool, args);

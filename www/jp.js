@@ -41,6 +41,23 @@ function coreModules(cores) {
   };
 }
 
+/** What runs this: the engine and its version, for messages. */
+export function engineName() {
+  if (typeof Deno !== 'undefined') return `Deno ${Deno.version.deno} (V8 ${Deno.version.v8})`;
+  if (globalThis.navigator?.userAgent === 'Cloudflare-Workers') return 'workerd (Cloudflare Workers)';
+  if (typeof process !== 'undefined' && process.release?.name === 'node') return `Node ${process.version} (V8 ${process.versions.v8})`;
+  return globalThis.navigator?.userAgent ?? 'this JavaScript engine';
+}
+
+/**
+ * Why components cannot run here, or `null` when they can: a component waits for its files,
+ * HTTP and questions through JSPI (`WebAssembly.Suspending`, `WebAssembly.promising`).
+ */
+export function jspiMissing() {
+  if (typeof WebAssembly.Suspending === 'function' && typeof WebAssembly.promising === 'function') return null;
+  return `${engineName()} lacks WebAssembly JSPI (WebAssembly.Suspending / promising), through which a component waits for files, HTTP and questions; use Chromium 137 or later, Node 25 or later (24 with --experimental-wasm-jspi), Deno 2.5 or later, or a workerd of 2025 or later`;
+}
+
 let ready;
 /**
  * Load the jp-web module once: `source` is a `WebAssembly.Module` (edge runtimes inject it),
@@ -141,6 +158,8 @@ function hostImports(session) {
  */
 export class Host {
   static async create({ db = null, policy = '', ceiling = null, storage = null, limits = {}, worker = null, instances = null } = {}) {
+    const missing = jspiMissing();
+    if (missing) throw new Error(`jp-host cannot host components here: ${missing}`);
     await loadJp();
     const host = new Host(await JpHost.create(db, ceiling === null ? policy : '', storage), limits);
     if (ceiling !== null) host.setPolicy(policy, { ceiling });
@@ -157,6 +176,8 @@ export class Host {
     this.ceilingText = null;
     this.worker = null;
     this.instances = null;
+    this.inquirer = null;
+    this.secrets = {};
     this.components = new Map();
     this.tools = new Map();
     // Tool name → its compiled ArgumentSchema, or the message saying why its schema cannot be.
@@ -185,8 +206,24 @@ export class Host {
   }
   /** What the policy lets a tool do at most: `{ writes, destructive, network, commands }`. */
   policyHints() { return this.inner.policyHints(); }
-  /** Answer inquiries: `callback({tool, method, target, reason})` → true / 'once' / 'all' / false. */
-  setInquirer(callback) { this.inner.setInquirer(callback); }
+  /**
+   * Answer inquiries (a sensitive path, a request no rule covers under a `sandbox` table) of
+   * every call: `callback({tool, method, target, reason, signal})` → (a promise of) true /
+   * 'once' (allow), 'all' (allow the rest of the call), false (deny) or a string (deny, with
+   * that reason). `signal` aborts when the call ends without waiting for the answer. The
+   * component waits meanwhile; time spent waiting does not count against its deadline. Without
+   * an inquirer, inquiries are denied at once with the reason. `callTool`'s `inquirer`
+   * overrides it for one call.
+   */
+  setInquirer(callback) { this.inquirer = callback; this.inner.setInquirer(callback); }
+  /**
+   * The secrets a tool's `${VAR}` headers may use, `{ NAME: value }`: substituted by the host,
+   * never shown to the tool, scrubbed from everything it reads back. Only the names the
+   * policy's `network.envs` lists are kept (`secretNames()`). Replaces the previous set.
+   */
+  setSecrets(secrets) { this.secrets = { ...secrets }; this.inner.setSecrets(this.secrets); }
+  /** The variable names the policy lets `${VAR}` headers use (`network.envs`). */
+  secretNames() { return this.inner.secretNames(); }
 
   /**
    * One D11 request (`fs.read`, `http.get`, …) on behalf of `tool`, decided by the policy and
@@ -243,7 +280,7 @@ export class Host {
    * deadline (plus a second for the in-component check to answer first) or when `signal`
    * aborts, the Worker is terminated and nothing is written.
    */
-  async callInWorker(name, args, component, signal) {
+  async callInWorker(name, args, component, signal, inquirer = null) {
     const files = await this.inner.exportFiles();
     const deadlineMs = this.limits.deadlineMs ?? DEFAULT_DEADLINE_MS;
     const tools = [...this.tools.values()].filter((t) => t.component === component.name)
@@ -251,21 +288,42 @@ export class Host {
     const worker = new Worker(this.worker, { type: 'module' });
     const emit = (event) => { for (const listener of this.listeners) listener(event); };
     const error = (message) => ({ tag: 'error', val: { message, trace: [], transient: false }, changed: [] });
+    const ask = inquirer ?? this.inquirer;
+    const stop = new AbortController();
     return new Promise((resolve) => {
+      // The deadline (plus a second for the in-component check to answer first), standing
+      // still while a question waits for the person.
       let timer;
+      let left = deadlineMs + 1000;
+      let since = performance.now();
+      const arm = () => {
+        since = performance.now();
+        timer = setTimeout(() => finish(error(`tool '${name}' ran past its deadline of ${deadlineMs} ms and was stopped; nothing it did was written`)), left);
+      };
+      const hold = () => { clearTimeout(timer); left -= performance.now() - since; };
       const finish = (value) => {
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
+        stop.abort();
         worker.terminate();
         resolve(value);
       };
       const onAbort = () => finish(error(`tool '${name}' was cancelled; nothing it did was written`));
       if (signal?.aborted) return onAbort();
       signal?.addEventListener('abort', onAbort);
-      timer = setTimeout(() => finish(error(`tool '${name}' ran past its deadline of ${deadlineMs} ms and was stopped; nothing it did was written`)), deadlineMs + 1000);
+      arm();
       worker.onerror = (e) => finish(error(`tool '${name}' failed in its worker: ${e.message ?? e}`));
       worker.onmessage = async ({ data }) => {
         if (data.event) emit(data.event);
+        if (data.ask) {
+          // A question of the component in the Worker, answered here by the page's inquirer.
+          hold();
+          let answer = false;
+          try { answer = ask ? await ask({ ...data.ask.question, signal: stop.signal }) : false; } catch { answer = false; }
+          if (stop.signal.aborted) return;
+          arm();
+          worker.postMessage({ answer: { id: data.ask.id, value: answer } });
+        }
         if (data.failed) finish(error(`tool '${name}' failed in its worker: ${data.failed}`));
         if (data.done) {
           clearTimeout(timer);
@@ -283,6 +341,7 @@ export class Host {
         jpUrl: new URL('./pkg/jp_web_bg.wasm', import.meta.url).href,
         component: { name: component.name, moduleUrl: component.moduleUrl, coresUrl: component.coresUrl, tools },
         policy: this.policyText, ceiling: this.ceilingText, files, tool: name, args, limits: this.limits,
+        secrets: this.secrets, asks: Boolean(ask),
       });
     });
   }
@@ -316,7 +375,7 @@ export class Host {
    * naming each argument and the fix (MCP SEP-1303: the model reads it and corrects its call);
    * the tool does not run and nothing is written.
    */
-  async callTool(name, args = {}, { files = null, signal = null } = {}) {
+  async callTool(name, args = {}, { files = null, signal = null, inquirer = null } = {}) {
     const tool = this.tools.get(name);
     if (!tool) {
       throw new Error(`no tool '${name}'; registered: ${[...this.tools.keys()].join(', ') || 'none'}`);
@@ -325,35 +384,61 @@ export class Host {
     if (problem) return { tag: 'error', val: { message: problem, trace: [], transient: false }, changed: [] };
     const component = this.components.get(tool.component);
     if (this.worker && component.moduleUrl && component.coresUrl && !files) {
-      return this.callInWorker(name, args, component, signal);
+      return this.callInWorker(name, args, component, signal, inquirer);
     }
-    const session = await this.inner.beginCall(name, files);
     const deadlineMs = this.limits.deadlineMs ?? DEFAULT_DEADLINE_MS;
     // A live instance from the embedder's pool (same project, same component), else a new one.
     const pool = this.instances;
     let live = pool?.get(component.name);
     pool?.delete(component.name); // taken: a concurrent call gets its own
+    if (!live) live = await instantiate(component, name, deadlineMs);
+    const limits = live.limits;
+    limits.reset(name, deadlineMs);
+    // Questions go to the person (or the embedder) with the call's signal; the deadline stands
+    // still while one waits for its answer.
+    const stop = new AbortController();
+    const ask = inquirer ?? this.inquirer;
+    const asking = ask && (async (question) => {
+      limits.pause();
+      try {
+        return await ask({ ...question, signal: stop.signal });
+      } finally {
+        limits.resume();
+      }
+    });
+    const session = await this.inner.beginCall(name, files, asking ?? undefined);
+    const cancel = (message) => { limits.cancel(message); session.abort(message); stop.abort(); };
+    const onAbort = () => cancel(`tool '${name}' was cancelled; nothing it did was written`);
+    const watchdog = limits.watch(() => cancel(limits.expired()));
+    if (signal?.aborted) onAbort();
+    signal?.addEventListener('abort', onAbort);
     let outcome;
     try {
-      if (!live) live = await instantiate(component, name, deadlineMs);
-      live.limits.reset(name, deadlineMs);
       live.current.session = session;
       // A component with `jp:tool/content` answers with typed blocks; else the seed's `run`.
       const content = live.instance.content ?? live.instance['jp:tool/content@0.1.0'];
       const ctx = { root: '/workspace', action: 'run' };
       outcome = content
-        ? blocksOutcome(name, content.run(ctx, name, JSON.stringify(args), '{}'))
-        : live.instance.run(ctx, name, JSON.stringify(args), '{}');
+        ? blocksOutcome(name, await content.run(ctx, name, JSON.stringify(args), '{}'))
+        : await live.instance.run(ctx, name, JSON.stringify(args), '{}');
+      // Stopped while it waited, it may still have answered: what it did is not written.
+      if (limits.stopped) throw new DeadlineExceeded(limits.stopped);
     } catch (e) {
+      watchdog.stop();
+      signal?.removeEventListener('abort', onAbort);
+      stop.abort();
+      live.current.session = nullSession;
       // A trapped or stopped instance is never used again.
       await session.finish(false);
       const message = e instanceof DeadlineExceeded
         ? e.message
         : `tool '${name}' trapped: ${e?.message ?? e}${memoryNote(live?.cores ?? [], this.limits.memoryMiB)}`;
       return { tag: 'error', val: { message, trace: [], transient: false }, changed: [] };
-    } finally {
-      if (live) live.current.session = nullSession;
     }
+    watchdog.stop();
+    signal?.removeEventListener('abort', onAbort);
+    stop.abort();
+    live.current.session = nullSession;
     if (pool && memoryBytes(live.cores) <= POOLED_MEMORY_MAX) pool.set(component.name, live);
     const changed = await session.finish(outcome.tag === 'success');
     return { ...outcome, changed };
@@ -471,6 +556,41 @@ class CallLimits {
     this.budget = BigInt(Math.ceil(deadlineMs)) * 1_000_000n; // ≤ 1 iteration per ns
     this.spent = 0n;
     this.fuel.value = FUEL_STEP;
+    this.pausedAt = null;
+    this.stopped = null;
+  }
+
+  /** A question waits for its answer: the deadline stands still until `resume`. */
+  pause() { this.pausedAt ??= performance.now(); }
+  resume() {
+    if (this.pausedAt === null) return;
+    this.end += performance.now() - this.pausedAt;
+    this.pausedAt = null;
+  }
+
+  /** Stop the call: its next loop check throws `message`. */
+  cancel(message) { this.stopped ??= message; }
+
+  /** The message of a call stopped at its deadline. */
+  expired() {
+    return `tool '${this.tool}' ran past its deadline of ${this.deadlineMs} ms and was stopped; nothing it did was written`;
+  }
+
+  /**
+   * Call `onExpired` once the deadline passes (not counting time paused for questions), also
+   * while the component waits for an import: a fetch or an unanswered question is then ended.
+   * Returns `{ stop() }`.
+   */
+  watch(onExpired) {
+    let timer;
+    const tick = () => {
+      if (this.pausedAt !== null) { timer = setTimeout(tick, 250); return; }
+      const left = this.end - performance.now();
+      if (left > 0) { timer = setTimeout(tick, Math.min(left + 1, 2 ** 31 - 1)); return; }
+      onExpired();
+    };
+    tick();
+    return { stop: () => clearTimeout(timer) };
   }
 
   imports(module, imports = {}) {
@@ -480,8 +600,9 @@ class CallLimits {
 
   check() {
     this.spent += FUEL_STEP;
-    if (performance.now() > this.end || this.spent > this.budget) {
-      throw new DeadlineExceeded(`tool '${this.tool}' ran past its deadline of ${this.deadlineMs} ms and was stopped; nothing it did was written`);
+    if (this.stopped) throw new DeadlineExceeded(this.stopped);
+    if (this.pausedAt === null && (performance.now() > this.end || this.spent > this.budget)) {
+      throw new DeadlineExceeded(this.expired());
     }
     this.fuel.value = FUEL_STEP;
   }

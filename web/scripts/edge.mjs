@@ -89,7 +89,10 @@ const jp :Workerd.Worker = (
 
 /** wrangler 4 needs Node >= 22.12: the pinned `node` devDependency runs it (the machine's Node
  * may be older). */
-export const WRANGLER = [join(root, 'node_modules/node/bin/node'), join(root, 'node_modules/wrangler/bin/wrangler.js')];
+/** The pinned Node (package.json): 25, whose V8 has JSPI, which components need; wrangler
+ * needs 22.12 or later. */
+export const NODE = join(root, 'node_modules/node/bin/node');
+export const WRANGLER = [NODE, join(root, 'node_modules/wrangler/bin/wrangler.js')];
 
 /** One value of a dotenv file as wrangler reads it (dotenv, then dotenv-expand): quoted with a
  * quote the value does not contain (so it may span lines), every `$` escaped so that nothing is
@@ -131,7 +134,7 @@ async function command(engine, port, dataDir, vars) {
         { DENO_DIR: join(resolve(dataDir), 'deno-dir'), DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' }];
     }
     case 'node':
-      return [process.execPath, [flag, join(root, 'web/edge/node.mjs'), '--port', String(port)]];
+      return [NODE, [flag, join(root, 'web/edge/node.mjs'), '--port', String(port)]];
     default:
       throw new Error(`unknown engine '${engine}': use workerd, wrangler, deno or node`);
   }

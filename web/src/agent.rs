@@ -97,7 +97,7 @@ fn model(options: ProviderOptions) -> Result<Box<dyn Model>, JsValue> {
             model: need(options.model.clone(), "model")?,
             api_key,
             stream: options.stream,
-            http: Arc::new(FetchHttpClient),
+            http: Arc::new(FetchHttpClient::default()),
         })),
         "anthropic" => Ok(Box::new(Anthropic {
             base_url: need(options.base_url.clone(), "baseUrl")?,
@@ -105,7 +105,7 @@ fn model(options: ProviderOptions) -> Result<Box<dyn Model>, JsValue> {
             api_key,
             max_tokens: options.max_tokens.unwrap_or(4096),
             stream: options.stream,
-            http: Arc::new(FetchHttpClient),
+            http: Arc::new(FetchHttpClient::default()),
         })),
         "scripted" => match options.recording {
             Some(recording) => Ok(Box::new(Scripted::from_json(&recording.to_string()).map_err(err)?)),

@@ -1,10 +1,14 @@
 //! [`CallSession`]: one component call's view of the project, serving its `jp:host` imports
-//! (filesystem, http, process) synchronously through the core dispatcher over the call's
-//! in-memory snapshot, and `JsEvents`, the policy decisions reported to the page.
+//! (filesystem, http, process) through the core dispatcher over the call's in-memory snapshot —
+//! each import a promise the component waits for (JSPI) — and `JsEvents`, the policy decisions
+//! reported to the page.
 
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::pin;
-use std::task::{Context, Poll, Waker};
+use std::task::Poll;
+
+use jp_core::cancel::CancellationToken;
 
 use jp_core::host::{DispatchEvents, Dispatcher, TraceEvent};
 use jp_core::protocol::{
@@ -14,7 +18,7 @@ use jp_core::protocol::{
 use js_sys::{Array, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 
-use crate::js::obj;
+use crate::js::{err, obj};
 use crate::store::{Changes, Snapshot, Store};
 
 /// Policy decisions reported to a JS callback.
@@ -38,24 +42,47 @@ impl DispatchEvents for JsEvents {
         }
     }
 }
-/// Poll a future that cannot wait (the dispatcher over an in-memory snapshot) to completion.
-fn now<F: Future>(f: F) -> Option<F::Output> {
+/// Resolve `f`, unless `token` is cancelled first (then `None`; `f` is dropped).
+async fn unless_cancelled<F: Future>(f: F, token: &CancellationToken) -> Option<F::Output> {
     let mut f = pin!(f);
-    match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(v) => Some(v),
-        Poll::Pending => None,
-    }
+    let mut cancelled = pin!(token.cancelled());
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(v) = f.as_mut().poll(cx) {
+            return Poll::Ready(Some(v));
+        }
+        if cancelled.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(None);
+        }
+        Poll::Pending
+    })
+    .await
 }
-/// One tool call's view of the project; serves the `jp:host/filesystem` imports.
+
+/// The most `http.get`/`http.post` requests one call may make (each redirect hop included in
+/// its request): a component looping over requests is stopped with a clear error, not left to
+/// run up the deadline against someone's server.
+pub const MAX_HTTP_PER_CALL: u32 = 64;
+
+/// One tool call's view of the project; serves a component's `jp:host` imports. Every import
+/// returns a promise (the component is suspended through JSPI while it waits): files come from
+/// the call's snapshot, HTTP through `fetch`, and questions go to the host's inquirer.
 #[wasm_bindgen]
 pub struct CallSession {
     dispatcher: Dispatcher,
     events: JsEvents,
-    snapshot: Snapshot,
+    /// Taken by `finish`.
+    snapshot: RefCell<Option<Snapshot>>,
     /// The caller's own files (`beginCall`'s `files`), committed with the tool's changes.
-    seeded: Changes,
+    seeded: RefCell<Changes>,
     store: Store,
-    next_id: i64,
+    next_id: Cell<i64>,
+    http_requests: Cell<u32>,
+    /// Cancelled by `abort` (the deadline, the Stop button, an `AbortSignal`): every pending
+    /// and later request ends at once with the reason.
+    cancel: CancellationToken,
+    reason: RefCell<String>,
+    /// Aborts the call's `fetch`es in flight.
+    fetches: Option<web_sys::AbortController>,
 }
 
 /// A WIT `err(host-error)` for jco: thrown as `{ payload: { code, message } }`.
@@ -72,32 +99,52 @@ fn kind(k: EntryKind) -> JsValue {
 
 impl CallSession {
     /// A call served by `dispatcher` over `snapshot`; `seeded` (the caller's files) is committed
-    /// with the tool's changes into `store`, or not at all.
+    /// with the tool's changes into `store`, or not at all. `fetches` aborts its HTTP requests.
     pub(crate) fn new(
         dispatcher: Dispatcher,
         events: JsEvents,
         snapshot: Snapshot,
         seeded: Changes,
         store: Store,
+        cancel: CancellationToken,
+        fetches: Option<web_sys::AbortController>,
     ) -> Self {
-        Self { dispatcher, events, snapshot, seeded, store, next_id: 0 }
+        Self {
+            dispatcher,
+            events,
+            snapshot: RefCell::new(Some(snapshot)),
+            seeded: RefCell::new(seeded),
+            store,
+            next_id: Cell::new(0),
+            http_requests: Cell::new(0),
+            cancel,
+            reason: RefCell::new(String::new()),
+            fetches,
+        }
+    }
+
+    fn cancelled(&self) -> JsValue {
+        host_error(-32005, &format!("the call was cancelled: {}", self.reason.borrow()))
     }
 
     /// One typed request through the dispatcher; its typed answer comes back as is.
-    fn call(&mut self, request: HostRequest) -> Result<HostResponse, JsValue> {
-        let method = request.method();
-        self.next_id += 1;
-        let id = Id::Number(self.next_id);
-        now(self.dispatcher.handle(&request, &id, &self.events))
-            .ok_or_else(|| host_error(-32603, &format!("{method} cannot complete synchronously in the browser")))?
+    async fn call(&self, request: HostRequest) -> Result<HostResponse, JsValue> {
+        if self.cancel.is_cancelled() {
+            return Err(self.cancelled());
+        }
+        let id = Id::Number(self.next_id.get() + 1);
+        self.next_id.set(self.next_id.get() + 1);
+        unless_cancelled(self.dispatcher.handle(&request, &id, &self.events), &self.cancel)
+            .await
+            .ok_or_else(|| self.cancelled())?
             .map_err(|e| {
                 let rpc = e.to_rpc();
                 host_error(rpc.code, &rpc.message)
             })
     }
 
-    fn done(&mut self, request: HostRequest) -> Result<(), JsValue> {
-        match self.call(request)? {
+    async fn done(&self, request: HostRequest) -> Result<(), JsValue> {
+        match self.call(request).await? {
             HostResponse::Done => Ok(()),
             other => Err(unexpected(&other)),
         }
@@ -116,21 +163,21 @@ fn at(path: String) -> PathParams {
 #[wasm_bindgen]
 impl CallSession {
     /// `jp:host/filesystem.read`.
-    pub fn read(&mut self, path: String) -> Result<Uint8Array, JsValue> {
-        match self.call(HostRequest::FsRead(FsReadParams { path }))? {
+    pub async fn read(&self, path: String) -> Result<Uint8Array, JsValue> {
+        match self.call(HostRequest::FsRead(FsReadParams { path })).await? {
             HostResponse::FsRead(r) => Ok(Uint8Array::from(r.content.as_slice())),
             other => Err(unexpected(&other)),
         }
     }
 
     /// `jp:host/filesystem.write`.
-    pub fn write(&mut self, path: String, content: Vec<u8>) -> Result<(), JsValue> {
-        self.done(HostRequest::FsWrite(FsWriteParams { path, content }))
+    pub async fn write(&self, path: String, content: Vec<u8>) -> Result<(), JsValue> {
+        self.done(HostRequest::FsWrite(FsWriteParams { path, content })).await
     }
 
     /// `jp:host/filesystem.exists`.
-    pub fn exists(&mut self, path: String) -> Result<bool, JsValue> {
-        match self.call(HostRequest::FsExists(at(path)))? {
+    pub async fn exists(&self, path: String) -> Result<bool, JsValue> {
+        match self.call(HostRequest::FsExists(at(path))).await? {
             HostResponse::FsExists(r) => Ok(r.exists),
             other => Err(unexpected(&other)),
         }
@@ -138,8 +185,8 @@ impl CallSession {
 
     /// `jp:host/filesystem.list-dir`.
     #[wasm_bindgen(js_name = listDir)]
-    pub fn list_dir(&mut self, path: String) -> Result<Array, JsValue> {
-        let HostResponse::FsListDir(r) = self.call(HostRequest::FsListDir(at(path)))? else {
+    pub async fn list_dir(&self, path: String) -> Result<Array, JsValue> {
+        let HostResponse::FsListDir(r) = self.call(HostRequest::FsListDir(at(path))).await? else {
             return Err(host_error(-32603, "unexpected answer to fs.list_dir"));
         };
         Ok(r.entries
@@ -149,8 +196,8 @@ impl CallSession {
     }
 
     /// `jp:host/filesystem.metadata`.
-    pub fn metadata(&mut self, path: String) -> Result<JsValue, JsValue> {
-        match self.call(HostRequest::FsMetadata(at(path)))? {
+    pub async fn metadata(&self, path: String) -> Result<JsValue, JsValue> {
+        match self.call(HostRequest::FsMetadata(at(path))).await? {
             HostResponse::FsMetadata(r) => {
                 Ok(obj(&[("kind", kind(r.kind)), ("size", js_sys::BigInt::from(r.size).into())]))
             }
@@ -159,17 +206,17 @@ impl CallSession {
     }
 
     /// `jp:host/filesystem.delete`.
-    pub fn delete(&mut self, path: String) -> Result<(), JsValue> {
-        self.done(HostRequest::FsDelete(at(path)))
+    pub async fn delete(&self, path: String) -> Result<(), JsValue> {
+        self.done(HostRequest::FsDelete(at(path))).await
     }
 
     /// `jp:host/filesystem.rename`.
-    pub fn rename(&mut self, from: String, to: String) -> Result<(), JsValue> {
-        self.done(HostRequest::FsRename(FsRenameParams { from, to }))
+    pub async fn rename(&self, from: String, to: String) -> Result<(), JsValue> {
+        self.done(HostRequest::FsRename(FsRenameParams { from, to })).await
     }
 
     /// `jp:host/filesystem.grep`; `options` is the WIT record `{ paths, extensions, context }`.
-    pub fn grep(&mut self, pattern: String, options: JsValue) -> Result<Array, JsValue> {
+    pub async fn grep(&self, pattern: String, options: JsValue) -> Result<Array, JsValue> {
         let list = |key: &str| -> Vec<String> {
             Reflect::get(&options, &JsValue::from_str(key))
                 .ok()
@@ -185,7 +232,7 @@ impl CallSession {
             extensions: (!extensions.is_empty()).then_some(extensions),
             context: (context >= 1.0).then_some(context as u32),
         };
-        let HostResponse::FsGrep(r) = self.call(HostRequest::FsGrep(params))? else {
+        let HostResponse::FsGrep(r) = self.call(HostRequest::FsGrep(params)).await? else {
             return Err(host_error(-32603, "unexpected answer to fs.grep"));
         };
         Ok(r.matches
@@ -211,8 +258,8 @@ impl CallSession {
     /// policy like any request; a component's synchronous call cannot wait for `fetch`, so an
     /// allowed one answers that HTTP is not available to components in the browser. The answer
     /// is the WIT `response` record (`{ status, headers, body: Uint8Array }`).
-    pub fn http(
-        &mut self,
+    pub async fn http(
+        &self,
         method: String,
         url: String,
         headers: JsValue,
@@ -227,6 +274,16 @@ impl CallSession {
                 Header { name: field("name"), value: field("value") }
             })
             .collect();
+        let n = self.http_requests.get() + 1;
+        self.http_requests.set(n);
+        if n > MAX_HTTP_PER_CALL {
+            return Err(host_error(
+                -32602,
+                &format!(
+                    "{method} {url}: this call already made {MAX_HTTP_PER_CALL} HTTP requests, the most one call may make here; make fewer requests per call"
+                ),
+            ));
+        }
         let request = match method.as_str() {
             "http.get" => HostRequest::HttpGet(HttpGetParams { url, headers }),
             "http.post" => HostRequest::HttpPost(HttpPostParams { url, headers, body: body.unwrap_or_default() }),
@@ -234,7 +291,7 @@ impl CallSession {
                 return Err(host_error(-32601, &format!("Method not found: \"{other}\"; use http.get or http.post")));
             }
         };
-        match self.call(request)? {
+        match self.call(request).await? {
             HostResponse::Http(r) => {
                 let headers: Array = r
                     .headers
@@ -254,8 +311,8 @@ impl CallSession {
     /// `jp:host/process.run`: decided by the policy; an allowed one answers that processes do
     /// not exist in the browser. The answer is the WIT `output` record.
     #[wasm_bindgen(js_name = processRun)]
-    pub fn process_run(&mut self, program: String, args: Vec<String>) -> Result<JsValue, JsValue> {
-        match self.call(HostRequest::ProcessRun(ProcessRunParams { program, args, envs: Vec::new() }))? {
+    pub async fn process_run(&self, program: String, args: Vec<String>) -> Result<JsValue, JsValue> {
+        match self.call(HostRequest::ProcessRun(ProcessRunParams { program, args, envs: Vec::new() })).await? {
             HostResponse::ProcessRun(r) => Ok(obj(&[
                 ("stdout", Uint8Array::from(r.stdout.as_slice()).into()),
                 ("stderr", Uint8Array::from(r.stderr.as_slice()).into()),
@@ -265,13 +322,39 @@ impl CallSession {
         }
     }
 
+    /// Cancel the call: every request it is waiting for (a fetch, a question) and every later
+    /// one ends at once with `reason`. The component goes on only to its next import or loop
+    /// check; `finish(false)` then writes nothing.
+    pub fn abort(&self, reason: String) {
+        if self.cancel.is_cancelled() {
+            return;
+        }
+        *self.reason.borrow_mut() = reason;
+        self.cancel.cancel();
+        if let Some(fetches) = &self.fetches {
+            fetches.abort();
+        }
+    }
+
+    /// Whether `abort` was called.
+    #[wasm_bindgen(getter)]
+    pub fn aborted(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
     /// End the call. With `commit`, every change (the caller's `files` and the tool's) is
     /// written back in one transaction and the paths the tool changed are returned; without,
-    /// nothing is written.
+    /// nothing is written. A cancelled call never commits. Its requests still pending end.
     ///
     /// A versioned storage that another writer changed since the snapshot was read refuses
     /// the commit: the error's `name` is then "ProjectChanged" and nothing is written.
-    pub async fn finish(self, commit: bool) -> Result<Vec<String>, JsValue> {
-        self.store.settle(self.snapshot, self.seeded, commit).await
+    pub async fn finish(&self, commit: bool) -> Result<Vec<String>, JsValue> {
+        let commit = commit && !self.cancel.is_cancelled();
+        self.abort("the call ended".into());
+        let Some(snapshot) = self.snapshot.borrow_mut().take() else {
+            return Err(err("this call was already finished").into());
+        };
+        let seeded = std::mem::take(&mut *self.seeded.borrow_mut());
+        self.store.settle(snapshot, seeded, commit).await
     }
 }

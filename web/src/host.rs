@@ -1,20 +1,22 @@
 //! [`JpHost`], the JS API: project files (IndexedDB in the page, memory at the edge), one
-//! access policy, and call sessions that serve a component's `jp:host` imports through the
-//! core dispatcher.
+//! access policy, the secrets `${VAR}` headers may use, and call sessions that serve a
+//! component's `jp:host` imports through the core dispatcher.
 //!
-//! jco-transpiled components call their imports synchronously, while IndexedDB is
-//! asynchronous. A call therefore runs on a snapshot: [`JpHost::begin_call`] copies the project
-//! into memory, the component's requests are decided by the core `Dispatcher` and served from the
-//! copy (every future completes at once, so it is polled to completion without blocking), and
-//! [`CallSession::finish`] writes what changed back in ONE IndexedDB transaction — or nothing,
-//! when the call failed. A tool's files are therefore as they were or fully written.
+//! A call runs on a snapshot: [`JpHost::begin_call`] copies the project into memory, the
+//! component's requests are decided by the core `Dispatcher` and served from the copy, HTTP
+//! through `fetch` and questions through the inquirer (the component is suspended while it waits,
+//! through JSPI), and [`CallSession::finish`] writes what changed back in ONE IndexedDB
+//! transaction — or nothing, when the call failed or was cancelled. A tool's files are therefore
+//! as they were or fully written.
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
 use jp_core::files::{InMemoryProjectFiles, ProjectFiles};
-use jp_core::host::{DenyInquirer, Dispatcher, Unavailable};
+use jp_core::cancel::CancellationToken;
+use jp_core::host::{Dispatcher, Unavailable};
 use jp_core::policy::{AccessPolicy, Capability, Decision, WorkspacePath};
 use jp_core::protocol::{HostRequest, Id};
 use js_sys::{Array, Object, Reflect, Uint8Array};
@@ -45,6 +47,7 @@ pub struct JpHost {
     policy: Rc<RefCell<Arc<AccessPolicy>>>,
     events: Rc<RefCell<Option<js_sys::Function>>>,
     inquirer: Rc<RefCell<Option<js_sys::Function>>>,
+    secrets: Rc<RefCell<BTreeMap<String, String>>>,
     requests: Rc<RefCell<i64>>,
 }
 
@@ -72,6 +75,7 @@ impl JpHost {
             policy: Rc::new(RefCell::new(Arc::new(policy))),
             events: Rc::default(),
             inquirer: Rc::default(),
+            secrets: Rc::default(),
             requests: Rc::default(),
         })
     }
@@ -140,10 +144,11 @@ impl JpHost {
         };
         let files = self.files(snapshot.as_ref());
         let mut builder = Dispatcher::builder(tool.clone(), self.policy.borrow().clone(), files)
-            .http(Arc::new(FetchHttpClient))
-            .process(Arc::new(Unavailable::new(NO_PROCESSES)));
+            .http(Arc::new(FetchHttpClient::default()))
+            .process(Arc::new(Unavailable::new(NO_PROCESSES)))
+            .env(self.secrets.borrow().clone());
         if let Some(callback) = self.inquirer.borrow().clone() {
-            builder = builder.inquirer(Arc::new(JsInquirer { callback }));
+            builder = builder.inquirer(Arc::new(JsInquirer::new(callback)));
         }
         let dispatcher = builder.build();
         let events = JsEvents { tool, callback: self.events.borrow().clone() };
@@ -238,11 +243,18 @@ impl JpHost {
     /// Start one call of `tool`: its requests are served from a snapshot of the project until
     /// `finish` writes the changes back. `files` (path → text or bytes), when given, are written
     /// into the snapshot first and committed with the call's own changes — or not at all. Into
-    /// a kept project (a storage or IndexedDB), each is a write decided by the policy (create or update, `.jp/` protected, the ceiling; a
-    /// sensitive path is not asked about: the caller writes what it has); one refusal
-    /// refuses the call before anything is written, with an error named `FilesRefused`.
+    /// a kept project (a storage or IndexedDB), each is a write decided by the policy (create or
+    /// update, `.jp/` protected, the ceiling; a sensitive path is not asked about: the caller
+    /// writes what it has); one refusal refuses the call before anything is written, with an
+    /// error named `FilesRefused`. `inquirer` answers this call's questions (see
+    /// `setInquirer`, which it overrides).
     #[wasm_bindgen(js_name = beginCall)]
-    pub async fn begin_call(&self, tool: String, files: Option<Object>) -> Result<CallSession, JsValue> {
+    pub async fn begin_call(
+        &self,
+        tool: String,
+        files: Option<Object>,
+        inquirer: Option<js_sys::Function>,
+    ) -> Result<CallSession, JsValue> {
         let snapshot = self.store.snapshot().await.map_err(JsValue::from)?;
         if let Some(files) = files {
             let policy = self.policy.borrow().clone();
@@ -287,17 +299,46 @@ impl JpHost {
         // The caller's files, committed with the tool's changes (or not at all).
         let seeded = snapshot.take_changes();
         let policy = self.policy.borrow().clone();
-        // A component cannot wait for an answer (its imports are synchronous): inquiries are
-        // denied at once with the reason, as under `--no-interaction`.
-        let dispatcher = Dispatcher::builder(tool.clone(), policy, snapshot.files.clone())
-            .inquirer(Arc::new(DenyInquirer))
-            .http(Arc::new(Unavailable::new(
-                "http.get and http.post are not available to a component in the browser (its imports are synchronous; fetch is not)",
-            )))
+        let cancel = CancellationToken::new();
+        let fetches = web_sys::AbortController::new().ok();
+        let http = FetchHttpClient { signal: fetches.as_ref().map(|c| c.signal()) };
+        let mut builder = Dispatcher::builder(tool.clone(), policy, snapshot.files.clone())
+            .http(Arc::new(http))
             .process(Arc::new(Unavailable::new(NO_PROCESSES)))
-            .build();
+            .env(self.secrets.borrow().clone());
+        // The call's own inquirer, else the host's; without either, inquiries are denied at
+        // once with the reason, as under `--no-interaction`.
+        if let Some(callback) = inquirer.or_else(|| self.inquirer.borrow().clone()) {
+            builder = builder.inquirer(Arc::new(JsInquirer::new(callback)));
+        }
         let events = JsEvents { tool, callback: self.events.borrow().clone() };
-        Ok(CallSession::new(dispatcher, events, snapshot, seeded, self.store.clone()))
+        Ok(CallSession::new(builder.build(), events, snapshot, seeded, self.store.clone(), cancel, fetches))
+    }
+
+    /// The secrets a tool's `${VAR}` headers may use: `{ NAME: value }` (the page: what the
+    /// user entered; the edge: the function's environment). Only the names the policy's
+    /// `network.envs` lists are kept; their values are substituted by the host and scrubbed
+    /// from everything a tool reads back. Replaces the previous set.
+    #[wasm_bindgen(js_name = setSecrets)]
+    pub fn set_secrets(&self, secrets: Object) -> Result<(), JsError> {
+        let mut map = BTreeMap::new();
+        for entry in Object::entries(&secrets).iter() {
+            let entry = Array::from(&entry);
+            let name = entry.get(0).as_string().unwrap_or_default();
+            let Some(value) = entry.get(1).as_string() else {
+                return Err(err(format!("secret {name}: its value must be a string")));
+            };
+            map.insert(name, value);
+        }
+        *self.secrets.borrow_mut() = map;
+        Ok(())
+    }
+
+    /// The variable names the policy lets a tool's `${VAR}` headers use (`network.envs`): the
+    /// secrets a host should offer (`setSecrets`).
+    #[wasm_bindgen(js_name = secretNames)]
+    pub fn secret_names(&self) -> Vec<String> {
+        self.policy.borrow().resolvable_env().map(str::to_owned).collect()
     }
 }
 

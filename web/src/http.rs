@@ -20,20 +20,52 @@ extern "C" {
     fn global_fetch(request: &Request) -> Promise;
 }
 
-/// HTTP over `fetch`.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct FetchHttpClient;
+/// HTTP over `fetch`; `signal` (a call's) aborts its requests in flight.
+#[derive(Debug, Default, Clone)]
+pub struct FetchHttpClient {
+    /// Aborts every request of this client (the call was cancelled or ran out of time).
+    pub signal: Option<web_sys::AbortSignal>,
+}
 
-fn failed(e: JsValue) -> BackendError {
-    let text = js_sys::Reflect::get(&e, &JsValue::from_str("message"))
+/// Whether this runs in a page or a page's Worker (where `fetch` obeys CORS), not at the edge.
+fn in_a_page() -> bool {
+    let global = js_sys::global();
+    js_sys::Reflect::has(&global, &JsValue::from_str("document")).unwrap_or(false)
+        || global.constructor().name() == "DedicatedWorkerGlobalScope"
+}
+
+fn message(e: &JsValue) -> String {
+    js_sys::Reflect::get(e, &JsValue::from_str("message"))
         .ok()
         .and_then(|m| m.as_string())
         .or_else(|| e.as_string())
-        .unwrap_or_else(|| format!("{e:?}"));
-    BackendError::Failed(format!("fetch failed: {text}"))
+        .unwrap_or_else(|| format!("{e:?}"))
 }
 
-async fn exchange(request: HttpRequest, on_chunk: Option<OnBytes<'_>>) -> Result<HttpResponse, BackendError> {
+fn failed(e: JsValue) -> BackendError {
+    BackendError::Failed(format!("fetch failed: {}", message(&e)))
+}
+
+/// A `fetch` that never answered: aborted (the call's end), or refused before any response —
+/// in a page, most often by CORS, which scripts are not told about beyond "failed".
+fn not_sent(url: &str, e: JsValue, signal: Option<&web_sys::AbortSignal>) -> BackendError {
+    if signal.is_some_and(web_sys::AbortSignal::aborted) {
+        return BackendError::Failed(format!("{url}: the request was stopped: the call was cancelled or ran out of time"));
+    }
+    if in_a_page() {
+        return BackendError::Failed(format!(
+            "{url}: the browser refused the request before any answer ({}). In a page a tool's request is a cross-origin fetch: the server must allow this page's origin (Access-Control-Allow-Origin), and for a header such as Authorization or a POST body also answer the CORS preflight (OPTIONS with Access-Control-Allow-Headers / -Methods). The server refused it, or is not reachable; run the tool at the edge or natively (jp), where CORS does not apply",
+            message(&e)
+        ));
+    }
+    failed(e)
+}
+
+async fn exchange(
+    request: HttpRequest,
+    on_chunk: Option<OnBytes<'_>>,
+    signal: Option<&web_sys::AbortSignal>,
+) -> Result<HttpResponse, BackendError> {
     let init = RequestInit::new();
     init.set_method(match request.method {
         HttpMethod::Get => "GET",
@@ -42,6 +74,9 @@ async fn exchange(request: HttpRequest, on_chunk: Option<OnBytes<'_>>) -> Result
     // `manual`: a redirect comes back as a response for the dispatcher to check. (In a page,
     // a cross-origin redirect is opaque: status 0, which the dispatcher reports.)
     init.set_redirect(RequestRedirect::Manual);
+    if let Some(signal) = signal {
+        init.set_signal(Some(signal));
+    }
     if request.method == HttpMethod::Post {
         init.set_body(&Uint8Array::from(request.body.as_slice()).into());
     }
@@ -51,7 +86,17 @@ async fn exchange(request: HttpRequest, on_chunk: Option<OnBytes<'_>>) -> Result
     }
     init.set_headers(&headers.into());
     let req = Request::new_with_str_and_init(&request.url, &init).map_err(failed)?;
-    let response: Response = JsFuture::from(global_fetch(&req)).await.map_err(failed)?.dyn_into().map_err(failed)?;
+    let response: Response = JsFuture::from(global_fetch(&req))
+        .await
+        .map_err(|e| not_sent(&request.url, e, signal))?
+        .dyn_into()
+        .map_err(failed)?;
+    if response.type_() == web_sys::ResponseType::Opaqueredirect {
+        return Err(BackendError::Failed(format!(
+            "{}: the server answered with a redirect, and a page is not shown where it leads (browsers hide a redirect's Location from scripts), so it cannot be decided against the policy and is not followed; request the final URL itself",
+            request.url
+        )));
+    }
     let mut out_headers = Vec::new();
     if let Ok(Some(iter)) = js_sys::try_iter(&response.headers()) {
         for pair in iter.flatten() {
@@ -65,46 +110,34 @@ async fn exchange(request: HttpRequest, on_chunk: Option<OnBytes<'_>>) -> Result
     let too_large = |n: usize| {
         BackendError::TooLarge(format!("the response body is {n} bytes, over the {}-byte limit", request.max_body))
     };
-    let body = match (on_chunk, response.body()) {
-        // Read as it arrives, each piece handed on (a model's streamed reply shown while written).
-        (Some(on_chunk), Some(stream)) => {
-            let reader: web_sys::ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
-            let mut body = Vec::new();
-            loop {
-                let step = JsFuture::from(reader.read()).await.map_err(failed)?;
-                if js_sys::Reflect::get(&step, &JsValue::from_str("done")).ok().and_then(|d| d.as_bool()) == Some(true)
-                {
-                    break;
-                }
-                let value = js_sys::Reflect::get(&step, &JsValue::from_str("value")).map_err(failed)?;
-                let chunk = Uint8Array::new(&value).to_vec();
-                if body.len() + chunk.len() > request.max_body {
-                    let _ = reader.cancel();
-                    return Err(too_large(body.len() + chunk.len()));
-                }
+    // Read as it arrives and stopped at the cap (an endless or oversized body is never held
+    // whole), each piece handed on when asked (a model's streamed reply shown while written).
+    let mut body = Vec::new();
+    if let Some(stream) = response.body() {
+        let reader: web_sys::ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
+        loop {
+            let step = JsFuture::from(reader.read()).await.map_err(|e| not_sent(&request.url, e, signal))?;
+            if js_sys::Reflect::get(&step, &JsValue::from_str("done")).ok().and_then(|d| d.as_bool()) == Some(true) {
+                break;
+            }
+            let value = js_sys::Reflect::get(&step, &JsValue::from_str("value")).map_err(failed)?;
+            let chunk = Uint8Array::new(&value).to_vec();
+            if body.len() + chunk.len() > request.max_body {
+                let _ = reader.cancel();
+                return Err(too_large(body.len() + chunk.len()));
+            }
+            if let Some(on_chunk) = on_chunk.as_ref() {
                 on_chunk(&chunk);
-                body.extend_from_slice(&chunk);
             }
-            body
+            body.extend_from_slice(&chunk);
         }
-        _ => {
-            let body = JsFuture::from(response.array_buffer().map_err(failed)?).await.map_err(failed)?;
-            let body = Uint8Array::new(&body).to_vec();
-            if body.len() > request.max_body {
-                return Err(too_large(body.len()));
-            }
-            if let Some(on_chunk) = on_chunk {
-                on_chunk(&body);
-            }
-            body
-        }
-    };
+    }
     Ok(HttpResponse { status: response.status(), headers: out_headers, body })
 }
 
 impl HttpClient for FetchHttpClient {
     fn send(&self, request: HttpRequest) -> BoxFuture<'_, Result<HttpResponse, BackendError>> {
-        Box::pin(exchange(request, None))
+        Box::pin(exchange(request, None, self.signal.as_ref()))
     }
 
     fn send_streaming<'a>(
@@ -112,20 +145,39 @@ impl HttpClient for FetchHttpClient {
         request: HttpRequest,
         on_chunk: OnBytes<'a>,
     ) -> BoxFuture<'a, Result<HttpResponse, BackendError>> {
-        Box::pin(exchange(request, Some(on_chunk)))
+        Box::pin(exchange(request, Some(on_chunk), self.signal.as_ref()))
     }
 }
 
+/// The most questions one call may ask; later ones are denied with the reason, so a tool
+/// cannot bury the person under questions.
+pub const MAX_QUESTIONS_PER_CALL: u32 = 16;
+
 /// Inquiries answered by `callback({tool, method, target, reason})`, which returns (a promise
-/// of) `true`/`"once"` to allow, `"all"` to allow the rest of the call, anything else to deny.
+/// of) `true`/`"once"` to allow, `"all"` to allow the rest of the call, another non-empty string
+/// to deny with that reason, anything else (a rejection too) to deny.
 pub struct JsInquirer {
-    /// The callback.
-    pub callback: js_sys::Function,
+    callback: js_sys::Function,
+    asked: std::cell::Cell<u32>,
+}
+
+impl JsInquirer {
+    /// Questions to `callback`.
+    pub fn new(callback: js_sys::Function) -> Self {
+        Self { callback, asked: std::cell::Cell::new(0) }
+    }
 }
 
 impl Inquirer for JsInquirer {
     fn ask<'a>(&'a self, inquiry: &'a Inquiry) -> BoxFuture<'a, InquiryAnswer> {
         Box::pin(async move {
+            self.asked.set(self.asked.get() + 1);
+            if self.asked.get() > MAX_QUESTIONS_PER_CALL {
+                return InquiryAnswer::Deny(format!(
+                    "{} {}: this call already asked {MAX_QUESTIONS_PER_CALL} questions, the most one call may ask; ask for less, or grant it in the policy",
+                    inquiry.method, inquiry.target
+                ));
+            }
             let question = js_sys::Object::new();
             for (k, v) in [
                 ("tool", &inquiry.tool),
@@ -142,12 +194,14 @@ impl Inquirer for JsInquirer {
                 },
                 Err(_) => JsValue::FALSE,
             };
-            if answer.as_bool() == Some(true) || answer.as_string().as_deref() == Some("once") {
-                InquiryAnswer::Allow
-            } else if answer.as_string().as_deref() == Some("all") {
-                InquiryAnswer::AllowAll
-            } else {
-                InquiryAnswer::Deny(format!("the user denied {} {}", inquiry.method, inquiry.target))
+            match (answer.as_bool(), answer.as_string().as_deref()) {
+                (Some(true), _) | (_, Some("once")) => InquiryAnswer::Allow,
+                (_, Some("all")) => InquiryAnswer::AllowAll,
+                // A reason of the inquirer's own (a question that timed out, a session that ended).
+                (_, Some(reason)) if !reason.is_empty() && reason != "deny" => {
+                    InquiryAnswer::Deny(format!("{} {}: {reason}", inquiry.method, inquiry.target))
+                }
+                _ => InquiryAnswer::Deny(format!("the user denied {} {}", inquiry.method, inquiry.target)),
             }
         })
     }

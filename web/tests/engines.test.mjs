@@ -33,7 +33,8 @@ function peakMiB(pid, name) {
       const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
       const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
       const group = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
-      if (comm === name && (group === pid || Number(p) === pid)) {
+      // (Node 25 names its main thread, and so the process, `node-MainThread`.)
+      if ((comm === name || comm.startsWith(`${name}-`)) && (group === pid || Number(p) === pid)) {
         most = Math.max(most, Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${p}/status`, 'utf8'))?.[1] ?? 0) / 1024);
       }
     } catch { /* gone */ }
