@@ -58,7 +58,7 @@ const HOST_IMPORTS = [
   'jp:host/http@0.1.0#get', 'jp:host/http@0.1.0#post', 'jp:host/process@0.1.0#run',
 ];
 const JSPI = ['--async-mode', 'jspi', '--async-imports', ...HOST_IMPORTS, '--async-exports', 'run', 'jp:tool/content@0.1.0#run'];
-for (const [name, file] of [['fs', 'jp_fs_component.wasm'], ['faults', 'jp_tool_faults.wasm'], ['bench', 'jp_tool_bench.wasm'], ['media', 'jp_tool_media.wasm']]) {
+for (const [name, file] of [['fs', 'jp_fs_component.wasm'], ['faults', 'jp_tool_faults.wasm'], ['bench', 'jp_tool_bench.wasm'], ['media', 'jp_tool_media.wasm'], ['fetch', 'jp_tool_fetch.wasm']]) {
   const out = join(root, 'www/components', name);
   rmSync(out, { recursive: true, force: true });
   mkdirSync(out, { recursive: true });
