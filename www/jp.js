@@ -6,7 +6,7 @@
 // empty environment and no arguments; no wasi:filesystem or wasi:sockets at all (the components
 // import none: their files come through jp:host/filesystem).
 
-import init, { JpHost, ArgumentSchema, toolInputSchema, runAgentTurn, describeCall, policyExceeds, agentTool, askBeforeCall, agentResult, resultText } from './pkg/jp_web.js';
+import init, { JpHost, ArgumentSchema, toolInputSchema, runAgentTurn, describeCall, policyExceeds, agentTool, askBeforeCall, agentResult, resultText, componentOutcome } from './pkg/jp_web.js';
 
 // describeCall(name, args): what a permission question shows of a call, as `jp query` shows it;
 // agentTool, askBeforeCall, agentResult: the core's agent surface, as `jp mcp` and `jp query` use
@@ -419,7 +419,7 @@ export class Host {
       const content = live.instance.content ?? live.instance['jp:tool/content@0.1.0'];
       const ctx = { root: '/workspace', action: 'run' };
       outcome = content
-        ? blocksOutcome(name, await content.run(ctx, name, JSON.stringify(args), '{}'))
+        ? componentOutcome(name, await content.run(ctx, name, JSON.stringify(args), '{}'))
         : await live.instance.run(ctx, name, JSON.stringify(args), '{}');
       // Stopped while it waited, it may still have answered: what it did is not written.
       if (limits.stopped) throw new DeadlineExceeded(limits.stopped);
@@ -443,67 +443,6 @@ export class Host {
     const changed = await session.finish(outcome.tag === 'success');
     return { ...outcome, changed };
   }
-}
-
-/**
- * A `jp:tool/content` outcome as the page hands it on: a success keeps `val` as the text a
- * reader sees (the core's rendering: text, and one line such as `[image/png, 73 B]` for every
- * other block) and adds `result`, the MCP `CallToolResult` (bytes in base64, `_meta` and
- * `structuredContent` parsed). A result that breaks the interface's promises is an `error`.
- */
-function blocksOutcome(name, outcome) {
-  if (outcome.tag !== 'success') return outcome;
-  try {
-    const result = callToolResult(outcome.val);
-    return { tag: 'success', val: resultText(result), result };
-  } catch (e) {
-    return { tag: 'error', val: { message: `tool '${name}' returned a result jp cannot use: ${e.message}`, trace: [], transient: false } };
-  }
-}
-
-/** jco's `tool-result` (`wit/tool/content.wit`) as MCP's `CallToolResult`. */
-function callToolResult({ content, structuredContent }) {
-  const json = (text, what) => {
-    try { return JSON.parse(text); } catch (e) { throw new Error(`${what} is not JSON (${e.message})`); }
-  };
-  const blocks = content.map(({ kind, annotations, meta }, i) => {
-    const { tag, val } = kind;
-    let block;
-    if (tag === 'text') block = { type: 'text', text: val };
-    else if (tag === 'image' || tag === 'audio') block = { type: tag, data: base64(val.data), mimeType: val.mimeType };
-    else if (tag === 'resource') {
-      const c = val.contents;
-      block = { type: 'resource', resource: { uri: val.uri, ...(val.mimeType !== undefined && { mimeType: val.mimeType }),
-        ...(c.tag === 'text' ? { text: c.val } : { blob: base64(c.val) }) } };
-    } else if (tag === 'resource-link') {
-      block = { type: 'resource_link', uri: val.uri, name: val.name };
-      for (const key of ['title', 'description', 'mimeType']) if (val[key] !== undefined) block[key] = val[key];
-      if (val.size !== undefined) block.size = Number(val.size);
-    } else throw new Error(`block ${i}: unknown kind ${tag}`);
-    if (annotations) {
-      const a = {};
-      if (annotations.audience.length) a.audience = annotations.audience;
-      if (annotations.priority !== undefined) a.priority = annotations.priority;
-      if (annotations.lastModified !== undefined) a.lastModified = annotations.lastModified;
-      block.annotations = a;
-    }
-    if (meta !== undefined) {
-      const m = json(meta, `block ${i}: meta`);
-      if (!m || typeof m !== 'object' || Array.isArray(m)) throw new Error(`block ${i}: meta must be a JSON object`);
-      block._meta = m;
-    }
-    return block;
-  });
-  const result = { content: blocks };
-  if (structuredContent !== undefined) result.structuredContent = json(structuredContent, 'structured-content');
-  return result;
-}
-
-/** Bytes in standard base64, as MCP carries them. */
-function base64(bytes) {
-  let text = '';
-  for (let i = 0; i < bytes.length; i += 0x8000) text += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(text);
 }
 
 /** A pooled instance whose memory grew past this is dropped after its call. */
