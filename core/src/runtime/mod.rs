@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 use crate::cancel::CancellationToken;
 use crate::host::Inquirer;
 use crate::maybe::{BoxFuture, MaybeSend, MaybeSync};
+pub mod call;
 pub mod config;
 mod definition;
 mod error;

@@ -1,5 +1,6 @@
-//! The optional `jp:tool/content` export of a component (`wit/tool/content.wit`) as plain Rust
-//! values, and the ONE mapping of its result to the core's [`ToolResult`] — for every engine:
+//! What a component answers a call with (`wit/tool`: the seed's `outcome`, and the optional
+//! `jp:tool/content` export's blocks) as plain Rust values, and the ONE mapping of it to the
+//! core's [`ExecutionOutcome`] and [`ToolResult`] — for every engine:
 //! wasmtime natively converts its bindings into these types, jco in the page and at the edge
 //! hands its JS values over as they are (`serde` in the shape jco gives them: variants as
 //! `{ tag, val }`, fields in camelCase, bytes as a `Uint8Array`).
@@ -7,8 +8,119 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{ContentBlock, ResourceContents, ResourceLink, ToolResult, encode_base64};
+use super::{AnswerType, ContentBlock, Question, ResourceContents, ResourceLink, ToolError, ToolResult, encode_base64};
 use crate::json_shape::{self, TOO_DEEP};
+use crate::runtime::ExecutionOutcome;
+
+/// WIT `outcome` of `run` (the seed's `tool` world) or of `jp:tool/content`'s `run` — what a
+/// component answers a call with.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "tag", content = "val", rename_all = "kebab-case")]
+pub enum WitOutcome {
+    /// It succeeded: text (`run`) or content blocks (`jp:tool/content`).
+    Success(WitSuccess),
+    /// It failed.
+    Error(WitError),
+    /// It asks a question; it is run again with the answer.
+    NeedsInput(WitQuestion),
+}
+
+/// What a successful component call gave.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum WitSuccess {
+    /// The seed's `run`: text.
+    Text(String),
+    /// `jp:tool/content`: blocks.
+    Content(WitToolResult),
+}
+
+/// WIT `error-info`.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+pub struct WitError {
+    /// What went wrong.
+    pub message: String,
+    /// The error chain.
+    #[serde(default)]
+    pub trace: Vec<String>,
+    /// Whether a retry may succeed.
+    #[serde(default)]
+    pub transient: bool,
+}
+
+/// WIT `question`.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WitQuestion {
+    /// Its id: the answer comes back under it.
+    pub id: String,
+    /// What to show.
+    pub text: String,
+    /// `boolean`, `text`, or a JSON object with `select` and `options`.
+    pub answer_type: String,
+    /// The default answer, JSON-encoded.
+    #[serde(default)]
+    pub default: Option<String>,
+}
+
+impl WitOutcome {
+    /// The outcome as the core's, for call `id` of `tool`: a result of more than `max_output`
+    /// bytes as it is sent on (images and audio in base64) is a failure that says so, and so is
+    /// one that breaks the interface's promises.
+    pub fn into_outcome(self, id: &str, tool: &str, max_output: usize) -> ExecutionOutcome {
+        let over = |size: &str| {
+            ExecutionOutcome::failed(
+                id,
+                format!(
+                    "tool '{tool}' returned {size} bytes, over the {max_output}-byte output limit; ask it for less"
+                ),
+            )
+        };
+        let (result, size) = match self {
+            Self::Success(WitSuccess::Text(text)) => {
+                let size = text.len();
+                (ToolResult::text(text), size)
+            }
+            Self::Success(WitSuccess::Content(r)) => {
+                // Refused before its JSON is parsed or its bytes encoded: a component could
+                // otherwise make the host build far more than its own memory held.
+                let least = r.least_size();
+                if least > max_output {
+                    return over(&format!("at least {least}"));
+                }
+                match r.into_result() {
+                    Ok(r) => {
+                        let size = serde_json::to_vec(&r).map_or(usize::MAX, |v| v.len());
+                        (r, size)
+                    }
+                    Err(e) => {
+                        return ExecutionOutcome::failed(
+                            id,
+                            format!("tool '{tool}' returned a result jp cannot use: {e}"),
+                        );
+                    }
+                }
+            }
+            Self::Error(e) => {
+                let error = ToolError { message: e.message, trace: e.trace, transient: e.transient };
+                return ExecutionOutcome::Completed { id: id.to_owned(), result: Err(error) };
+            }
+            Self::NeedsInput(q) => {
+                let question = Question {
+                    id: q.id,
+                    text: q.text,
+                    answer_type: AnswerType::from_wit(&q.answer_type).unwrap_or(AnswerType::Text),
+                    default: q.default.and_then(|d| serde_json::from_str(&d).ok()),
+                };
+                return ExecutionOutcome::NeedsInput { id: id.to_owned(), question };
+            }
+        };
+        if size > max_output {
+            return over(&size.to_string());
+        }
+        ExecutionOutcome::Completed { id: id.to_owned(), result: Ok(result) }
+    }
+}
 
 /// WIT `tool-result`: the blocks, and `structured-content` as serialized JSON.
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]

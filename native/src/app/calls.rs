@@ -11,30 +11,18 @@ use jp_core::BoxFuture;
 use jp_core::agent::surface::{AgentTool, ToolFacts};
 use jp_core::cancel::CancellationToken;
 use jp_core::handles::{AnyToolHandle, ApplyInput, HandleRegistry};
+use jp_core::runtime::call::run_answered;
 use jp_core::runtime::{ExecutionOutcome, RuntimeError, ToolCall};
 use jp_core::schema::{StatefulAction, flat_stateful_schema, stateful_schema};
-use jp_core::state::{Question, ToolCommand, ToolError, ToolResult, ToolState};
+use jp_core::state::{ToolCommand, ToolError, ToolResult, ToolState};
 use serde_json::Value;
 
 use super::App;
 use crate::sandbox::SandboxMode;
 
 /// Who answers a tool's own questions (a `waiting` state, a `NeedsInput`) during a call that
-/// runs to its end. `None`: nobody can answer.
-pub trait Answerer: Send + Sync {
-    /// The answer to `question` of `tool`.
-    fn answer<'a>(&'a self, tool: &'a str, question: &'a Question) -> BoxFuture<'a, Option<Value>>;
-}
-
-/// Nobody answers (non-interactive).
-#[derive(Debug, Default, Clone, Copy)]
-pub struct NoAnswerer;
-
-impl Answerer for NoAnswerer {
-    fn answer<'a>(&'a self, _: &'a str, _: &'a Question) -> BoxFuture<'a, Option<Value>> {
-        Box::pin(async { None })
-    }
-}
+/// runs to its end — the core's, shared with the page and the edge.
+pub use jp_core::runtime::call::{Answerer, NoAnswerer};
 
 /// What an agent's call produced (the core's agent surface owns it).
 pub use jp_core::agent::surface::CallReply;
@@ -270,18 +258,7 @@ impl App {
     ) -> Result<ExecutionOutcome, RuntimeError> {
         let name = call.name.clone();
         if self.stateful_actions(&name).is_empty() || !self.live(&name) {
-            let mut call = call;
-            loop {
-                match self.call(call.clone()).await? {
-                    ExecutionOutcome::NeedsInput { id, question } => match answerer.answer(&name, &question).await {
-                        Some(v) if !call.answers.contains_key(&question.id) => {
-                            call.answers.insert(question.id.clone(), v);
-                        }
-                        _ => return Ok(ExecutionOutcome::NeedsInput { id, question }),
-                    },
-                    other => return Ok(other),
-                }
-            }
+            return run_answered(call, answerer, |call| Box::pin(self.call(call))).await;
         }
         let (id, cancel) = (call.id.clone(), call.cancel.clone());
         // Answers given up front (`--answer`) are applied when their question comes.

@@ -7,10 +7,11 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use jp_core::runtime::call::check_arguments;
 use jp_core::runtime::{
     McpServerError, RuntimeChoice, RuntimeError, ToolConfig, ToolRuntimeKind, ToolSource, resolve_runtime,
 };
-use jp_core::schema::{ArgumentError, ArgumentSchema, SchemaError, SchemaResponse, ToolDefinition, ToolSchema};
+use jp_core::schema::{ArgumentSchema, SchemaError, SchemaResponse, ToolDefinition, ToolSchema};
 use serde_json::{Map, Value};
 
 use super::{App, ToolEntry, schema_cache};
@@ -110,12 +111,7 @@ impl App {
     /// it must be; a schema that cannot be compiled is a [`SchemaError::Unusable`].
     pub(crate) async fn check_arguments(&self, name: &str, arguments: &Map<String, Value>) -> Result<(), RuntimeError> {
         let compiled = self.argument_schema(name).await?;
-        compiled.check(arguments).map_err(|e| match e {
-            ArgumentError::Invalid { .. } => {
-                RuntimeError::Input(format!("tool '{name}': {e} (`jp tool schema {name}` shows it)"))
-            }
-            ArgumentError::Schema(_) => SchemaError::Unusable { tool: name.into(), why: e.to_string() }.into(),
-        })
+        check_arguments(name, &compiled, arguments, &format!("`jp tool schema {name}` shows it"))
     }
 
     /// The compiled argument schema of tool `name`.

@@ -31,7 +31,7 @@ use jp_core::files::ProjectFiles;
 use jp_core::host::{DispatchEvents, Dispatcher, NoEvents};
 use jp_core::policy::AccessPolicy;
 use jp_core::runtime::{ComponentError, Execution, ExecutionOutcome, RuntimeError, ToolCall, ToolConfig, ToolRuntime};
-use jp_core::state::{AnswerType, Question, ToolError, ToolResult};
+use jp_core::state::component::{WitError, WitOutcome, WitQuestion, WitSuccess};
 use wasmtime::component::ResourceTable;
 use wasmtime::{Store, StoreLimits, StoreLimitsBuilder, UpdateDeadline};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
@@ -79,24 +79,6 @@ pub const GUESTS_DIR: &str = env!("JP_GUESTS_DIR");
 enum Answer {
     Text(Outcome),
     Blocks(content::CallOutcome),
-}
-
-/// The tool's own failure (the same in both interfaces).
-fn tool_error(id: String, message: String, trace: Vec<String>, transient: bool) -> ExecutionOutcome {
-    ExecutionOutcome::Completed { id, result: Err(ToolError { message, trace, transient }) }
-}
-
-/// A question the tool asks (the same in both interfaces).
-fn needs_input(id: String, qid: String, text: String, answer_type: &str, default: Option<String>) -> ExecutionOutcome {
-    ExecutionOutcome::NeedsInput {
-        id,
-        question: Question {
-            id: qid,
-            text,
-            answer_type: AnswerType::from_wit(answer_type).unwrap_or(AnswerType::Text),
-            default: default.and_then(|d| serde_json::from_str(&d).ok()),
-        },
-    }
 }
 
 /// Per-call limits.
@@ -275,61 +257,36 @@ impl WasmRuntime {
         Ok(self.outcome(call, answer))
     }
 
-    /// A call's end as the core sees it, the result held to the output limit.
+    /// A call's end as the core sees it, the result held to the output limit — the core's
+    /// one mapping of a component's answer, which jco's hosts use too.
     fn outcome(&self, call: ToolCall, answer: Answer) -> ExecutionOutcome {
-        let (result, size) = match answer {
-            Answer::Text(Outcome::Success(text)) => {
-                let size = text.len();
-                (ToolResult::text(text), size)
-            }
-            Answer::Blocks(content::CallOutcome::Success(r)) => {
-                // Refused before its JSON is parsed or its bytes encoded: a component could
-                // otherwise make jp build far more than its own memory held.
-                let r = content::plain(r);
-                let least = r.least_size();
-                if least > self.limits.output {
-                    return self.over_limit(&call.id, &call.name, &format!("at least {least}"));
-                }
-                match r.into_result() {
-                    // The size of the result as it is sent on (images and audio in base64).
-                    Ok(r) => {
-                        let size = serde_json::to_vec(&r).map_or(usize::MAX, |v| v.len());
-                        (r, size)
-                    }
-                    Err(e) => {
-                        return ExecutionOutcome::failed(
-                            &call.id,
-                            format!("tool '{}' returned a result jp cannot use: {e}", call.name),
-                        );
-                    }
-                }
-            }
-            Answer::Text(Outcome::Error(e)) => return tool_error(call.id, e.message, e.trace, e.transient),
-            Answer::Blocks(content::CallOutcome::Error(e)) => {
-                return tool_error(call.id, e.message, e.trace, e.transient);
-            }
-            Answer::Text(Outcome::NeedsInput(q)) => {
-                return needs_input(call.id, q.id, q.text, &q.answer_type, q.default);
-            }
-            Answer::Blocks(content::CallOutcome::NeedsInput(q)) => {
-                return needs_input(call.id, q.id, q.text, &q.answer_type, q.default);
-            }
-        };
-        if size > self.limits.output {
-            return self.over_limit(&call.id, &call.name, &size.to_string());
+        // The two worlds' bindings have types of their own with the same fields.
+        macro_rules! error {
+            ($e:expr) => {
+                WitOutcome::Error(WitError { message: $e.message, trace: $e.trace, transient: $e.transient })
+            };
         }
-        ExecutionOutcome::Completed { id: call.id, result: Ok(result) }
-    }
-
-    /// A result of `size` bytes, over the output limit.
-    fn over_limit(&self, id: &str, tool: &str, size: &str) -> ExecutionOutcome {
-        ExecutionOutcome::failed(
-            id,
-            format!(
-                "tool '{tool}' returned {size} bytes, over the {}-byte output limit; ask it for less",
-                self.limits.output
-            ),
-        )
+        macro_rules! question {
+            ($q:expr) => {
+                WitOutcome::NeedsInput(WitQuestion {
+                    id: $q.id,
+                    text: $q.text,
+                    answer_type: $q.answer_type,
+                    default: $q.default,
+                })
+            };
+        }
+        let plain = match answer {
+            Answer::Text(Outcome::Success(text)) => WitOutcome::Success(WitSuccess::Text(text)),
+            Answer::Text(Outcome::Error(e)) => error!(e),
+            Answer::Text(Outcome::NeedsInput(q)) => question!(q),
+            Answer::Blocks(content::CallOutcome::Success(r)) => {
+                WitOutcome::Success(WitSuccess::Content(content::plain(r)))
+            }
+            Answer::Blocks(content::CallOutcome::Error(e)) => error!(e),
+            Answer::Blocks(content::CallOutcome::NeedsInput(q)) => question!(q),
+        };
+        plain.into_outcome(&call.id, &call.name, self.limits.output)
     }
 
     /// The D06 schema of a component that exports `jp:tool/describe`; `Ok(None)` when it does not.
