@@ -4,6 +4,7 @@
 //! reported to the page.
 
 use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 use std::future::Future;
 use std::pin::pin;
 use std::task::Poll;
@@ -67,7 +68,19 @@ pub const MAX_HTTP_PER_CALL: u32 = 64;
 /// returns a promise (the component is suspended through JSPI while it waits): files come from
 /// the call's snapshot, HTTP through `fetch`, and questions go to the host's inquirer.
 #[wasm_bindgen]
-pub struct CallSession {
+#[derive(Clone)]
+pub struct CallSession(Rc<Session>);
+
+impl std::ops::Deref for CallSession {
+    type Target = Session;
+    fn deref(&self) -> &Session {
+        &self.0
+    }
+}
+
+/// What a [`CallSession`] holds; shared by the handle a component's runner gets and the host
+/// that finishes the call.
+pub struct Session {
     dispatcher: Dispatcher,
     events: JsEvents,
     /// Taken by `finish`.
@@ -109,7 +122,7 @@ impl CallSession {
         cancel: CancellationToken,
         fetches: Option<web_sys::AbortController>,
     ) -> Self {
-        Self {
+        Self(Rc::new(Session {
             dispatcher,
             events,
             snapshot: RefCell::new(Some(snapshot)),
@@ -120,7 +133,7 @@ impl CallSession {
             cancel,
             reason: RefCell::new(String::new()),
             fetches,
-        }
+        }))
     }
 
     fn cancelled(&self) -> JsValue {
