@@ -25,6 +25,8 @@ import { answerOf, asksByResult, CANNOT_ASK, elicitation, KEY, replaying, StaleS
 export const PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'];
 /** The versions without `initialize` (negotiated by `server/discover`, named per request). */
 export const MODERN_VERSIONS = ['2026-07-28'];
+/** Every version served, oldest first (as `jp mcp`'s `server/discover` lists them). */
+const SUPPORTED_VERSIONS = [...PROTOCOL_VERSIONS].reverse().concat(MODERN_VERSIONS);
 
 const PARSE_ERROR = -32700;
 const INVALID_REQUEST = -32600;
@@ -78,8 +80,7 @@ function modernRequest(id, method, params, header) {
     return mismatch(`the Mcp-Name header does not match the body's params.name (${params.name})`);
   }
   if (!MODERN_VERSIONS.includes(version)) {
-    const supported = [...PROTOCOL_VERSIONS, ...MODERN_VERSIONS];
-    return { refused: { status: 400, body: failure(id, UNSUPPORTED_PROTOCOL_VERSION, `protocol version ${version} is not served here; use one of ${supported.join(', ')}`, { supported, requested: version }) } };
+    return { refused: { status: 400, body: failure(id, UNSUPPORTED_PROTOCOL_VERSION, `protocol version ${version} is not served here; use one of ${SUPPORTED_VERSIONS.join(', ')}`, { supported: SUPPORTED_VERSIONS, requested: version }) } };
   }
   const capabilities = meta[META_CAPABILITIES];
   return { version, capabilities: capabilities && typeof capabilities === 'object' ? capabilities : {} };
@@ -101,7 +102,8 @@ export async function answer(message, session, header = () => null) {
     return { status: 400, body: failure(message?.id, INVALID_REQUEST, 'not a JSON-RPC 2.0 message: expected {"jsonrpc":"2.0", "method", …}') };
   }
   if (!('method' in message)) return { status: 202 }; // a response to nothing we asked
-  const { id, method, params = {} } = message;
+  const { id, method } = message;
+  const params = message.params && typeof message.params === 'object' ? message.params : {};
   if (id === undefined) return { status: 202 }; // notifications: initialized, cancelled, …
   const modern = modernRequest(id, method, params, header);
   if (modern?.refused) return modern.refused;
@@ -116,7 +118,7 @@ export async function answer(message, session, header = () => null) {
     case 'server/discover':
       // As `jp mcp` answers it: every version, oldest first; the server's info in `_meta`.
       return done({
-        supportedVersions: [...PROTOCOL_VERSIONS].reverse().concat(MODERN_VERSIONS),
+        supportedVersions: SUPPORTED_VERSIONS,
         capabilities: { tools: {} },
         instructions: INSTRUCTIONS,
         ttlMs: 0,

@@ -190,7 +190,7 @@ test('/mcp 2026-07-28: server/discover, list hints, headers that contradict the 
   const future = await mcp(handler, 'tools/list', {}, { version: '2099-01-01' });
   assert.equal(future.status, 400);
   assert.equal(future.body.error.code, -32022);
-  assert.deepEqual(future.body.error.data, { supported: ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05', '2026-07-28'], requested: '2099-01-01' });
+  assert.deepEqual(future.body.error.data, { supported: ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25', '2026-07-28'], requested: '2099-01-01' });
 });
 
 test('a requestState opens only for its caller, project, tool and arguments, and only until it expires', async () => {
