@@ -36,10 +36,19 @@ export function memoryStorage() {
 }
 
 /** The components an edge function serves: `fs` always; the test components — `faults`
- * (misbehaving on purpose, for the limits) and `media` (answers with content blocks) — only when
- * asked for. */
+ * (misbehaving on purpose, for the limits), `media` (answers with content blocks) and `fetch`
+ * (issue 34's example: `api_get`, an HTTP GET with `Authorization: Bearer ${API_TOKEN}`, and
+ * `read_env`, a read of `.env`, which asks) — only when asked for (JP_EDGE_FAULTS=1). */
 export function componentNames(withFaults) {
-  return withFaults ? ['fs', 'faults', 'media'] : ['fs'];
+  return withFaults ? ['fs', 'faults', 'media', 'fetch'] : ['fs'];
+}
+
+/** The secrets of the operator's policy (`handler.secrets()`) as a start message says them:
+ * their names only, and which are not set. */
+export function secretsNote(secrets) {
+  if (secrets.length === 0) return '';
+  const missing = secrets.filter((s) => !s.set).map((s) => s.name);
+  return `; secrets from the environment: ${secrets.map((s) => s.name).join(', ')}${missing.length ? ` (not set: ${missing.join(', ')})` : ''}`;
 }
 
 export { FAULT_TOOLS } from '../../www/fault-tools.js';

@@ -1,9 +1,14 @@
 // The edge function on Deno: `deno task --config web/edge/deno.json edge --port N` (the task has
 // the import map and the permissions; or `npm run edge -- --engine deno`). Projects live in Deno
 // KV (Deno's default local one, or the SQLite file JP_EDGE_KV; on Deno Deploy the managed KV).
-// JP_EDGE_TOKEN / JP_EDGE_TOKENS: the bearer tokens every route needs.
+// JP_EDGE_TOKEN / JP_EDGE_TOKENS: the bearer tokens every route needs. The secrets the operator's
+// policy names (`network.envs` of JP_EDGE_POLICY) come from Deno.env: the task may read only the
+// variables its --allow-env lists, so name them in JP_EDGE_DENO_ENVS, each after a comma
+// (`JP_EDGE_DENO_ENVS=,API_TOKEN`; `npm run edge` sets it from the policy). They are read at
+// start: one Deno may not read stops it, saying so. The task's --allow-net is 127.0.0.1 (the
+// tests' servers): a tool's HTTP to any other host needs it widened.
 import { createHandler, DEADLINE_MS, LOOPBACK_HOSTS } from './handler.js';
-import { projectChanged } from './common.js';
+import { projectChanged, secretsNote } from './common.js';
 import { compiledModules } from './modules.mjs';
 
 /** KV values are at most 64 KiB: a file is kept in chunks of this many bytes. */
@@ -74,6 +79,21 @@ if (import.meta.main) {
   const env = (k) => Deno.env.get(k) ?? '';
   const { jp, components } = await compiledModules((url) => Deno.readFile(url), { faults: env('JP_EDGE_FAULTS') === '1' });
   const kv = await Deno.openKv(env('JP_EDGE_KV') || undefined);
-  const handler = createHandler({ jp, components, storage: kvStorage(kv), bench: env('JP_EDGE_BENCH') === '1', token: env('JP_EDGE_TOKEN'), tokens: env('JP_EDGE_TOKENS'), policy: env('JP_EDGE_POLICY'), allowedOrigins: env('JP_EDGE_ALLOWED_ORIGINS'), hosts: env('JP_EDGE_HOSTS') || LOOPBACK_HOSTS, limits: { memoryMiB: Number(env('JP_EDGE_MEMORY_MIB') || 0), deadlineMs: Number(env('JP_EDGE_DEADLINE_MS') || DEADLINE_MS) } });
-  Deno.serve({ hostname: '127.0.0.1', port, onListen: ({ port: p }) => console.log(`jp edge function (deno) on http://127.0.0.1:${p}/`) }, (req) => handler.fetch(req));
+  // A secret of the policy: Deno.env, if this process may read it.
+  const secret = (name) => {
+    try {
+      return Deno.env.get(name);
+    } catch (e) {
+      throw new Error(`the operator's policy (JP_EDGE_POLICY) names ${name} in network.envs, but Deno may not read it (${e.name}): add it to --allow-env (with \`deno task edge\`: JP_EDGE_DENO_ENVS=,${name})`);
+    }
+  };
+  const handler = createHandler({ jp, components, storage: kvStorage(kv), bench: env('JP_EDGE_BENCH') === '1', token: env('JP_EDGE_TOKEN'), tokens: env('JP_EDGE_TOKENS'), policy: env('JP_EDGE_POLICY'), allowedOrigins: env('JP_EDGE_ALLOWED_ORIGINS'), hosts: env('JP_EDGE_HOSTS') || LOOPBACK_HOSTS, env: secret, stateKey: env('JP_EDGE_STATE_KEY'), limits: { memoryMiB: Number(env('JP_EDGE_MEMORY_MIB') || 0), deadlineMs: Number(env('JP_EDGE_DEADLINE_MS') || DEADLINE_MS) } });
+  let secrets;
+  try {
+    secrets = await handler.secrets();
+  } catch (e) {
+    console.error(`jp edge function (deno): ${e.message}`);
+    Deno.exit(1);
+  }
+  Deno.serve({ hostname: '127.0.0.1', port, onListen: ({ port: p }) => console.log(`jp edge function (deno) on http://127.0.0.1:${p}/${secretsNote(secrets)}`) }, (req) => handler.fetch(req));
 }

@@ -7,7 +7,21 @@
 //              written first) and its changes persist — all of them, or none when it fails.
 //              Without, the files live for the request and all of them come back.
 //   /mcp       MCP Streamable HTTP (JSON responses, no sessions); `?project=ID` picks the
-//              project.
+//              project. Versions 2024-11-05 to 2025-11-25 (`initialize`) and 2026-07-28
+//              (`server/discover`, stateless requests), see mcp.js.
+//
+// A policy inquiry (a sensitive path such as `.env`, a request no rule covers) is denied at once
+// with the reason on `POST /` and on MCP versions before 2026-07-28: nobody can be asked. On
+// 2026-07-28 a client that declared form elicitation is asked by an `input_required` result and
+// the call re-runs on its retry with the answers (mrtr.js; unlike `jp mcp`, which suspends the
+// call, a re-run repeats what the tool did before its question, e.g. an http.post).
+//
+// Secrets: the variables the operator's policy names in `network.envs` (a tool's `${VAR}`
+// headers) are read from the engine's environment — workerd/Cloudflare: the Worker's bindings
+// (secrets, vars), Deno: Deno.env, Node: process.env — by the entry's `env(name)`, and given to
+// every call's host (`setSecrets`): substituted into the allowed requests, scrubbed from what
+// the tool reads back. Only those names, never the function's own settings (JP_EDGE_*), and no
+// value is ever logged or returned.
 //
 // Every route needs `Authorization: Bearer <token>` (issue 24): the operator's token
 // (JP_EDGE_TOKEN) opens every project and project-less calls; a project token (JP_EDGE_TOKENS,
@@ -19,6 +33,7 @@
 // where the entry says so (local engines) `Host` must be one of JP_EDGE_HOSTS.
 import { Host, loadJp, policyExceeds } from '../../www/jp.js';
 import { answer, errors } from './mcp.js';
+import { requestStates } from './mrtr.js';
 import { bareHandler } from './bare.js';
 
 /** A tool call's deadline at the edge unless JP_EDGE_DEADLINE_MS says otherwise (ms). */
@@ -117,10 +132,16 @@ const isProjectChanged = (e) => e?.name === 'ProjectChanged';
  *   from storage on every call or from a kept copy, for the same request shape as a call — the
  *   benchmark's baseline on the same engine (JP_EDGE_BENCH=1);
  * - `limits`: `{ deadlineMs, memoryMiB }`: each call's deadline, and the memory cap the engine
- *   was started with (see edge.mjs).
+ *   was started with (see edge.mjs);
+ * - `env(name)`: a variable of the engine's environment (a string, or undefined), for the
+ *   secrets the operator's policy names (`network.envs`);
+ * - `stateKey`: the secret MCP requestStates are sealed with (JP_EDGE_STATE_KEY; default: a key
+ *   derived from `token`, else from `tokens`).
  */
-export function createHandler({ jp, components, storage = () => null, token = '', tokens = '', policy = '', allowedOrigins = '', hosts = null, limits = {}, bench = false }) {
+export function createHandler({ jp, components, storage = () => null, token = '', tokens = '', policy = '', allowedOrigins = '', hosts = null, limits = {}, bench = false, env = () => undefined, stateKey = '' }) {
   const access = accessControl({ token, tokens, allowedOrigins, hosts });
+  const states = requestStates({ secret: stateKey || token || String(tokens ?? '') });
+  let secrets = null; // { names, values: { NAME: value } } of the operator's `network.envs`, read once
   let described = null; // the tools each component described, once
   const queues = new Map(); // project id → the tail of its calls: one at a time per project
   // project id → its host, kept for its next calls (never shared across projects): its
@@ -129,9 +150,28 @@ export function createHandler({ jp, components, storage = () => null, token = ''
   const kept = new Map();
   const bare = bench ? bareHandler(storage, bodyText) : null;
 
+  /** The secrets of every call: the names the operator's policy lets `${VAR}` headers use (a
+   * host under that policy alone says which), their values from the engine's environment. */
+  function operatorSecrets() {
+    secrets ??= (async () => {
+      await loadJp(jp);
+      // The function's own settings are never a tool's, whatever the policy says.
+      const names = (await Host.create({ db: null, policy: '', ceiling: policy })).secretNames().filter((n) => !n.startsWith('JP_EDGE_'));
+      const values = {};
+      for (const name of names) {
+        const value = env(name);
+        if (typeof value === 'string' && value !== '') values[name] = value;
+      }
+      return { names, values };
+    })();
+    secrets.catch(() => { secrets = null; });
+    return secrets;
+  }
+
   async function newHost(policyText, projectStorage, instances) {
     await loadJp(jp);
     const h = await Host.create({ db: null, policy: policyText, ceiling: policy, storage: projectStorage, limits, instances });
+    h.setSecrets((await operatorSecrets()).values);
     const first = described === null;
     if (first) described = {};
     for (const [name, c] of Object.entries(components)) {
@@ -268,16 +308,23 @@ export function createHandler({ jp, components, storage = () => null, token = ''
       const session = {
         tools: () => h.listTools(),
         hints: () => h.policyHints(),
-        call: async (name, args) => {
+        // `inquirer`: null denies every question at once with the reason; `signal` stops the
+        // call (mcp.js stops one at a question it asks by result: nothing is committed).
+        call: async (name, args, { inquirer = null, signal = null } = {}) => {
           try {
-            return await h.callTool(name, args);
+            return await h.callTool(name, args, { inquirer, signal });
           } catch (e) {
             if (!isProjectChanged(e)) throw e;
             return { tag: 'error', val: { message: e.message, trace: [], transient: true }, changed: [] };
           }
         },
+        // requestStates bound to this caller (its bearer token) and project.
+        states: {
+          seal: (state) => states.seal({ ...state, bearer: principal.bearer, project }),
+          open: (text, call) => states.open(text, { ...call, bearer: principal.bearer, project }),
+        },
       };
-      const { status, body: out } = await answer(message, session);
+      const { status, body: out } = await answer(message, session, (name) => request.headers.get(name));
       return out === undefined ? new Response(null, { status }) : json(status, out);
     });
   }
@@ -299,6 +346,13 @@ export function createHandler({ jp, components, storage = () => null, token = ''
     /** The checks every request passes before anything is read (see `accessControl`):
      * `{ response }` to send as it is, or `{ principal, cors }`. */
     gate: (request) => access.gate(request),
+    /** The secrets the operator's policy names and whether each has a value here (never the
+     * values): an entry reads them at start, so that an environment it may not read fails
+     * there, and says which are missing. */
+    async secrets() {
+      const { names, values } = await operatorSecrets();
+      return names.map((name) => ({ name, set: name in values }));
+    },
     async fetch(request) {
       let url;
       try {
@@ -329,7 +383,8 @@ function withHeaders(response, headers) {
  * Who may call, from where: the bearer tokens, the allowed origins and host names. `gate`
  * answers `{ response }` (a refusal, or a CORS preflight's answer) or `{ principal, cors }`:
  * `principal.refuses(projectId | null)` is a 403 response for a project the token does not
- * open, else null; `cors` the headers an allowed foreign origin gets.
+ * open, else null, and `principal.bearer` the token it sent (MCP requestStates are bound to
+ * it); `cors` the headers an allowed foreign origin gets.
  */
 export function accessControl({ token = '', tokens = '', allowedOrigins = '', hosts = null }) {
   let projectTokens = [];
@@ -408,7 +463,8 @@ export function accessControl({ token = '', tokens = '', allowedOrigins = '', ho
         return refuse(415, `send the body as Content-Type: application/json (got ${type ? `'${type}'` : 'none'})`);
       }
     }
-    return { principal, cors };
+    // The token that called: a requestState is bound to it (mrtr.js).
+    return { principal: { ...principal, bearer: given }, cors };
   }
   return { gate };
 }

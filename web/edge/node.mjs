@@ -1,7 +1,8 @@
 // The edge function on Node: `node web/edge/node.mjs --port N` (or `npm run edge -- --engine
 // node`). Projects live in memory for the life of the process. JP_EDGE_TOKEN (the operator's)
 // and JP_EDGE_TOKENS (per project) are the bearer tokens every route needs; JP_EDGE_HOSTS the
-// host names it answers to (default: loopback names).
+// host names it answers to (default: loopback names). The secrets the operator's policy names
+// (`network.envs` of JP_EDGE_POLICY) come from process.env.
 //
 // The request body is handed on as a stream (the handler reads it with a cap, never holding it
 // past the cap), a malformed request line or `Host` gets 400 and the server goes on serving, and
@@ -12,14 +13,14 @@ import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { createHandler, DEADLINE_MS, LOOPBACK_HOSTS } from './handler.js';
 import { compiledModules } from './modules.mjs';
-import { memoryStorage } from './common.js';
+import { memoryStorage, secretsNote } from './common.js';
 
 const env = (k) => process.env[k] ?? '';
 
 /** The handler with Node's modules and in-memory projects (or `storage`: id → ProjectStorage). */
-export async function nodeHandler({ token = env('JP_EDGE_TOKEN'), tokens = env('JP_EDGE_TOKENS'), policy = env('JP_EDGE_POLICY'), allowedOrigins = env('JP_EDGE_ALLOWED_ORIGINS'), hosts = env('JP_EDGE_HOSTS') || LOOPBACK_HOSTS, faults = env('JP_EDGE_FAULTS') === '1', storage = memoryStorage() } = {}) {
+export async function nodeHandler({ token = env('JP_EDGE_TOKEN'), tokens = env('JP_EDGE_TOKENS'), policy = env('JP_EDGE_POLICY'), allowedOrigins = env('JP_EDGE_ALLOWED_ORIGINS'), hosts = env('JP_EDGE_HOSTS') || LOOPBACK_HOSTS, faults = env('JP_EDGE_FAULTS') === '1', storage = memoryStorage(), environment = (name) => process.env[name], stateKey = env('JP_EDGE_STATE_KEY') } = {}) {
   const { jp, components } = await compiledModules((url) => readFile(url), { faults });
-  return createHandler({ jp, components, storage, token, tokens, policy, allowedOrigins, hosts, bench: env('JP_EDGE_BENCH') === '1', limits: { memoryMiB: Number(env('JP_EDGE_MEMORY_MIB') || 0), deadlineMs: Number(env('JP_EDGE_DEADLINE_MS') || DEADLINE_MS) } });
+  return createHandler({ jp, components, storage, token, tokens, policy, allowedOrigins, hosts, env: environment, stateKey, bench: env('JP_EDGE_BENCH') === '1', limits: { memoryMiB: Number(env('JP_EDGE_MEMORY_MIB') || 0), deadlineMs: Number(env('JP_EDGE_DEADLINE_MS') || DEADLINE_MS) } });
 }
 
 const plain = (res, status, error) => {
@@ -66,6 +67,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   process.on('unhandledRejection', (e) => console.error(`jp edge (node): unhandled rejection: ${e?.stack ?? e}`));
   process.on('uncaughtException', (e) => console.error(`jp edge (node): uncaught exception: ${e?.stack ?? e}`));
   const i = process.argv.indexOf('--port');
-  const server = await listen(await nodeHandler(), i > 0 ? Number(process.argv[i + 1]) : 8787);
-  console.log(`jp edge function (node) on http://127.0.0.1:${server.address().port}/`);
+  const handler = await nodeHandler();
+  const secrets = await handler.secrets();
+  const server = await listen(handler, i > 0 ? Number(process.argv[i + 1]) : 8787);
+  console.log(`jp edge function (node) on http://127.0.0.1:${server.address().port}/${secretsNote(secrets)}`);
 }

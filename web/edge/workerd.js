@@ -12,17 +12,31 @@ import * as faultsModule from '../../www/components/faults/faults.js';
 import faultsCores from '../../www/components/faults/cores.js';
 import * as mediaModule from '../../www/components/media/media.js';
 import mediaCores from '../../www/components/media/cores.js';
+import * as fetchModule from '../../www/components/fetch/fetch.js';
+import fetchCores from '../../www/components/fetch/cores.js';
 
+// The test components with JP_EDGE_FAULTS=1 (common.js `componentNames`).
 const components = (env) => ({
   fs: { module: fsModule, cores: fsCores },
   ...(env.JP_EDGE_FAULTS === '1'
-    ? { faults: { module: faultsModule, cores: faultsCores, tools: FAULT_TOOLS }, media: { module: mediaModule, cores: mediaCores } }
+    ? {
+      faults: { module: faultsModule, cores: faultsCores, tools: FAULT_TOOLS },
+      media: { module: mediaModule, cores: mediaCores },
+      fetch: { module: fetchModule, cores: fetchCores },
+    }
     : {}),
 });
 
-/** The access settings of a handler (see handler.js): tokens, allowed origins, and host names
- * (checked only when JP_EDGE_HOSTS is set: on Cloudflare the platform routes by name). */
-const access = (env) => ({ token: env.JP_EDGE_TOKEN ?? '', tokens: env.JP_EDGE_TOKENS ?? '', policy: env.JP_EDGE_POLICY ?? '', allowedOrigins: env.JP_EDGE_ALLOWED_ORIGINS ?? '', hosts: env.JP_EDGE_HOSTS ? env.JP_EDGE_HOSTS : null });
+/** The access settings of a handler (see handler.js): tokens, allowed origins, host names
+ * (checked only when JP_EDGE_HOSTS is set: on Cloudflare the platform routes by name), the
+ * requestState key, and the Worker's bindings as the environment the policy's secrets
+ * (`network.envs`) are read from — Workers secrets (`wrangler secret put NAME`) or vars; a
+ * binding that is not text (the Durable Object namespace) is none. */
+const access = (env) => ({
+  token: env.JP_EDGE_TOKEN ?? '', tokens: env.JP_EDGE_TOKENS ?? '', policy: env.JP_EDGE_POLICY ?? '', allowedOrigins: env.JP_EDGE_ALLOWED_ORIGINS ?? '',
+  hosts: env.JP_EDGE_HOSTS ? env.JP_EDGE_HOSTS : null, stateKey: env.JP_EDGE_STATE_KEY ?? '',
+  env: (name) => (typeof env[name] === 'string' ? env[name] : undefined),
+});
 
 const limits = (env) => ({ memoryMiB: Number(env.JP_EDGE_MEMORY_MIB ?? 0), deadlineMs: Number(env.JP_EDGE_DEADLINE_MS || DEADLINE_MS) });
 

@@ -8,7 +8,12 @@
 // JP_EDGE_TOKEN (the operator's bearer token) and JP_EDGE_TOKENS (per-project tokens, JSON) are
 // what every route needs; JP_EDGE_POLICY is the operator's policy, a ceiling for every call;
 // JP_EDGE_ALLOWED_ORIGINS the web origins allowed (CORS); JP_EDGE_HOSTS the host names served
-// (local engines: loopback names by default); JP_EDGE_DEADLINE_MS each call's deadline (10 s).
+// (local engines: loopback names by default); JP_EDGE_DEADLINE_MS each call's deadline (10 s);
+// JP_EDGE_STATE_KEY the key of MCP requestStates (default: derived from the operator's token).
+// The secrets the policy names in `network.envs` (a tool's `${VAR}` headers) are passed on from
+// this environment to the engine as it takes them — workerd: bindings of the generated config;
+// wrangler: the dev.vars file; Deno: its environment, and its --allow-env (JP_EDGE_DENO_ENVS);
+// Node: its environment — and nothing else of this environment is a secret of the function.
 // Every engine caps a component's memory (V8's --wasm-max-mem-pages, process-wide).
 // `startEdge()` does the same for tests and benchmarks and resolves once the function answers.
 import { spawn } from 'node:child_process';
@@ -28,8 +33,24 @@ function capnpString(s) {
   return JSON.stringify(s);
 }
 
-/** Bundle the workerd entry and write its config into `dir`; returns the config path. */
-async function workerdConfig(dir, dataDir) {
+/** A secret's name as every engine's configuration can carry it (capnp, dotenv, Deno's flags). */
+const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * The variables the operator's `policy` names in `network.envs` (its `${VAR}` secrets), as the
+ * core reads the policy (jp-web's `secretNames`; no component is run, so no JSPI is needed).
+ */
+export async function policySecretNames(policy) {
+  if (!policy) return [];
+  const { readFile } = await import('node:fs/promises');
+  const { default: init, JpHost } = await import('../../www/pkg/jp_web.js');
+  await init({ module_or_path: await readFile(join(root, 'www/pkg/jp_web_bg.wasm')) });
+  return (await JpHost.create(null, policy, null)).secretNames().filter((name) => !name.startsWith('JP_EDGE_'));
+}
+
+/** Bundle the workerd entry and write its config into `dir`; returns the config path.
+ * `secrets`: the names of the policy's secrets, bound from workerd's environment. */
+async function workerdConfig(dir, dataDir, secrets = []) {
   const { build } = await import('esbuild');
   const out = join(dir, 'bundle');
   await build({
@@ -57,6 +78,9 @@ const config :Workerd.Config = (
   services = [
     (name = "main", worker = .jp),
     (name = "store", disk = (path = ${capnpString(resolve(dataDir))}, writable = true)),
+    # The Worker's fetch (a tool's jp:host/http, decided by the policy first): public addresses,
+    # as workerd allows by default, and 127.0.0.1 for local servers — what Deno's task allows.
+    (name = "internet", network = (allow = ["public", "127.0.0.1/32"], tlsOptions = (trustBrowserCas = true))),
   ],
   sockets = [ (name = "http", http = (), service = "main") ],
   v8Flags = [ "--wasm-max-mem-pages=${WASM_PAGES}" ],
@@ -77,6 +101,8 @@ const jp :Workerd.Worker = (
     (name = "JP_EDGE_MEMORY_MIB", fromEnvironment = "JP_EDGE_MEMORY_MIB"),
     (name = "JP_EDGE_DEADLINE_MS", fromEnvironment = "JP_EDGE_DEADLINE_MS"),
     (name = "JP_EDGE_BENCH", fromEnvironment = "JP_EDGE_BENCH"),
+    (name = "JP_EDGE_STATE_KEY", fromEnvironment = "JP_EDGE_STATE_KEY"),${secrets.map((name) => `
+    (name = ${capnpString(name)}, fromEnvironment = ${capnpString(name)}),`).join('')}
   ],
   durableObjectNamespaces = [ (className = "Project", uniqueKey = "jp-edge-project-v1", enableSql = true) ],
   durableObjectStorage = (localDisk = "store"),
@@ -104,12 +130,13 @@ function dotenvValue(value) {
 }
 
 /** The command that runs `engine` on `port`; `vars` are the function's settings (secrets
- * included), handed over as the engine expects them. */
-async function command(engine, port, dataDir, vars) {
+ * included), handed over as the engine expects them; `secrets` the names among them that the
+ * policy's `network.envs` lists. */
+async function command(engine, port, dataDir, vars, secrets) {
   const flag = `--wasm-max-mem-pages=${WASM_PAGES}`;
   switch (engine) {
     case 'workerd': {
-      const config = await workerdConfig(join(dataDir, 'workerd'), join(dataDir, 'workerd', 'store'));
+      const config = await workerdConfig(join(dataDir, 'workerd'), join(dataDir, 'workerd', 'store'), secrets);
       return [bin('workerd'), ['serve', config, '--socket-addr', `http=127.0.0.1:${port}`]];
     }
     case 'wrangler': {
@@ -130,8 +157,9 @@ async function command(engine, port, dataDir, vars) {
       // preview2 shim at its browser build, as on workerd: the Node build reads the whole
       // environment). Projects in Deno's default KV, kept in DENO_DIR under the data directory.
       mkdirSync(dataDir, { recursive: true });
+      // The policy's secrets are added to the task's --allow-env (see deno.js).
       return [bin('deno'), ['task', '--quiet', '--config', join(root, 'web/edge/deno.json'), 'edge', '--port', String(port)],
-        { DENO_DIR: join(resolve(dataDir), 'deno-dir'), DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' }];
+        { DENO_DIR: join(resolve(dataDir), 'deno-dir'), DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1', JP_EDGE_DENO_ENVS: secrets.map((n) => `,${n}`).join('') }];
     }
     case 'node':
       return [NODE, [flag, join(root, 'web/edge/node.mjs'), '--port', String(port)]];
@@ -156,13 +184,23 @@ export async function startEdge(options) {
   }
 }
 
-async function startEdgeOnce({ engine, port = 0, data = join(root, '.jp-edge'), token = '', tokens = '', allowedOrigins = '', hosts = '127.0.0.1,localhost,[::1]', faults = false, policy = '', deadlineMs = 0, bench = false, quiet = true }) {
+/**
+ * `secrets`: `{ NAME: value }`, the values of the policy's `network.envs` variables, given to
+ * the engine as its environment (bindings on workerd); a name must be a plain identifier, and
+ * one whose value is undefined is one the engine may read but finds unset.
+ * `stateKey`: JP_EDGE_STATE_KEY.
+ */
+async function startEdgeOnce({ engine, port = 0, data = join(root, '.jp-edge'), token = '', tokens = '', allowedOrigins = '', hosts = '127.0.0.1,localhost,[::1]', faults = false, policy = '', deadlineMs = 0, bench = false, secrets = {}, stateKey = '', quiet = true }) {
   for (const f of ['www/pkg/jp_web_bg.wasm', 'www/components/fs/cores.json']) {
     if (!existsSync(join(root, f))) throw new Error(`${f} is missing: run \`npm run build\` first`);
   }
+  for (const name of Object.keys(secrets)) {
+    if (!SECRET_NAME.test(name) || name.startsWith('JP_EDGE_')) throw new Error(`secret ${JSON.stringify(name)}: a secret's name is a plain variable name (letters, digits, '_'), not one of the function's JP_EDGE_ settings`);
+  }
   if (port === 0) port = await freePort();
-  const vars = { JP_EDGE_TOKEN: token, JP_EDGE_TOKENS: tokens, JP_EDGE_ALLOWED_ORIGINS: allowedOrigins, JP_EDGE_HOSTS: hosts, JP_EDGE_POLICY: policy, JP_EDGE_FAULTS: faults ? '1' : '', JP_EDGE_MEMORY_MIB: String(MEMORY_CAP_MIB), JP_EDGE_BENCH: bench ? '1' : '', JP_EDGE_DEADLINE_MS: deadlineMs ? String(deadlineMs) : (process.env.JP_EDGE_DEADLINE_MS ?? '') };
-  const [cmd, args, extraEnv = {}, cleanup = () => {}] = await command(engine, port, data, vars);
+  const values = Object.fromEntries(Object.entries(secrets).filter(([, v]) => typeof v === 'string'));
+  const vars = { JP_EDGE_TOKEN: token, JP_EDGE_TOKENS: tokens, JP_EDGE_ALLOWED_ORIGINS: allowedOrigins, JP_EDGE_HOSTS: hosts, JP_EDGE_POLICY: policy, JP_EDGE_FAULTS: faults ? '1' : '', JP_EDGE_MEMORY_MIB: String(MEMORY_CAP_MIB), JP_EDGE_BENCH: bench ? '1' : '', JP_EDGE_DEADLINE_MS: deadlineMs ? String(deadlineMs) : (process.env.JP_EDGE_DEADLINE_MS ?? ''), JP_EDGE_STATE_KEY: stateKey, ...values };
+  const [cmd, args, extraEnv = {}, cleanup = () => {}] = await command(engine, port, data, vars, Object.keys(secrets));
   const env = { ...process.env, ...extraEnv, ...vars };
   // wrangler runs workerd, and `deno task` deno, as a child: each gets a process group of its
   // own, killed whole.
@@ -215,11 +253,18 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     return i > 0 ? process.argv[i + 1] : fallback;
   };
   const engine = arg('engine', 'node');
+  const policy = process.env.JP_EDGE_POLICY ?? '';
+  // The policy's secrets, from this environment (names only are ever printed).
+  const secrets = {};
+  for (const name of await policySecretNames(policy)) {
+    secrets[name] = process.env[name];
+    if (secrets[name] === undefined) console.error(`jp edge: the policy names ${name} in network.envs, but it is not set here; tools' \${${name}} headers will not be filled in`);
+  }
   const edge = await startEdge({
     engine, port: Number(arg('port', 8787)), data: arg('data', join(root, '.jp-edge')),
-    token: process.env.JP_EDGE_TOKEN ?? '', tokens: process.env.JP_EDGE_TOKENS ?? '', policy: process.env.JP_EDGE_POLICY ?? '',
+    token: process.env.JP_EDGE_TOKEN ?? '', tokens: process.env.JP_EDGE_TOKENS ?? '', policy,
     allowedOrigins: process.env.JP_EDGE_ALLOWED_ORIGINS ?? '', hosts: process.env.JP_EDGE_HOSTS || undefined,
-    faults: process.argv.includes('--faults'), quiet: false,
+    stateKey: process.env.JP_EDGE_STATE_KEY ?? '', secrets, faults: process.argv.includes('--faults'), quiet: false,
   });
   console.log(`jp edge function (${engine}) on ${edge.url} — MCP at ${edge.url}mcp${process.env.JP_EDGE_TOKEN || process.env.JP_EDGE_TOKENS ? '' : ' (set JP_EDGE_TOKEN: every route needs a bearer token)'}`);
   const end = () => edge.stop().then(() => process.exit(0));

@@ -5,6 +5,7 @@ import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { nodeHandler } from '../edge/node.mjs';
 import { memoryStorage } from '../edge/common.js';
+import { escape, requestStates, shown, STATE_TTL_MS } from '../edge/mrtr.js';
 
 const TOKEN = 'edge-unit-test-token-9c2e';
 const AUTH = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
@@ -141,4 +142,91 @@ test('the kept copy of a project follows the storage version', async () => {
   assert.equal((await read('e.txt')).val, 'five\n');
   assert.equal((await read('c.txt')).val, 'other\n');
   assert.equal(lists, 1, 'a failed read lists the moved storage once and leaves its copy to the next calls');
+});
+
+/** One JSON-RPC request to `/mcp` of `h`; `version` in `_meta` and the header when given
+ * (2026-07-28), `headers` over those. */
+async function mcp(h, method, params, { project = 'mcp', version = null, capabilities = { elicitation: { form: {} } }, headers = {} } = {}) {
+  const meta = version ? { _meta: { 'io.modelcontextprotocol/protocolVersion': version, 'io.modelcontextprotocol/clientCapabilities': capabilities } } : {};
+  const res = await h.fetch(new Request(`http://127.0.0.1/mcp?project=${project}`, {
+    method: 'POST',
+    headers: { ...AUTH, accept: 'application/json, text/event-stream', ...(version ? { 'mcp-protocol-version': version, 'mcp-method': method } : {}), ...headers },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { ...params, ...meta } }),
+  }));
+  return { status: res.status, body: await res.json() };
+}
+
+test('/mcp before 2026-07-28 and 2026-07-28 without elicitation: a question is denied at once, saying why; a requestState is not read', async () => {
+  const seeded = await call({ tool: 'fs_list_files', project: 'mcp', files: { '.env': 'TOKEN=x\n' } });
+  assert.equal(seeded.status, 200, JSON.stringify(seeded.body));
+  const read = { name: 'fs_read_file', arguments: { path: '.env' } };
+  const legacy = await mcp(handler, 'tools/call', { ...read, requestState: 'anything' }, { headers: { 'mcp-protocol-version': '2025-11-25' } });
+  assert.equal(legacy.body.result?.isError, true, JSON.stringify(legacy.body));
+  assert.equal(legacy.body.result.resultType, undefined, 'no resultType before 2026-07-28');
+  assert.match(legacy.body.result.content[0].text, /touches a sensitive path; confirm to allow; no one can be asked/);
+  const blind = await mcp(handler, 'tools/call', read, { version: '2026-07-28', capabilities: {} });
+  assert.equal(blind.body.result?.resultType, 'complete', JSON.stringify(blind.body));
+  assert.equal(blind.body.result.isError, true);
+  assert.match(blind.body.result.content[0].text, /nobody could be asked: the MCP client does not support elicitation/);
+  for (const r of [legacy, blind]) assert.doesNotMatch(JSON.stringify(r.body), /TOKEN=x/);
+});
+
+test('/mcp 2026-07-28: server/discover, list hints, headers that contradict the body, versions not served', async () => {
+  const discover = await mcp(handler, 'server/discover', {}, { version: '2026-07-28' });
+  assert.equal(discover.status, 200);
+  assert.deepEqual(discover.body.result.supportedVersions, ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25', '2026-07-28']);
+  assert.equal(discover.body.result.resultType, 'complete');
+  assert.deepEqual(discover.body.result._meta, { 'io.modelcontextprotocol/serverInfo': { name: 'jp-edge', version: '0.1.0' } });
+  const list = await mcp(handler, 'tools/list', {}, { version: '2026-07-28' });
+  assert.equal(list.body.result.ttlMs, 60000);
+  assert.equal(list.body.result.cacheScope, 'private');
+  assert.ok(list.body.result.tools.some((t) => t.name === 'fs_read_file'));
+  const mismatch = await mcp(handler, 'tools/list', {}, { version: '2026-07-28', headers: { 'mcp-protocol-version': '2025-11-25' } });
+  assert.equal(mismatch.status, 400);
+  assert.equal(mismatch.body.error.code, -32020);
+  const method = await mcp(handler, 'tools/list', {}, { version: '2026-07-28', headers: { 'mcp-method': 'tools/call' } });
+  assert.equal(method.status, 400);
+  assert.match(method.body.error.message, /Mcp-Method header \(tools\/call\) does not match/);
+  const future = await mcp(handler, 'tools/list', {}, { version: '2099-01-01' });
+  assert.equal(future.status, 400);
+  assert.equal(future.body.error.code, -32022);
+  assert.deepEqual(future.body.error.data, { supported: ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25', '2026-07-28'], requested: '2099-01-01' });
+});
+
+test('a requestState opens only for its caller, project, tool and arguments, and only until it expires', async () => {
+  let now = 1_000_000;
+  const states = requestStates({ secret: 'operator-token', now: () => now });
+  const call = { tool: 'read_env', args: { b: [1, { c: 2 }], a: 1 }, bearer: 'tok', project: 'p' };
+  const answers = [{ method: 'fs.read', target: 'a', answer: 'once' }];
+  const state = await states.seal({ ...call, answers, asking: { method: 'fs.write', target: '.env', tool: 'x', reason: 'r' } });
+  // The same arguments in another key order are the same call.
+  const opened = await states.open(state, { ...call, args: { a: 1, b: [1, { c: 2 }] } });
+  assert.deepEqual(opened, { answers, asking: { method: 'fs.write', target: '.env' } });
+  const refused = async (text, other, message) => assert.rejects(states.open(text, { ...call, ...other }), message);
+  await refused(state, { bearer: 'tok2' }, /another client/);
+  await refused(state, { project: null }, /another project/);
+  await refused(state, { tool: 'api_get' }, /belongs to a call of 'read_env', not 'api_get'/);
+  await refused(state, { args: { a: 2, b: [1, { c: 2 }] } }, /the arguments differ/);
+  await assert.rejects(requestStates({ secret: 'another-key', now: () => now }).open(state, call), /not issued by this server, or it was altered/);
+  now += STATE_TTL_MS - 1;
+  await states.open(state, call);
+  now += 1;
+  await refused(state, {}, /expired .*call the tool again without requestState/);
+});
+
+test("the question's text escapes what the tool controls as the core does (core/src/display.rs's vectors)", () => {
+  const cases = [
+    ['\n', '\\n'], ['\r', '\\r'], ['\t', '\\t'], ['\u001b[2J', '\\x1b[2J'], ['\u0008', '\\x08'], ['\u0007', '\\x07'], ['\u0000', '\\x00'],
+    ['\u007f', '\\x7f'], ['\u009b31m', '\\u{9b}31m'], ['\u0085', '\\u{85}'], ['\\x1b', '\\\\x1b'], ['\u00ad', '\\u{ad}'], ['\u061c', '\\u{61c}'],
+    ['\u200b\u200c\u200d', '\\u{200b}\\u{200c}\\u{200d}'], ['\u2060\ufeff', '\\u{2060}\\u{feff}'], ['\u2028\u2029', '\\u{2028}\\u{2029}'],
+    ['\u3164\u115f', '\\u{3164}\\u{115f}'], ['\ufe0f\u{e0041}', '\\u{fe0f}\\u{e0041}'], ['\u00a0', '\\u{a0}'], ['\ue000', '\\u{e000}'],
+  ];
+  for (const [raw, want] of cases) assert.equal(escape(raw), want, JSON.stringify(raw));
+  for (const plain of ['src/main.rs', 'it\'s "quoted"', 'café', 'cafe\u0301', '日本語/ファイル', 'emoji 🦀']) assert.equal(escape(plain), plain);
+  assert.equal(shown('README.md'), 'README.md');
+  assert.equal(shown('a b'), '"a b"');
+  assert.equal(shown(''), '""');
+  assert.equal(shown('say "hi"'), '"say \\"hi\\""');
+  assert.equal(shown('x\u001b]0;t\u0007'), '"x\\x1b]0;t\\x07"');
+  assert.equal(shown('a\u202etxt.exe'), '"a\\u{202e}txt.exe"');
 });

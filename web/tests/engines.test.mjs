@@ -2,9 +2,17 @@
 // a user deploying to Cloudflare runs it), Deno and Node — each spawned on 127.0.0.1 by the test
 // and killed after: the same suite against each (run: npm test). EDGE_ENGINES=wrangler,node
 // picks engines.
+//
+// Each engine runs under an operator policy (JP_EDGE_POLICY) that lets tools reach
+// http://127.0.0.1:PORT/allowed of a recording server the test starts and stops, with the secret
+// API_TOKEN (`network.envs`) given to the engine as its environment: issue 34's fetch component
+// (api_get, read_env) shows the secret reaching the server but never the tool or the client, the
+// refusals, and MCP 2026-07-28's input_required round trip driven by the official TypeScript SDK
+// v2 client (@modelcontextprotocol/client).
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { createServer } from 'node:http';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { promisify } from 'node:util';
@@ -12,6 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import { startEdge, MEMORY_CAP_MIB, WRANGLER } from '../scripts/edge.mjs';
 
 const TOKEN = 'edge-test-token-5d1f';
@@ -92,6 +101,43 @@ function rawChunked(url, token, mib) {
     socket.setTimeout(30_000, () => finish('timeout'));
   });
 }
+/** The secret the operator's policy names (`network.envs`), in each engine's environment. */
+const SECRET = 's3cr3t-edge-value-81f4';
+/** The `.env` of the projects where read_env is asked about. */
+const ENV_FILE = 'TOKEN=hunter2\n';
+
+/** The operator's policy: the workspace read-write (the default), and GETs of the recording
+ * server's /allowed with `${API_TOKEN}`. */
+const operatorPolicy = (port) => `[access]
+filesystem = [{ path = ".", allow = ["read", "write"] }]
+network = { allow = ["http://127.0.0.1:${port}/allowed"], envs = ["API_TOKEN"] }
+`;
+
+/**
+ * An HTTP server on 127.0.0.1 (a free port) that records each request — its target and headers
+ * — before answering 200 with the Authorization header it got (`authorization: VALUE`).
+ * `probe()` is a request of the test's own: proof that it records, so that an empty record
+ * means nothing was sent to it.
+ */
+async function recordingServer() {
+  const received = [];
+  const server = createServer((req, res) => {
+    received.push({ target: req.url, headers: { ...req.headers } });
+    const body = `authorization: ${req.headers.authorization ?? '(none)'}\n`;
+    res.writeHead(200, { 'content-type': 'text/plain', 'content-length': Buffer.byteLength(body), connection: 'close' });
+    res.end(body);
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  const url = `http://127.0.0.1:${server.address().port}/`;
+  return {
+    port: server.address().port,
+    url,
+    received,
+    probe: async () => { const r = await fetch(`${url}probe`); assert.equal(r.status, 200); await r.text(); },
+    stop: () => new Promise((ok) => { server.closeAllConnections(); server.close(ok); }),
+  };
+}
+
 const DEADLINE_MS = 1500;
 const persistent = { workerd: true, wrangler: true, deno: true, node: false };
 const ENGINES = (process.env.EDGE_ENGINES ?? 'workerd,wrangler,deno,node').split(',').map((e) => e.trim()).filter(Boolean);
@@ -129,13 +175,22 @@ for (const engine of ENGINES) {
   describe(`edge function on ${engine}`, () => {
     let edge;
     let data;
-    const start = async () => { edge = await startEdge({ engine, data, token: TOKEN, tokens: TOKENS, allowedOrigins: ALLOWED_ORIGIN, faults: true, deadlineMs: DEADLINE_MS }); };
+    // The server the operator's policy allows (its /allowed), and one on another port it does not.
+    let api;
+    let other;
+    const start = async () => {
+      edge = await startEdge({ engine, data, token: TOKEN, tokens: TOKENS, allowedOrigins: ALLOWED_ORIGIN, faults: true, deadlineMs: DEADLINE_MS, policy: operatorPolicy(api.port), secrets: { API_TOKEN: SECRET } });
+    };
     before(async () => {
       data = mkdtempSync(join(tmpdir(), `jp-edge-${engine}-`));
+      api = await recordingServer();
+      other = await recordingServer();
       await start();
     });
     after(async () => {
       await edge?.stop();
+      await api?.stop();
+      await other?.stop();
       rmSync(data, { recursive: true, force: true });
     });
 
@@ -375,6 +430,182 @@ for (const engine of ENGINES) {
       assert.deepEqual(report.structuredContent, { path: 'notes/a.md', lines: 1, bytes: 5 }, JSON.stringify(report));
       assert.equal(report.content[1].resource.text, 'kept\n');
       await client.close();
+    });
+
+    test('POST / api_get: the server gets Bearer <API_TOKEN from the environment>, the outcome shows [REDACTED], never the secret', async () => {
+      const before = api.received.length;
+      const { status, body } = await post({ tool: 'api_get', args: { url: `${api.url}allowed/items` } });
+      assert.equal(status, 200, JSON.stringify(body));
+      assert.equal(body.outcome.tag, 'success', JSON.stringify(body.outcome));
+      // The server echoed the token; the component read it back scrubbed.
+      assert.equal(body.outcome.val, 'status 200\nauthorization: Bearer [REDACTED]\n');
+      const got = api.received.slice(before);
+      assert.equal(got.length, 1, JSON.stringify(got));
+      assert.equal(got[0].target, '/allowed/items');
+      assert.equal(got[0].headers.authorization, `Bearer ${SECRET}`);
+      assert.ok(!JSON.stringify(body).includes(SECRET), 'the secret is in the response');
+      assert.ok(!edge.stderr().includes(SECRET), 'the engine logged the secret');
+    });
+
+    test('POST / api_get of another path of the allowed origin: refused, nothing sent', async () => {
+      const before = api.received.length;
+      const url = `${api.url}other`;
+      const { status, body } = await post({ tool: 'api_get', args: { url } });
+      assert.equal(status, 200, JSON.stringify(body));
+      assert.equal(body.outcome.tag, 'error', JSON.stringify(body.outcome));
+      assert.match(body.outcome.val.message, /^http\.get failed \(host error -32001\): /);
+      assert.ok(body.outcome.val.message.includes(`Access denied: no network rule allows GET ${url}`), body.outcome.val.message);
+      assert.equal(api.received.length, before, JSON.stringify(api.received.slice(before)));
+      await api.probe();
+      assert.equal(api.received.length, before + 1, 'the server records what reaches it');
+    });
+
+    test('POST / api_get of another port: refused, nothing sent', async () => {
+      const url = `${other.url}allowed`;
+      const { status, body } = await post({ tool: 'api_get', args: { url } });
+      assert.equal(status, 200, JSON.stringify(body));
+      assert.equal(body.outcome.tag, 'error', JSON.stringify(body.outcome));
+      assert.ok(body.outcome.val.message.includes(`(host error -32001): Access denied: no network rule allows GET ${url}`), body.outcome.val.message);
+      assert.deepEqual(other.received, []);
+      await other.probe();
+      assert.equal(other.received.length, 1, 'the server records what reaches it');
+    });
+
+    test('POST / read_env: .env asks, and with nobody to ask it is denied with the reason', async () => {
+      const { status, body } = await post({ tool: 'read_env', args: {}, files: { '.env': ENV_FILE } });
+      assert.equal(status, 200, JSON.stringify(body));
+      assert.equal(body.outcome.tag, 'error', JSON.stringify(body.outcome));
+      assert.ok(body.outcome.val.message.startsWith("filesystem.read .env failed (host error -32001): Access denied: read '.env' touches a sensitive path; confirm to allow; no one can be asked"), body.outcome.val.message);
+      assert.ok(!JSON.stringify(body.outcome).includes('hunter2'));
+      assert.ok(body.events.some((e) => e.method === 'fs.read' && e.target === '.env' && e.decision === 'ask' && !e.allowed), JSON.stringify(body.events));
+    });
+
+    test('MCP 2026-07-28 with the SDK v2 client: read_env asks by input_required; allow once reads .env, deny is isError without it', async () => {
+      // The project's .env (the caller's own files are written without asking).
+      const seeded = await post({ tool: 'fs_list_files', args: {}, project: 'envs', files: { '.env': ENV_FILE } });
+      assert.equal(seeded.status, 200, JSON.stringify(seeded.body));
+      const answers = [];
+      const asked = [];
+      const client = new ModernClient({ name: 'engines-test-2026', version: '0' }, {
+        capabilities: { elicitation: { form: {} } },
+        versionNegotiation: { mode: { pin: '2026-07-28' } },
+        inputRequired: { autoFulfill: true, maxRounds: 4 },
+      });
+      client.setRequestHandler('elicitation/create', async (request) => {
+        asked.push(request.params);
+        const decision = answers.shift();
+        if (decision === undefined) throw new Error(`unexpected question: ${request.params.message}`);
+        return { action: 'accept', content: { decision } };
+      });
+      const transport = new ModernTransport(new URL('mcp?project=envs', edge.url), { requestInit: { headers: { authorization: `Bearer ${TOKEN}` } } });
+      // A tap on the wire, below the SDK: what the function sends and what the SDK retries.
+      const wire = { sent: [], inputRequired: [], retries: [] };
+      const send = transport.send.bind(transport);
+      transport.send = (message, options) => {
+        if ('method' in message) wire.sent.push(message.method);
+        if (message.params?.requestState !== undefined) wire.retries.push(message.params);
+        return send(message, options);
+      };
+      await client.connect(transport);
+      const receive = transport.onmessage;
+      transport.onmessage = (message, extra) => {
+        if (message.result?.resultType === 'input_required') wire.inputRequired.push(message.result);
+        receive?.(message, extra);
+      };
+      try {
+        assert.equal(client.getNegotiatedProtocolVersion(), '2026-07-28');
+        assert.ok(wire.sent.includes('server/discover') && !wire.sent.includes('initialize'), JSON.stringify(wire.sent));
+        const names = (await client.listTools()).tools.map((t) => t.name);
+        assert.ok(names.includes('read_env') && names.includes('fs_read_file'), JSON.stringify(names));
+
+        const readEnv = async (decision) => {
+          const [questions, results, retries] = [asked.length, wire.inputRequired.length, wire.retries.length];
+          answers.push(decision);
+          const r = await client.callTool({ name: 'read_env', arguments: {} });
+          assert.equal(asked.length - questions, 1, `${decision}: asked ${JSON.stringify(asked.slice(questions))}`);
+          const q = asked.at(-1);
+          assert.equal(q.message, "Tool read_env asks for fs.read .env. Policy: read '.env' touches a sensitive path; confirm to allow");
+          assert.deepEqual(q.requestedSchema.properties.decision.enum, ['allow once', 'allow for the rest of this call', 'deny']);
+          const [ir] = wire.inputRequired.slice(results);
+          assert.equal(wire.inputRequired.length - results, 1, JSON.stringify(wire.inputRequired.slice(results)));
+          assert.deepEqual(Object.keys(ir.inputRequests), ['decision']);
+          assert.equal(ir.inputRequests.decision.method, 'elicitation/create');
+          const sent = wire.retries.slice(retries);
+          assert.equal(sent.length, 1, JSON.stringify(sent));
+          assert.equal(sent[0].requestState, ir.requestState);
+          assert.equal(sent[0].inputResponses.decision.content.decision, decision);
+          return r;
+        };
+        const allowed = await readEnv('allow once');
+        assert.equal(allowed.isError, false, JSON.stringify(allowed));
+        assert.deepEqual(allowed.content, [{ type: 'text', text: ENV_FILE }]);
+        const denied = await readEnv('deny');
+        assert.equal(denied.isError, true, JSON.stringify(denied));
+        assert.ok(!JSON.stringify(denied).includes('hunter2'), JSON.stringify(denied));
+        assert.match(denied.content[0].text, /touches a sensitive path; confirm to allow; .*denied by the user/);
+
+        // Two questions in one call (read, then write .env): each answered in its round; the
+        // second round re-runs the call with the first answer, and the write is committed.
+        answers.push('allow once', 'allow once');
+        const before = asked.length;
+        const modified = await client.callTool({ name: 'fs_modify_file', arguments: { path: '.env', patterns: [{ old: 'hunter2', new: 'rotated' }] } });
+        assert.equal(modified.isError, false, JSON.stringify(modified));
+        assert.deepEqual(asked.slice(before).map((q) => q.message.split('. Policy')[0]), ['Tool fs_modify_file asks for fs.read .env', 'Tool fs_modify_file asks for fs.write .env']);
+        answers.push('allow once');
+        assert.deepEqual((await client.callTool({ name: 'read_env', arguments: {} })).content, [{ type: 'text', text: 'TOKEN=rotated\n' }]);
+
+        // The secret of `${API_TOKEN}` over MCP too: sent, never shown.
+        const got = await client.callTool({ name: 'api_get', arguments: { url: `${api.url}allowed/mcp` } });
+        assert.deepEqual(got.content, [{ type: 'text', text: 'status 200\nauthorization: Bearer [REDACTED]\n' }]);
+        assert.equal(api.received.at(-1).headers.authorization, `Bearer ${SECRET}`);
+        assert.deepEqual(answers, []);
+      } finally {
+        await client.close();
+      }
+    });
+
+    test('MCP 2026-07-28: a requestState that is altered, made up, or another token\'s, project\'s, tool\'s or arguments\' is -32602; its own retry still reads .env', async () => {
+      const seeded = await fetch(edge.url, { method: 'POST', headers: as(PROJECT_TOKEN), body: JSON.stringify({ tool: 'fs_list_files', args: {}, project: 'mine', files: { '.env': ENV_FILE } }) });
+      assert.equal(seeded.status, 200);
+      const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } } };
+      let id = 0;
+      const call = async (token, project, params) => {
+        const res = await fetch(new URL(`mcp?project=${project}`, edge.url), {
+          method: 'POST',
+          headers: as(token, { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': params.name }),
+          body: JSON.stringify({ jsonrpc: '2.0', id: ++id, method: 'tools/call', params: { ...params, _meta: meta } }),
+        });
+        assert.equal(res.status, 200);
+        return res.json();
+      };
+      const allowOnce = { decision: { action: 'accept', content: { decision: 'allow once' } } };
+      const retry = (state, extra = {}) => ({ name: 'read_env', arguments: {}, requestState: state, inputResponses: allowOnce, ...extra });
+      const first = await call(PROJECT_TOKEN, 'mine', { name: 'read_env', arguments: {} });
+      assert.equal(first.result?.resultType, 'input_required', JSON.stringify(first));
+      const state = first.result.requestState;
+      const [head, payload, mac] = state.split('.');
+      const flipped = `${payload.slice(0, 10)}${payload[10] === 'A' ? 'B' : 'A'}${payload.slice(11)}`;
+      const refusals = [
+        [PROJECT_TOKEN, 'mine', retry(`${head}.${flipped}.${mac}`), /not issued by this server, or it was altered; call the tool again without requestState/],
+        [PROJECT_TOKEN, 'mine', retry('0'.repeat(32)), /not issued by this server, or it was altered; call the tool again without requestState/],
+        [TOKEN, 'mine', retry(state), /issued to another client \(another bearer token\); call the tool again without requestState/],
+        [PROJECT_TOKEN, 'mine', retry(state, { name: 'fs_read_file', arguments: { path: '.env' } }), /belongs to a call of 'read_env', not 'fs_read_file'/],
+        [PROJECT_TOKEN, 'mine', retry(state, { arguments: { extra: 1 } }), /the arguments differ from the call that asked under this requestState/],
+      ];
+      for (const [token, project, params, message] of refusals) {
+        const r = await call(token, project, params);
+        assert.equal(r.error?.code, -32602, JSON.stringify(r));
+        assert.match(r.error.message, message);
+        assert.ok(!JSON.stringify(r).includes('hunter2'));
+      }
+      // The operator's state on another project.
+      const mineByOperator = await call(TOKEN, 'mine', { name: 'read_env', arguments: {} });
+      const elsewhere = await call(TOKEN, 'envs', retry(mineByOperator.result.requestState));
+      assert.equal(elsewhere.error?.code, -32602, JSON.stringify(elsewhere));
+      assert.match(elsewhere.error.message, /belongs to a call on another project/);
+      // The state itself was sound: its own retry reads the file.
+      const done = await call(PROJECT_TOKEN, 'mine', retry(state));
+      assert.deepEqual(done.result, { resultType: 'complete', content: [{ type: 'text', text: ENV_FILE }], isError: false });
     });
   });
 }
