@@ -24,12 +24,13 @@ self.onmessage = async ({ data }) => {
   const { jpUrl, component, policy, ceiling = null, files, tool, args, limits, secrets = {}, asks = false } = data;
   try {
     await loadJp(new URL(jpUrl));
-    const host = await Host.create({ policy, ceiling, limits });
+    const host = await Host.create({ policy, ceiling, limits, inWorker: true });
     for (const [path, bytes] of Object.entries(files)) await host.writeFile(path, bytes);
     host.setSecrets(secrets);
     if (asks) host.setInquirer(ask);
     host.onEvent((event) => self.postMessage({ event }));
-    await host.registerComponent(component.name, new URL(component.moduleUrl), new URL(component.coresUrl), component.tools);
+    if (component.source) await host.registerComponent(component.name, { source: component.source, coreBytes: component.coreBytes }, null, component.tools);
+    else await host.registerComponent(component.name, new URL(component.moduleUrl), new URL(component.coresUrl), component.tools);
     const { changed, ...outcome } = await host.callTool(tool, args);
     const present = new Set(await host.listFiles());
     const changes = {};

@@ -6,12 +6,13 @@
 // empty environment and no arguments; no wasi:filesystem or wasi:sockets at all (the components
 // import none: their files come through jp:host/filesystem).
 
-import init, { JpHost, ArgumentSchema, toolInputSchema, runAgentTurn, describeCall, policyExceeds, agentTool, askBeforeCall, agentResult, resultText } from './pkg/jp_web.js';
+import init, { JpHost, ArgumentSchema, toolInputSchema, runAgentTurn, describeCall, policyExceeds, agentTool, askBeforeCall, agentResult, resultText, componentOutcome } from './pkg/jp_web.js';
 
 // describeCall(name, args): what a permission question shows of a call, as `jp query` shows it;
 // agentTool, askBeforeCall, agentResult: the core's agent surface, as `jp mcp` and `jp query` use
 // it (all after loadJp).
 export { describeCall, policyExceeds, agentTool, askBeforeCall, agentResult, resultText };
+import { HOST_IMPORTS, ASYNC_EXPORTS } from './jspi.js';
 import * as cli from '@bytecodealliance/preview2-shim/cli';
 import * as io from '@bytecodealliance/preview2-shim/io';
 import * as clocks from '@bytecodealliance/preview2-shim/clocks';
@@ -157,7 +158,7 @@ function hostImports(session) {
  * the listeners of `onEvent`.
  */
 export class Host {
-  static async create({ db = null, policy = '', ceiling = null, storage = null, limits = {}, worker = null, instances = null } = {}) {
+  static async create({ db = null, policy = '', ceiling = null, storage = null, limits = {}, worker = null, instances = null, inWorker = false } = {}) {
     const missing = jspiMissing();
     if (missing) throw new Error(`jp-host cannot host components here: ${missing}`);
     await loadJp();
@@ -166,6 +167,8 @@ export class Host {
     host.policyText = policy;
     host.worker = worker;
     host.instances = instances;
+    // The call-worker's own host: its caller terminates it at the deadline.
+    host.inWorker = inWorker;
     return host;
   }
 
@@ -241,17 +244,38 @@ export class Host {
   listFiles() { return this.inner.listFiles(); }
 
   /**
-   * Register a jco-transpiled component (`--instantiation async`): `module` is its JS module,
-   * `cores` its core wasm modules (a directory URL, or `{ file: WebAssembly.Module }`). Its
-   * tools come from its `jp:tool/describe` export, or `tools` when it has none.
+   * Register a component. Either jco-transpiled (`--instantiation async` and the JSPI flags of
+   * jspi.js, as `npm run build` does): `module` is its JS module (or its URL), `cores` its core
+   * wasm modules (a directory URL, or `{ file: WebAssembly.Module }`). Or the component itself:
+   * `module` is the `.wasm` file's bytes (a `Uint8Array`), transpiled here by jco (loaded on
+   * first use: `@bytecodealliance/jco-transpile/component`, which a page maps in its import
+   * map) and `cores` is left out. Its tools come from its `jp:tool/describe` export, or `tools`
+   * when it has none.
+   *
+   * A component given as bytes has no loop checks (the build instruments its own components;
+   * tools/wasm-limits), so its calls run only in a Worker (`Host.create({ worker })`), which is
+   * terminated at the deadline.
    */
-  async registerComponent(name, module, cores, tools = null) {
+  async registerComponent(name, module, cores = null, tools = null) {
+    let source = null;
+    let coreBytes = null;
+    if (module instanceof Uint8Array || module instanceof ArrayBuffer) {
+      ({ source, coreBytes } = await transpile(name, new Uint8Array(module)));
+    } else if (module?.source !== undefined && module?.coreBytes !== undefined) {
+      ({ source, coreBytes } = module); // transpiled already (a Worker given the page's)
+    }
+    if (source !== null) {
+      // A data: URL imports everywhere (Node has no blob: modules).
+      module = await import(`data:text/javascript;charset=utf-8,${encodeURIComponent(source)}`);
+      cores = {};
+      for (const [file, bytes] of Object.entries(coreBytes)) cores[file] = await WebAssembly.compile(bytes);
+    }
     // A URL: the module is imported here, and a Worker can import it again.
     const moduleUrl = module instanceof URL ? module.href : null;
     if (moduleUrl) module = await import(moduleUrl);
     const coresUrl = cores instanceof URL || typeof cores === 'string' ? new URL(cores).href : null;
     const getCoreModule = coreModules(cores);
-    const component = { name, module, getCoreModule, moduleUrl, coresUrl };
+    const component = { name, module, getCoreModule, moduleUrl, coresUrl, source, coreBytes };
     let described = tools;
     if (!described) {
       const limits = new CallLimits(`${name} (describe)`, this.limits.deadlineMs ?? DEFAULT_DEADLINE_MS);
@@ -339,7 +363,7 @@ export class Host {
       };
       worker.postMessage({
         jpUrl: new URL('./pkg/jp_web_bg.wasm', import.meta.url).href,
-        component: { name: component.name, moduleUrl: component.moduleUrl, coresUrl: component.coresUrl, tools },
+        component: { name: component.name, moduleUrl: component.moduleUrl, coresUrl: component.coresUrl, source: component.source, coreBytes: component.coreBytes, tools },
         policy: this.policyText, ceiling: this.ceilingText, files, tool: name, args, limits: this.limits,
         secrets: this.secrets, asks: Boolean(ask),
       });
@@ -383,8 +407,12 @@ export class Host {
     const problem = this.checkArguments(name, args);
     if (problem) return { tag: 'error', val: { message: problem, trace: [], transient: false }, changed: [] };
     const component = this.components.get(tool.component);
-    if (this.worker && component.moduleUrl && component.coresUrl && !files) {
+    const portable = (component.moduleUrl && component.coresUrl) || component.source !== null;
+    if (this.worker && portable && !files) {
       return this.callInWorker(name, args, component, signal, inquirer);
+    }
+    if (component.source !== null && !this.inWorker) {
+      return { tag: 'error', val: { message: `tool '${name}': component '${component.name}' was given as bytes and has no loop checks, so it runs only in a Worker that can be stopped at its deadline; create the host with Host.create({ worker }) and call it without files`, trace: [], transient: false }, changed: [] };
     }
     const deadlineMs = this.limits.deadlineMs ?? DEFAULT_DEADLINE_MS;
     // A live instance from the embedder's pool (same project, same component), else a new one.
@@ -419,7 +447,7 @@ export class Host {
       const content = live.instance.content ?? live.instance['jp:tool/content@0.1.0'];
       const ctx = { root: '/workspace', action: 'run' };
       outcome = content
-        ? blocksOutcome(name, await content.run(ctx, name, JSON.stringify(args), '{}'))
+        ? componentOutcome(name, await content.run(ctx, name, JSON.stringify(args), '{}'))
         : await live.instance.run(ctx, name, JSON.stringify(args), '{}');
       // Stopped while it waited, it may still have answered: what it did is not written.
       if (limits.stopped) throw new DeadlineExceeded(limits.stopped);
@@ -446,64 +474,29 @@ export class Host {
 }
 
 /**
- * A `jp:tool/content` outcome as the page hands it on: a success keeps `val` as the text a
- * reader sees (the core's rendering: text, and one line such as `[image/png, 73 B]` for every
- * other block) and adds `result`, the MCP `CallToolResult` (bytes in base64, `_meta` and
- * `structuredContent` parsed). A result that breaks the interface's promises is an `error`.
+ * A component's bytes transpiled by jco as the build does (jspi.js): `{ source, coreBytes }` —
+ * the JS module's text and its core modules' bytes by file name.
  */
-function blocksOutcome(name, outcome) {
-  if (outcome.tag !== 'success') return outcome;
+async function transpile(name, bytes) {
+  const jco = await import('@bytecodealliance/jco-transpile/component');
+  await jco.$init;
+  let files;
   try {
-    const result = callToolResult(outcome.val);
-    return { tag: 'success', val: resultText(result), result };
+    ({ files } = jco.generate(bytes, {
+      name, noTypescript: true, instantiation: { tag: 'async' },
+      asyncMode: { tag: 'jspi', val: { imports: HOST_IMPORTS, exports: ASYNC_EXPORTS } },
+    }));
   } catch (e) {
-    return { tag: 'error', val: { message: `tool '${name}' returned a result jp cannot use: ${e.message}`, trace: [], transient: false } };
+    throw new Error(`component '${name}' could not be transpiled (is it a WASI p2 component built against wit/tool?): ${e?.message ?? e}`);
   }
-}
-
-/** jco's `tool-result` (`wit/tool/content.wit`) as MCP's `CallToolResult`. */
-function callToolResult({ content, structuredContent }) {
-  const json = (text, what) => {
-    try { return JSON.parse(text); } catch (e) { throw new Error(`${what} is not JSON (${e.message})`); }
-  };
-  const blocks = content.map(({ kind, annotations, meta }, i) => {
-    const { tag, val } = kind;
-    let block;
-    if (tag === 'text') block = { type: 'text', text: val };
-    else if (tag === 'image' || tag === 'audio') block = { type: tag, data: base64(val.data), mimeType: val.mimeType };
-    else if (tag === 'resource') {
-      const c = val.contents;
-      block = { type: 'resource', resource: { uri: val.uri, ...(val.mimeType !== undefined && { mimeType: val.mimeType }),
-        ...(c.tag === 'text' ? { text: c.val } : { blob: base64(c.val) }) } };
-    } else if (tag === 'resource-link') {
-      block = { type: 'resource_link', uri: val.uri, name: val.name };
-      for (const key of ['title', 'description', 'mimeType']) if (val[key] !== undefined) block[key] = val[key];
-      if (val.size !== undefined) block.size = Number(val.size);
-    } else throw new Error(`block ${i}: unknown kind ${tag}`);
-    if (annotations) {
-      const a = {};
-      if (annotations.audience.length) a.audience = annotations.audience;
-      if (annotations.priority !== undefined) a.priority = annotations.priority;
-      if (annotations.lastModified !== undefined) a.lastModified = annotations.lastModified;
-      block.annotations = a;
-    }
-    if (meta !== undefined) {
-      const m = json(meta, `block ${i}: meta`);
-      if (!m || typeof m !== 'object' || Array.isArray(m)) throw new Error(`block ${i}: meta must be a JSON object`);
-      block._meta = m;
-    }
-    return block;
-  });
-  const result = { content: blocks };
-  if (structuredContent !== undefined) result.structuredContent = json(structuredContent, 'structured-content');
-  return result;
-}
-
-/** Bytes in standard base64, as MCP carries them. */
-function base64(bytes) {
-  let text = '';
-  for (let i = 0; i < bytes.length; i += 0x8000) text += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(text);
+  let source = null;
+  const coreBytes = {};
+  for (const [file, content] of files) {
+    if (file === `${name}.js`) source = new TextDecoder().decode(content);
+    else if (file.endsWith('.wasm')) coreBytes[file] = content;
+  }
+  if (source === null) throw new Error(`component '${name}': jco wrote no ${name}.js`);
+  return { source, coreBytes };
 }
 
 /** A pooled instance whose memory grew past this is dropped after its call. */

@@ -7,6 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { JSPI_FLAGS } from '../../www/jspi.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const target = process.env.CARGO_TARGET_DIR ?? join(root, 'target');
@@ -50,19 +51,11 @@ run('cargo', ['build', '--release', '--locked', '--target', 'wasm32-wasip2',
 const built = join(guestsTarget, 'wasm32-wasip2/release');
 const jco = join(root, 'node_modules/.bin/jco');
 if (!existsSync(jco)) run('npm', ['install', '--no-audit', '--no-fund']);
-// Every `jp:host` import may wait (IndexedDB, fetch, a question to the person): with JSPI the
-// component's stack is suspended while the host's promise settles, and its `run` exports return
-// promises (`WebAssembly.Suspending` / `WebAssembly.promising`, jco's async mode).
-const HOST_IMPORTS = [
-  ...['read', 'write', 'exists', 'list-dir', 'metadata', 'delete', 'rename', 'grep'].map((f) => `jp:host/filesystem@0.1.0#${f}`),
-  'jp:host/http@0.1.0#get', 'jp:host/http@0.1.0#post', 'jp:host/process@0.1.0#run',
-];
-const JSPI = ['--async-mode', 'jspi', '--async-imports', ...HOST_IMPORTS, '--async-exports', 'run', 'jp:tool/content@0.1.0#run'];
 for (const [name, file] of [['fs', 'jp_fs_component.wasm'], ['faults', 'jp_tool_faults.wasm'], ['bench', 'jp_tool_bench.wasm'], ['media', 'jp_tool_media.wasm'], ['fetch', 'jp_tool_fetch.wasm']]) {
   const out = join(root, 'www/components', name);
   rmSync(out, { recursive: true, force: true });
   mkdirSync(out, { recursive: true });
-  run(jco, ['transpile', join(built, file), '-o', out, '--name', name, '--instantiation', 'async', ...JSPI, '--quiet']);
+  run(jco, ['transpile', join(built, file), '-o', out, '--name', name, '--instantiation', 'async', ...JSPI_FLAGS, '--quiet']);
   // Fuel checks at every loop header, so a call can be stopped at its deadline wherever
   // synchronous wasm cannot be interrupted otherwise (tools/wasm-limits).
   const coreFiles = readdirSync(out).filter((f) => f.endsWith('.wasm')).map((f) => join(out, f));
@@ -80,5 +73,7 @@ const { build } = await import('esbuild');
 await build({
   entryPoints: [join(root, 'www/call-worker.js')], bundle: true, format: 'esm', platform: 'browser',
   outfile: join(root, 'www/call-worker.bundle.js'), logLevel: 'warning',
+  // A Worker is handed components the page transpiled; it never loads jco itself.
+  external: ['@bytecodealliance/jco-transpile/component'],
 });
 console.log('built www/pkg, www/components and www/call-worker.bundle.js');

@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use jp_core::files::{InMemoryProjectFiles, ProjectFiles};
 use jp_core::cancel::CancellationToken;
+use jp_core::files::{InMemoryProjectFiles, ProjectFiles};
 use jp_core::host::{Dispatcher, Unavailable};
 use jp_core::policy::{AccessPolicy, Capability, Decision, WorkspacePath};
 use jp_core::protocol::{HostRequest, Id};
@@ -148,7 +148,10 @@ impl JpHost {
             .process(Arc::new(Unavailable::new(NO_PROCESSES)))
             .env(self.secrets.borrow().clone());
         if let Some(callback) = self.inquirer.borrow().clone() {
-            builder = builder.inquirer(Arc::new(JsInquirer::new(callback)));
+            // `Arc` because the core's traits take one; one thread here.
+            #[allow(clippy::arc_with_non_send_sync)]
+            let inquirer = Arc::new(JsInquirer::new(callback));
+            builder = builder.inquirer(inquirer);
         }
         let dispatcher = builder.build();
         let events = JsEvents { tool, callback: self.events.borrow().clone() };
@@ -309,7 +312,10 @@ impl JpHost {
         // The call's own inquirer, else the host's; without either, inquiries are denied at
         // once with the reason, as under `--no-interaction`.
         if let Some(callback) = inquirer.or_else(|| self.inquirer.borrow().clone()) {
-            builder = builder.inquirer(Arc::new(JsInquirer::new(callback)));
+            // `Arc` because the core's traits take one; one thread here.
+            #[allow(clippy::arc_with_non_send_sync)]
+            let inquirer = Arc::new(JsInquirer::new(callback));
+            builder = builder.inquirer(inquirer);
         }
         let events = JsEvents { tool, callback: self.events.borrow().clone() };
         Ok(CallSession::new(builder.build(), events, snapshot, seeded, self.store.clone(), cancel, fetches))

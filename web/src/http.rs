@@ -50,7 +50,9 @@ fn failed(e: JsValue) -> BackendError {
 /// in a page, most often by CORS, which scripts are not told about beyond "failed".
 fn not_sent(url: &str, e: JsValue, signal: Option<&web_sys::AbortSignal>) -> BackendError {
     if signal.is_some_and(web_sys::AbortSignal::aborted) {
-        return BackendError::Failed(format!("{url}: the request was stopped: the call was cancelled or ran out of time"));
+        return BackendError::Failed(format!(
+            "{url}: the request was stopped: the call was cancelled or ran out of time"
+        ));
     }
     if in_a_page() {
         return BackendError::Failed(format!(

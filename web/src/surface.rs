@@ -134,3 +134,46 @@ pub fn agent_result(name: &str, outcome: JsValue) -> Result<JsValue, JsValue> {
     };
     Ok(to_js(&surface::to_mcp(&surface::outcome_result(name, outcome))))
 }
+
+/// A `jp:tool/content` call's outcome as jco gives it (`{tag: 'success', val: tool-result}`,
+/// `error`, `needs-input`) as the page hands it on: a success keeps `val` as the text a reader
+/// sees (`resultText`) and adds `result`, MCP's `CallToolResult` — the core's one mapping of a
+/// component's blocks, the one `jp` uses natively (`jp_core::state::component`). A result that
+/// breaks the interface's promises is an `error` naming what.
+#[wasm_bindgen(js_name = componentOutcome)]
+pub fn component_outcome(name: &str, outcome: JsValue) -> Result<JsValue, JsValue> {
+    let tag = js_sys::Reflect::get(&outcome, &JsValue::from_str("tag")).ok().and_then(|t| t.as_string());
+    if tag.as_deref() != Some("success") {
+        return Ok(outcome);
+    }
+    let val = js_sys::Reflect::get(&outcome, &JsValue::from_str("val"))?;
+    let failed = |message: String| {
+        crate::js::obj(&[
+            ("tag", JsValue::from_str("error")),
+            (
+                "val",
+                crate::js::obj(&[
+                    ("message", JsValue::from_str(&message)),
+                    ("trace", js_sys::Array::new().into()),
+                    ("transient", JsValue::FALSE),
+                ]),
+            ),
+        ])
+    };
+    let plain: jp_core::state::component::WitToolResult = match serde_wasm_bindgen::from_value(val) {
+        Ok(p) => p,
+        Err(e) => return Ok(failed(format!("tool '{name}' returned a result jp cannot read: {e}"))),
+    };
+    let result = match plain.into_result() {
+        Ok(r) => r,
+        Err(e) => return Ok(failed(format!("tool '{name}' returned a result jp cannot use: {e}"))),
+    };
+    let serializer = serde_wasm_bindgen::Serializer::json_compatible();
+    let js =
+        serde::Serialize::serialize(&result, &serializer).map_err(|e| JsValue::from(JsError::new(&e.to_string())))?;
+    Ok(crate::js::obj(&[
+        ("tag", JsValue::from_str("success")),
+        ("val", JsValue::from_str(&result.to_shown())),
+        ("result", js),
+    ]))
+}

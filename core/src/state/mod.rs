@@ -6,8 +6,10 @@
 //! `From<Outcome> for ToolState`, so every runtime parses tool output the same way.
 //!
 //! Content blocks follow RFD 058 (the MCP `CallToolResult` shape, typed after MCP 2025-11-25)
-//! plus a `question` block: [`ContentBlock`], [`ToolResult`] (in `content.rs`).
+//! plus a `question` block: [`ContentBlock`], [`ToolResult`] (in `content.rs`). A component's
+//! `jp:tool/content` result becomes one in [`component`], for every engine.
 
+pub mod component;
 mod content;
 
 pub use content::{ContentBlock, Printed, ResourceContents, ResourceLink, ToolResult, encode_base64};

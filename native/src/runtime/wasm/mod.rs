@@ -285,11 +285,12 @@ impl WasmRuntime {
             Answer::Blocks(content::CallOutcome::Success(r)) => {
                 // Refused before its JSON is parsed or its bytes encoded: a component could
                 // otherwise make jp build far more than its own memory held.
-                let least = content::least_size(&r);
+                let r = content::plain(r);
+                let least = r.least_size();
                 if least > self.limits.output {
                     return self.over_limit(&call.id, &call.name, &format!("at least {least}"));
                 }
-                match content::to_result(r) {
+                match r.into_result() {
                     // The size of the result as it is sent on (images and audio in base64).
                     Ok(r) => {
                         let size = serde_json::to_vec(&r).map_or(usize::MAX, |v| v.len());
