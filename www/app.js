@@ -1,9 +1,10 @@
-// The playground: files in IndexedDB, the fs tools as a jco component, a call form generated
-// from each tool's schema, the policy editor, the secrets the policy names, a live log of every
-// host request with its decision, a tool's questions mid-call, and the agent panel
-// (agent-panel.js). For automation, `window.jpHost` offers writeFile, readFile, listFiles,
-// listTools, callTool, setPolicy and agentSend; `body.dataset.ready` is "true" once everything
-// is loaded. `?db=NAME` picks the database (default: jp-playground).
+// The playground: files in IndexedDB, the fs tools as a jco component (and any component the
+// user loads from a .wasm file), a call form generated from each tool's schema, the policy
+// editor, the secrets the policy names, a live log of every host request with its decision, a
+// tool's questions mid-call, and the agent panel (agent-panel.js). For automation,
+// `window.jpHost` offers writeFile, readFile, listFiles, listTools, callTool, setPolicy and
+// agentSend; `body.dataset.ready` is "true" once everything is loaded. `?db=NAME` picks the
+// database (default: jp-playground).
 import { Host, resultText } from './jp.js';
 import { FAULT_TOOLS } from './fault-tools.js';
 import { schemaForm } from './schema-form.js';
@@ -82,8 +83,7 @@ async function main() {
     await refreshFiles();
   };
 
-  const tools = host.listTools();
-  for (const t of tools) $('tool').append(new Option(`${t.name} — ${t.summary}`, t.name));
+  let tools = [];
   let form = null;
   const showTool = () => {
     const t = tools.find((x) => x.name === $('tool').value);
@@ -91,8 +91,40 @@ async function main() {
     $('schema').textContent = JSON.stringify(t?.inputSchema ?? {}, null, 2);
     form = schemaForm($('args-form'), t?.inputSchema ?? {});
   };
+  /** Fill the tool list from the host's tools; `select` names the one to show. */
+  function listTools(select = $('tool').value) {
+    tools = host.listTools();
+    $('tool').replaceChildren(...tools.map((t) => new Option(`${t.name} — ${t.summary}`, t.name)));
+    if (tools.some((t) => t.name === select)) $('tool').value = select;
+    showTool();
+  }
   $('tool').onchange = showTool;
-  showTool();
+  listTools();
+
+  // A component of the user's own (a WASI p2 component built against wit/tool): transpiled in
+  // this page by jco and run only in a Worker (it has no loop checks of the build's), with this
+  // page's policy, files and questions. Kept in memory: after a reload, load it again.
+  $('component-file').onchange = async () => {
+    const file = $('component-file').files[0];
+    if (!file) return;
+    const status = $('component-status');
+    const name = file.name.replace(/\.wasm$/i, '').replace(/[^A-Za-z0-9_-]/g, '_') || 'component';
+    status.className = 'muted';
+    status.textContent = `loading ${file.name}…`;
+    const before = new Set(host.listTools().map((t) => t.name));
+    try {
+      const names = await host.registerComponent(name, new Uint8Array(await file.arrayBuffer()));
+      const replaced = names.filter((n) => before.has(n));
+      status.className = 'ok';
+      status.textContent = `${file.name}: ${names.join(', ')}${replaced.length ? ` (replacing the earlier ${replaced.join(', ')})` : ''}`;
+      listTools(names[0]);
+    } catch (e) {
+      status.className = 'error';
+      status.textContent = `${file.name}: ${e?.message ?? e}`;
+    } finally {
+      $('component-file').value = '';
+    }
+  };
 
   function showResult(outcome) {
     const status = $('result-status');

@@ -7,6 +7,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { serve } from '../scripts/serve.mjs';
 
@@ -432,5 +435,53 @@ test('Stop while a question waits ends the call and its question, the model gets
   } finally {
     await context.close();
     await model.close();
+  }
+});
+
+/** A guest component as the build compiled it (`npm run build`, the same CARGO_TARGET_DIR). */
+function guest(file) {
+  const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+  const path = join(process.env.CARGO_TARGET_DIR ?? join(root, 'target'), 'jp-guests/wasm32-wasip2/release', file);
+  assert.ok(existsSync(path), `${path} is missing: run npm run build with the same CARGO_TARGET_DIR first`);
+  return path;
+}
+
+test("a component of the user's own, loaded from a .wasm file, runs in the page with its policy, secrets and questions", async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  try {
+    const errors = await open(page); // no ?fetch: the tools come from the file
+    assert.equal(await page.locator('#tool option[value="api_get"]').count(), 0);
+    await page.evaluate(async ({ text, env }) => { await window.jpHost.setPolicy(text); await window.jpHost.writeFile('.env', env); }, { text: policy(), env: ENV_FILE });
+    await page.fill('#secrets input[data-secret="API_TOKEN"]', SECRET);
+    await page.setInputFiles('#component-file', guest('jp_tool_fetch.wasm'));
+    await page.waitForSelector('#component-status.ok');
+    assert.equal(await page.textContent('#component-status'), 'jp_tool_fetch.wasm: api_get, read_env');
+    assert.equal(await page.inputValue('#tool'), 'api_get');
+
+    const from = api.received.length;
+    await page.fill('#arg-url', `${api.base}/allowed/loaded`);
+    await page.click('#call');
+    await page.waitForFunction(() => document.querySelector('#result').textContent.startsWith('status'));
+    assert.equal(await page.textContent('#result'), 'status 200\nauthorization: Bearer [REDACTED]\n');
+    assert.equal(api.since(from).find((q) => q.method === 'GET')?.headers.authorization, `Bearer ${SECRET}`);
+
+    await page.selectOption('#tool', 'read_env');
+    await page.click('#call');
+    await page.locator('#tool-questions .inquiry:not(.answered) button.allow-once').click();
+    await page.waitForFunction((env) => document.querySelector('#result').textContent === env, ENV_FILE);
+
+    // What cannot be loaded says why, and the tools stay as they were.
+    await page.setInputFiles('#component-file', guest('jp_tool_faults.wasm'));
+    await page.waitForSelector('#component-status.error');
+    assert.match(await page.textContent('#component-status'), /^jp_tool_faults\.wasm: component jp_tool_faults does not describe itself/);
+    await page.setInputFiles('#component-file', { name: 'notes.wasm', mimeType: 'application/wasm', buffer: Buffer.from('not a component') });
+    await page.waitForSelector('#component-status.error:has-text("notes.wasm")');
+    assert.match(await page.textContent('#component-status'), /could not be transpiled/);
+    assert.equal(await page.locator('#tool option[value="spin"]').count(), 0);
+    assert.equal(await page.inputValue('#tool'), 'read_env');
+    assert.deepEqual(errors, []);
+  } finally {
+    await context.close();
   }
 });
