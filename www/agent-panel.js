@@ -4,9 +4,13 @@
 // IndexedDB files) and shows inline with every host decision it caused; before a call that may
 // change files (the policy allows writes, the tool does not only read) the page asks, and the
 // answer is a click. The question shows what a yes grants as `jp query` does (`describeCall`, in
-// core): paths, commands and URLs first and in full, the other fields cut and named. The API key lives in this tab's session
+// core): paths, commands and URLs first and in full, the other fields cut and named. A tool's
+// question mid-call (a sensitive path, a request no rule of a `sandbox` table covers) shows in
+// the chat while the component waits, with three answers: once, for the rest of this turn (the
+// same request of the same tool), deny; Stop ends the call and its question. The API key lives in this tab's session
 // storage only and is never shown to a tool.
 import { agentTurn, describeCall, askBeforeCall, agentResult } from './jp.js';
+import { askQuestion } from './questions.js';
 
 const KEY = 'jp-agent-key';
 const SETTINGS = 'jp-agent-settings';
@@ -42,6 +46,9 @@ export function agentPanel($, host, { onFilesChanged }) {
   let conversation = [];
   let running = null; // the AbortController of the running turn
   const allowed = new Set(); // tools the user allowed for the rest of the session
+  // Questions the user allowed for the rest of the running turn: tool, method and target (a
+  // read of `.env` by read_env, a GET of one URL by api_get), asked again in the next turn.
+  let allowedInTurn = new Set();
   const calls = new Map(); // call id → its chat entry
   let current = []; // the entries of the calls now running, for their decisions
 
@@ -83,6 +90,25 @@ export function agentPanel($, host, { onFilesChanged }) {
     });
   }
 
+  /**
+   * A question of a running call, asked in the chat: once, for the rest of this turn (the same
+   * request of the same tool is then allowed without asking until the turn ends), or deny. The
+   * component waits; the call's end (Stop, its deadline) ends the question unanswered.
+   */
+  function inquire(question) {
+    const key = JSON.stringify([question.tool, question.method, question.target]);
+    if (allowedInTurn.has(key)) return true;
+    const turn = allowedInTurn;
+    return askQuestion(question, [
+      ['Allow once', 'once', 'allow-once'],
+      ['Allow for the rest of this turn', 'turn', 'allow-turn', `${question.tool} may ${question.method} ${question.target} again without asking until this turn ends`],
+      ['Deny', false, 'deny'],
+    ], add, { tag: 'li' }).then((answer) => {
+      if (answer === 'turn') turn.add(key);
+      return answer !== false;
+    });
+  }
+
   async function callTool(name, args, id) {
     const entry = calls.get(id);
     // Arguments that do not fit the tool's schema go back to the model to fix; nobody is asked.
@@ -101,7 +127,8 @@ export function agentPanel($, host, { onFilesChanged }) {
     }
     if (entry) current.push(entry);
     try {
-      const outcome = await host.callTool(name, args);
+      // Stop ends the call too (its Worker stopped, nothing it did written), and its question.
+      const outcome = await host.callTool(name, args, { inquirer: inquire, signal: running?.signal });
       if (outcome.changed?.length) await onFilesChanged();
       return agentResult(name, outcome);
     } finally {
@@ -167,6 +194,7 @@ export function agentPanel($, host, { onFilesChanged }) {
     if (running) throw new Error('a turn is running: wait for it or press Stop');
     add(el('li', 'user', text));
     running = new AbortController();
+    allowedInTurn = new Set();
     $('agent-send').disabled = true;
     $('agent-stop').disabled = false;
     const messages = [...conversation, { role: 'user', content: text }];

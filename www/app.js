@@ -1,15 +1,19 @@
-// The playground: files in IndexedDB, the fs tools as a jco component, a call form generated
-// from each tool's schema, the policy editor, a live log of every host request with its
-// decision, and the agent panel (agent-panel.js). For automation, `window.jpHost` offers
-// writeFile, readFile, listFiles, listTools, callTool, setPolicy and agentSend; `body.dataset.ready`
-// is "true" once everything is loaded. `?db=NAME` picks the database (default: jp-playground).
+// The playground: files in IndexedDB, the fs tools as a jco component (and any component the
+// user loads from a .wasm file), a call form generated from each tool's schema, the policy
+// editor, the secrets the policy names, a live log of every host request with its decision, a
+// tool's questions mid-call, and the agent panel (agent-panel.js). For automation,
+// `window.jpHost` offers writeFile, readFile, listFiles, listTools, callTool, setPolicy and
+// agentSend; `body.dataset.ready` is "true" once everything is loaded. `?db=NAME` picks the
+// database (default: jp-playground).
 import { Host, resultText } from './jp.js';
 import { FAULT_TOOLS } from './fault-tools.js';
 import { schemaForm } from './schema-form.js';
 import { agentPanel } from './agent-panel.js';
+import { askQuestion } from './questions.js';
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
+const SECRETS = 'jp-secrets';
 const DEFAULT_POLICY = `# Empty: workspace read-write, no network, no processes.
 # RFD 076 shape, e.g. a read-only workspace:
 # [access]
@@ -34,6 +38,18 @@ async function main() {
     await host.registerComponent('faults', new URL('./components/faults/faults.js', import.meta.url),
       new URL('./components/faults/', import.meta.url), FAULT_TOOLS);
   }
+  if (params.has('fetch')) {
+    // The example of issue 34: api_get sends the API_TOKEN secret, read_env asks first: ?fetch
+    await host.registerComponent('fetch', new URL('./components/fetch/fetch.js', import.meta.url), new URL('./components/fetch/', import.meta.url));
+  }
+
+  // A question of a call made from the tool form (or `jpHost.callTool`), with `jp tool call`'s
+  // three answers; the agent panel asks its calls' questions in the chat instead.
+  host.setInquirer((question) => askQuestion(question, [
+    ['Allow once', true, 'allow-once'],
+    ['Allow for the rest of this call', 'all', 'allow-call', 'every further question of this call is allowed without asking'],
+    ['Deny', false, 'deny'],
+  ], (card) => $('tool-questions').append(card)));
 
   host.onEvent((e) => {
     const li = document.createElement('li');
@@ -67,8 +83,7 @@ async function main() {
     await refreshFiles();
   };
 
-  const tools = host.listTools();
-  for (const t of tools) $('tool').append(new Option(`${t.name} — ${t.summary}`, t.name));
+  let tools = [];
   let form = null;
   const showTool = () => {
     const t = tools.find((x) => x.name === $('tool').value);
@@ -76,8 +91,40 @@ async function main() {
     $('schema').textContent = JSON.stringify(t?.inputSchema ?? {}, null, 2);
     form = schemaForm($('args-form'), t?.inputSchema ?? {});
   };
+  /** Fill the tool list from the host's tools; `select` names the one to show. */
+  function listTools(select = $('tool').value) {
+    tools = host.listTools();
+    $('tool').replaceChildren(...tools.map((t) => new Option(`${t.name} — ${t.summary}`, t.name)));
+    if (tools.some((t) => t.name === select)) $('tool').value = select;
+    showTool();
+  }
   $('tool').onchange = showTool;
-  showTool();
+  listTools();
+
+  // A component of the user's own (a WASI p2 component built against wit/tool): transpiled in
+  // this page by jco and run only in a Worker (it has no loop checks of the build's), with this
+  // page's policy, files and questions. Kept in memory: after a reload, load it again.
+  $('component-file').onchange = async () => {
+    const file = $('component-file').files[0];
+    if (!file) return;
+    const status = $('component-status');
+    const name = file.name.replace(/\.wasm$/i, '').replace(/[^A-Za-z0-9_-]/g, '_') || 'component';
+    status.className = 'muted';
+    status.textContent = `loading ${file.name}…`;
+    const before = new Set(host.listTools().map((t) => t.name));
+    try {
+      const names = await host.registerComponent(name, new Uint8Array(await file.arrayBuffer()));
+      const replaced = names.filter((n) => before.has(n));
+      status.className = 'ok';
+      status.textContent = `${file.name}: ${names.join(', ')}${replaced.length ? ` (replacing the earlier ${replaced.join(', ')})` : ''}`;
+      listTools(names[0]);
+    } catch (e) {
+      status.className = 'error';
+      status.textContent = `${file.name}: ${e?.message ?? e}`;
+    } finally {
+      $('component-file').value = '';
+    }
+  };
 
   function showResult(outcome) {
     const status = $('result-status');
@@ -126,6 +173,8 @@ async function main() {
   }
 
   async function callTool(name, args) {
+    // The questions of earlier calls, answered, make way.
+    for (const card of $('tool-questions').querySelectorAll('.inquiry.answered')) card.remove();
     const outcome = await host.callTool(name, args);
     showResult(outcome);
     if (outcome.changed.length) await refreshFiles();
@@ -153,14 +202,51 @@ async function main() {
     await callTool($('tool').value, args);
   };
 
+  /**
+   * The secrets the policy lets `${VAR}` headers use (`network.envs`): one field each, kept
+   * like the agent's API key in this tab's session storage only (never in IndexedDB or the
+   * project) and given to the host, which fills them into a tool's request and scrubs them from
+   * what the tool reads back; a tool never sees them. Shown again whenever the policy changes.
+   */
+  const secrets = JSON.parse(sessionStorage.getItem(SECRETS) ?? '{}');
+  function showSecrets() {
+    const names = host.secretNames();
+    const fields = $('secrets');
+    fields.replaceChildren();
+    if (!names.length) {
+      const none = document.createElement('p');
+      none.className = 'muted';
+      none.textContent = 'The policy names none: a tool may send a secret in a header as ${NAME} when its network table lists NAME in envs.';
+      fields.append(none);
+    }
+    for (const name of names) {
+      const label = document.createElement('label');
+      label.className = 'secret';
+      label.append(Object.assign(document.createElement('span'), { textContent: name }));
+      const input = Object.assign(document.createElement('input'), { type: 'password', autocomplete: 'off', value: secrets[name] ?? '' });
+      input.dataset.secret = name;
+      input.placeholder = `value of \${${name}}`;
+      input.oninput = () => {
+        secrets[name] = input.value;
+        sessionStorage.setItem(SECRETS, JSON.stringify(secrets));
+        host.setSecrets(secrets);
+      };
+      label.append(input);
+      fields.append(label);
+    }
+    host.setSecrets(secrets);
+  }
+
   function setPolicy(text) {
     host.setPolicy(text);
     localStorage.setItem('jp-policy', text);
     $('policy').value = text;
     $('policy-summary').textContent = host.policySummary();
+    showSecrets();
   }
   $('policy').value = policyText;
   $('policy-summary').textContent = host.policySummary();
+  showSecrets();
   $('policy-apply').onclick = () => {
     try { setPolicy($('policy').value); } catch (e) { $('policy-summary').textContent = e.message ?? String(e); }
   };
