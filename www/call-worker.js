@@ -8,11 +8,11 @@ import { Host, loadJp } from './jp.js';
 // Questions go to the page (which asks the person) and wait for its answer.
 let asked = 0;
 const answers = new Map();
-const ask = (question) => new Promise((resolve) => {
+const ask = (question, tool = false) => new Promise((resolve) => {
   const id = ++asked;
   answers.set(id, resolve);
   const { signal: _signal, ...plain } = question;
-  self.postMessage({ ask: { id, question: plain } });
+  self.postMessage({ ask: { id, question: plain, tool } });
 });
 
 self.onmessage = async ({ data }) => {
@@ -21,13 +21,15 @@ self.onmessage = async ({ data }) => {
     answers.delete(data.answer.id);
     return;
   }
-  const { jpUrl, component, policy, ceiling = null, files, tool, args, limits, secrets = {}, asks = false } = data;
+  const { jpUrl, component, policy, ceiling = null, files, tool, args, limits, secrets = {}, asks = false, answers: answered = false } = data;
   try {
     await loadJp(new URL(jpUrl));
     const host = await Host.create({ policy, ceiling, limits, inWorker: true });
     for (const [path, bytes] of Object.entries(files)) await host.writeFile(path, bytes);
     host.setSecrets(secrets);
     if (asks) host.setInquirer(ask);
+    // A tool's own questions (`needs-input`) go to the page's answerer too.
+    if (answered) host.setAnswerer((asked) => ask(asked, true));
     host.onEvent((event) => self.postMessage({ event }));
     if (component.source) await host.registerComponent(component.name, { source: component.source, coreBytes: component.coreBytes }, null, component.tools);
     else await host.registerComponent(component.name, new URL(component.moduleUrl), new URL(component.coresUrl), component.tools);

@@ -6,7 +6,7 @@
 // empty environment and no arguments; no wasi:filesystem or wasi:sockets at all (the components
 // import none: their files come through jp:host/filesystem).
 
-import init, { JpHost, ArgumentSchema, toolInputSchema, runAgentTurn, describeCall, policyExceeds, agentTool, askBeforeCall, agentResult, resultText, componentOutcome } from './pkg/jp_web.js';
+import init, { JpHost, runAgentTurn, describeCall, policyExceeds, agentTool, askBeforeCall, agentResult, resultText } from './pkg/jp_web.js';
 
 // describeCall(name, args): what a permission question shows of a call, as `jp query` shows it;
 // agentTool, askBeforeCall, agentResult: the core's agent surface, as `jp mcp` and `jp query` use
@@ -180,11 +180,10 @@ export class Host {
     this.worker = null;
     this.instances = null;
     this.inquirer = null;
+    this.answerer = null;
     this.secrets = {};
     this.components = new Map();
     this.tools = new Map();
-    // Tool name → its compiled ArgumentSchema, or the message saying why its schema cannot be.
-    this.argumentSchemas = new Map();
     this.listeners = new Set();
     inner.onEvent((event) => {
       for (const listener of this.listeners) listener(event);
@@ -219,6 +218,13 @@ export class Host {
    * overrides it for one call.
    */
   setInquirer(callback) { this.inquirer = callback; this.inner.setInquirer(callback); }
+  /**
+   * Answer a tool's own questions (`needs-input`) of every call: `callback({tool, question: {id,
+   * text, answerType, default}})` → (a promise of) the answer, or undefined for none — the tool
+   * then runs again with it. Without one, the question is the call's outcome. `callTool`'s
+   * `answerer` overrides it for one call.
+   */
+  setAnswerer(callback) { this.answerer = callback; }
   /**
    * The secrets a tool's `${VAR}` headers may use, `{ NAME: value }`: substituted by the host,
    * never shown to the tool, scrubbed from everything it reads back. Only the names the
@@ -286,14 +292,8 @@ export class Host {
       described = JSON.parse(schema()).tools;
     }
     this.components.set(name, component);
-    for (const tool of described) {
-      const inputSchema = tool.inputSchema ?? toolInputSchema(tool);
-      this.tools.set(tool.name, { ...tool, inputSchema, component: name });
-      // Compiled once per definition; every call is checked against it.
-      let schema;
-      try { schema = new ArgumentSchema(inputSchema); } catch (e) { schema = `${e?.message ?? e}`; }
-      this.argumentSchemas.set(tool.name, schema);
-    }
+    // The core compiles each tool's schema once and checks every call against it.
+    for (const tool of this.inner.addTools(name, described)) this.tools.set(tool.name, tool);
     return described.map((t) => t.name);
   }
 
@@ -304,7 +304,7 @@ export class Host {
    * deadline (plus a second for the in-component check to answer first) or when `signal`
    * aborts, the Worker is terminated and nothing is written.
    */
-  async callInWorker(name, args, component, signal, inquirer = null) {
+  async callInWorker(name, args, component, signal, inquirer = null, answerer = null) {
     const files = await this.inner.exportFiles();
     const deadlineMs = this.limits.deadlineMs ?? DEFAULT_DEADLINE_MS;
     const tools = [...this.tools.values()].filter((t) => t.component === component.name)
@@ -313,6 +313,7 @@ export class Host {
     const emit = (event) => { for (const listener of this.listeners) listener(event); };
     const error = (message) => ({ tag: 'error', val: { message, trace: [], transient: false }, changed: [] });
     const ask = inquirer ?? this.inquirer;
+    const answer = answerer ?? this.answerer;
     const stop = new AbortController();
     return new Promise((resolve) => {
       // The deadline (plus a second for the in-component check to answer first), standing
@@ -342,11 +343,15 @@ export class Host {
         if (data.ask) {
           // A question of the component in the Worker, answered here by the page's inquirer.
           hold();
-          let answer = false;
-          try { answer = ask ? await ask({ ...data.ask.question, signal: stop.signal }) : false; } catch { answer = false; }
+          let reply = false;
+          try {
+            reply = data.ask.tool
+              ? (answer ? await answer(data.ask.question) : undefined) // the tool's own question
+              : (ask ? await ask({ ...data.ask.question, signal: stop.signal }) : false);
+          } catch { reply = data.ask.tool ? undefined : false; }
           if (stop.signal.aborted) return;
           arm();
-          worker.postMessage({ answer: { id: data.ask.id, value: answer } });
+          worker.postMessage({ answer: { id: data.ask.id, value: reply } });
         }
         if (data.failed) finish(error(`tool '${name}' failed in its worker: ${data.failed}`));
         if (data.done) {
@@ -365,7 +370,7 @@ export class Host {
         jpUrl: new URL('./pkg/jp_web_bg.wasm', import.meta.url).href,
         component: { name: component.name, moduleUrl: component.moduleUrl, coresUrl: component.coresUrl, source: component.source, coreBytes: component.coreBytes, tools },
         policy: this.policyText, ceiling: this.ceilingText, files, tool: name, args, limits: this.limits,
-        secrets: this.secrets, asks: Boolean(ask),
+        secrets: this.secrets, asks: Boolean(ask), answers: Boolean(answer),
       });
     });
   }
@@ -375,11 +380,7 @@ export class Host {
    * `undefined` when they do.
    */
   checkArguments(name, args) {
-    const schema = this.argumentSchemas.get(name);
-    if (schema === undefined) return undefined;
-    if (typeof schema === 'string') return `tool '${name}': the tool's argument schema cannot be used (${schema}); fix the tool's parameters`;
-    const problem = schema.check(args);
-    return problem ? `tool '${name}': ${problem}` : undefined;
+    return this.inner.checkArguments(name, args);
   }
 
   /** Every registered tool: name, summary, description, parameters, component. */
@@ -399,77 +400,79 @@ export class Host {
    * naming each argument and the fix (MCP SEP-1303: the model reads it and corrects its call);
    * the tool does not run and nothing is written.
    */
-  async callTool(name, args = {}, { files = null, signal = null, inquirer = null } = {}) {
+  async callTool(name, args = {}, { files = null, signal = null, inquirer = null, answerer = null } = {}) {
     const tool = this.tools.get(name);
     if (!tool) {
       throw new Error(`no tool '${name}'; registered: ${[...this.tools.keys()].join(', ') || 'none'}`);
     }
-    const problem = this.checkArguments(name, args);
-    if (problem) return { tag: 'error', val: { message: problem, trace: [], transient: false }, changed: [] };
     const component = this.components.get(tool.component);
     const portable = (component.moduleUrl && component.coresUrl) || component.source !== null;
     if (this.worker && portable && !files) {
-      return this.callInWorker(name, args, component, signal, inquirer);
+      // Checked here too, so a call that cannot run starts no Worker.
+      const problem = this.checkArguments(name, args);
+      if (problem) return { tag: 'error', val: { message: problem, trace: [], transient: false }, changed: [] };
+      return this.callInWorker(name, args, component, signal, inquirer, answerer);
     }
     if (component.source !== null && !this.inWorker) {
       return { tag: 'error', val: { message: `tool '${name}': component '${component.name}' was given as bytes and has no loop checks, so it runs only in a Worker that can be stopped at its deadline; create the host with Host.create({ worker }) and call it without files`, trace: [], transient: false }, changed: [] };
     }
     const deadlineMs = this.limits.deadlineMs ?? DEFAULT_DEADLINE_MS;
-    // A live instance from the embedder's pool (same project, same component), else a new one.
-    const pool = this.instances;
-    let live = pool?.get(component.name);
-    pool?.delete(component.name); // taken: a concurrent call gets its own
-    if (!live) live = await instantiate(component, name, deadlineMs);
-    const limits = live.limits;
-    limits.reset(name, deadlineMs);
     // Questions go to the person (or the embedder) with the call's signal; the deadline stands
     // still while one waits for its answer.
     const stop = new AbortController();
+    let limits = null; // the running instance's
     const ask = inquirer ?? this.inquirer;
     const asking = ask && (async (question) => {
-      limits.pause();
+      limits?.pause();
       try {
         return await ask({ ...question, signal: stop.signal });
       } finally {
-        limits.resume();
+        limits?.resume();
       }
     });
-    const session = await this.inner.beginCall(name, files, asking ?? undefined);
-    const cancel = (message) => { limits.cancel(message); session.abort(message); stop.abort(); };
-    const onAbort = () => cancel(`tool '${name}' was cancelled; nothing it did was written`);
-    const watchdog = limits.watch(() => cancel(limits.expired()));
-    if (signal?.aborted) onAbort();
-    signal?.addEventListener('abort', onAbort);
-    let outcome;
+    const answer = answerer ?? this.answerer;
+    const pool = this.instances;
+    // The runner of one run of the component (the core's call path calls it again with the
+    // answers when the tool asks): a live instance from the embedder's pool (same project, same
+    // component) or a new one, its imports served by `session`, stopped at the deadline or on
+    // `signal`. Resolves to jco's outcome; rejects with the message of a trap or a stop.
+    const runner = async (session, argumentsJson, answersJson) => {
+      let live = pool?.get(component.name);
+      pool?.delete(component.name); // taken: a concurrent call gets its own
+      if (!live) live = await instantiate(component, name, deadlineMs);
+      limits = live.limits;
+      limits.reset(name, deadlineMs);
+      const cancel = (message) => { live.limits.cancel(message); session.abort(message); stop.abort(); };
+      const onAbort = () => cancel(`tool '${name}' was cancelled; nothing it did was written`);
+      const watchdog = live.limits.watch(() => cancel(live.limits.expired()));
+      if (signal?.aborted) onAbort();
+      signal?.addEventListener('abort', onAbort);
+      try {
+        live.current.session = session;
+        // A component with `jp:tool/content` answers with typed blocks; else the seed's `run`.
+        const content = live.instance.content ?? live.instance['jp:tool/content@0.1.0'];
+        const ctx = { root: '/workspace', action: 'run' };
+        const outcome = await (content ?? live.instance).run(ctx, name, argumentsJson, answersJson);
+        // Stopped while it waited, it may still have answered: what it did is not written.
+        if (live.limits.stopped) throw new DeadlineExceeded(live.limits.stopped);
+        if (pool && memoryBytes(live.cores) <= POOLED_MEMORY_MAX) pool.set(component.name, live);
+        return outcome;
+      } catch (e) {
+        // A trapped or stopped instance is never used again.
+        throw new Error(e instanceof DeadlineExceeded
+          ? e.message
+          : `tool '${name}' trapped: ${e?.message ?? e}${memoryNote(live?.cores ?? [], this.limits.memoryMiB)}`);
+      } finally {
+        watchdog.stop();
+        signal?.removeEventListener('abort', onAbort);
+        live.current.session = nullSession;
+      }
+    };
     try {
-      live.current.session = session;
-      // A component with `jp:tool/content` answers with typed blocks; else the seed's `run`.
-      const content = live.instance.content ?? live.instance['jp:tool/content@0.1.0'];
-      const ctx = { root: '/workspace', action: 'run' };
-      outcome = content
-        ? componentOutcome(name, await content.run(ctx, name, JSON.stringify(args), '{}'))
-        : await live.instance.run(ctx, name, JSON.stringify(args), '{}');
-      // Stopped while it waited, it may still have answered: what it did is not written.
-      if (limits.stopped) throw new DeadlineExceeded(limits.stopped);
-    } catch (e) {
-      watchdog.stop();
-      signal?.removeEventListener('abort', onAbort);
+      return await this.inner.call(name, args, files ?? undefined, asking ?? undefined, answer ?? undefined, runner);
+    } finally {
       stop.abort();
-      live.current.session = nullSession;
-      // A trapped or stopped instance is never used again.
-      await session.finish(false);
-      const message = e instanceof DeadlineExceeded
-        ? e.message
-        : `tool '${name}' trapped: ${e?.message ?? e}${memoryNote(live?.cores ?? [], this.limits.memoryMiB)}`;
-      return { tag: 'error', val: { message, trace: [], transient: false }, changed: [] };
     }
-    watchdog.stop();
-    signal?.removeEventListener('abort', onAbort);
-    stop.abort();
-    live.current.session = nullSession;
-    if (pool && memoryBytes(live.cores) <= POOLED_MEMORY_MAX) pool.set(component.name, live);
-    const changed = await session.finish(outcome.tag === 'success');
-    return { ...outcome, changed };
   }
 }
 

@@ -4,7 +4,7 @@
 // Installs what it needs first (rustup targets, wasm-bindgen-cli at the pinned version, the npm
 // packages, Debian's chromium and chromium-driver).
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { JSPI_FLAGS } from '../../www/jspi.js';
@@ -56,6 +56,8 @@ for (const [name, file] of [['fs', 'jp_fs_component.wasm'], ['faults', 'jp_tool_
   rmSync(out, { recursive: true, force: true });
   mkdirSync(out, { recursive: true });
   run(jco, ['transpile', join(built, file), '-o', out, '--name', name, '--instantiation', 'async', ...JSPI_FLAGS, '--quiet']);
+  // The component itself too, beside its directory: what a user loads into the playground.
+  copyFileSync(join(built, file), join(root, 'www/components', `${name}.wasm`));
   // Fuel checks at every loop header, so a call can be stopped at its deadline wherever
   // synchronous wasm cannot be interrupted otherwise (tools/wasm-limits).
   const coreFiles = readdirSync(out).filter((f) => f.endsWith('.wasm')).map((f) => join(out, f));

@@ -4,9 +4,9 @@
 //! reported to the page.
 
 use std::cell::{Cell, RefCell};
-use std::rc::Rc;
 use std::future::Future;
 use std::pin::pin;
+use std::rc::Rc;
 use std::task::Poll;
 
 use jp_core::cancel::CancellationToken;

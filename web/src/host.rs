@@ -49,6 +49,7 @@ pub struct JpHost {
     inquirer: Rc<RefCell<Option<js_sys::Function>>>,
     secrets: Rc<RefCell<BTreeMap<String, String>>>,
     requests: Rc<RefCell<i64>>,
+    pub(crate) tools: crate::run::Tools,
 }
 
 const NO_PROCESSES: &str = "process.run is not available in the browser: there are no processes";
@@ -77,6 +78,7 @@ impl JpHost {
             inquirer: Rc::default(),
             secrets: Rc::default(),
             requests: Rc::default(),
+            tools: Rc::default(),
         })
     }
 

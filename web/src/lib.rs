@@ -6,6 +6,8 @@
 //!   the start of a call; `call::CallSession` serves a jco-transpiled component's `jp:host`
 //!   imports via the core dispatcher; `policy`: the policy text (and the edge's ceiling);
 //!   `schema`: argument schemas checked as `jp` checks them (`ArgumentSchema`, `toolInputSchema`).
+//! - `run`: `JpHost.call`, one tool call through the core's call path (arguments checked, the
+//!   component run by a JS runner on a call session, its answer mapped, its questions answered).
 //! - `store::Store`: where a host keeps its project — IndexedDB, memory, or the embedder's
 //!   `ProjectStorage` (edge functions) — and the snapshot/commit every call runs on.
 //! - `agent`: `runAgentTurn`, the core turn loop in the page (model through `fetch`, tool calls
@@ -24,6 +26,7 @@ pub mod host;
 pub mod http;
 mod js;
 pub mod policy;
+pub mod run;
 pub mod schema;
 pub mod store;
 pub mod surface;

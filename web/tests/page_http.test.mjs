@@ -439,10 +439,10 @@ test('Stop while a question waits ends the call and its question, the model gets
 });
 
 /** A guest component as the build compiled it (`npm run build`, the same CARGO_TARGET_DIR). */
-function guest(file) {
-  const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-  const path = join(process.env.CARGO_TARGET_DIR ?? join(root, 'target'), 'jp-guests/wasm32-wasip2/release', file);
-  assert.ok(existsSync(path), `${path} is missing: run npm run build with the same CARGO_TARGET_DIR first`);
+/** A component as the build left it beside its transpiled directory (www/components/NAME.wasm). */
+function guest(name) {
+  const path = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'www/components', `${name}.wasm`);
+  assert.ok(existsSync(path), `${path} is missing: run npm run build first`);
   return path;
 }
 
@@ -454,9 +454,9 @@ test("a component of the user's own, loaded from a .wasm file, runs in the page 
     assert.equal(await page.locator('#tool option[value="api_get"]').count(), 0);
     await page.evaluate(async ({ text, env }) => { await window.jpHost.setPolicy(text); await window.jpHost.writeFile('.env', env); }, { text: policy(), env: ENV_FILE });
     await page.fill('#secrets input[data-secret="API_TOKEN"]', SECRET);
-    await page.setInputFiles('#component-file', guest('jp_tool_fetch.wasm'));
+    await page.setInputFiles('#component-file', guest('fetch'));
     await page.waitForSelector('#component-status.ok');
-    assert.equal(await page.textContent('#component-status'), 'jp_tool_fetch.wasm: api_get, read_env');
+    assert.equal(await page.textContent('#component-status'), 'fetch.wasm: api_get, read_env');
     assert.equal(await page.inputValue('#tool'), 'api_get');
 
     const from = api.received.length;
@@ -472,9 +472,9 @@ test("a component of the user's own, loaded from a .wasm file, runs in the page 
     await page.waitForFunction((env) => document.querySelector('#result').textContent === env, ENV_FILE);
 
     // What cannot be loaded says why, and the tools stay as they were.
-    await page.setInputFiles('#component-file', guest('jp_tool_faults.wasm'));
+    await page.setInputFiles('#component-file', guest('faults'));
     await page.waitForSelector('#component-status.error');
-    assert.match(await page.textContent('#component-status'), /^jp_tool_faults\.wasm: component jp_tool_faults does not describe itself/);
+    assert.match(await page.textContent('#component-status'), /^faults\.wasm: component faults does not describe itself/);
     await page.setInputFiles('#component-file', { name: 'notes.wasm', mimeType: 'application/wasm', buffer: Buffer.from('not a component') });
     await page.waitForSelector('#component-status.error:has-text("notes.wasm")');
     assert.match(await page.textContent('#component-status'), /could not be transpiled/);

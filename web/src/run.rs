@@ -1,0 +1,285 @@
+//! One tool call in the page and at the edge, through the core's call path — the same one the
+//! native `App` takes: the arguments checked against the tool's whole schema
+//! (`jp_core::runtime::call::check_arguments`), the component run on a call session whose
+//! requests the core dispatcher decides, its answer mapped once (`state::component::WitOutcome`),
+//! a question of the tool's own answered and the tool run again (`run_answered`), and the
+//! session's files committed only when the call succeeded.
+//!
+//! What stays in JS is the runner (`www/jp.js`): instantiating a jco component, its imports,
+//! the deadline and the Worker.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use jp_core::BoxFuture;
+use jp_core::runtime::call::{Answerer, NoAnswerer, check_arguments, run_answered};
+use jp_core::runtime::{ExecutionOutcome, RuntimeError, ToolCall};
+use jp_core::schema::{ArgumentSchema, ToolDefinition, ToolSchema};
+use jp_core::state::Question;
+use jp_core::state::component::{WitOutcome, WitSuccess};
+use js_sys::{Array, Function, Object, Promise};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+
+use crate::JpHost;
+use crate::js::{err, obj};
+
+/// The largest result a component may give, as it is sent on (natively: the output limit).
+pub const MAX_OUTPUT: usize = 10 << 20;
+
+/// A registered tool: its component and its compiled argument schema (or why it has none).
+pub(crate) struct WebTool {
+    component: String,
+    schema: Result<Rc<ArgumentSchema>, String>,
+}
+
+/// The registered tools, by name.
+pub(crate) type Tools = Rc<RefCell<BTreeMap<String, WebTool>>>;
+
+/// A JS value from a Rust one, objects as plain objects.
+fn to_value(value: &impl Serialize) -> Result<JsValue, JsValue> {
+    value.serialize(&serde_wasm_bindgen::Serializer::json_compatible()).map_err(|e| err(e.to_string()).into())
+}
+
+fn message_of(e: &JsValue) -> String {
+    js_sys::Reflect::get(e, &JsValue::from_str("message"))
+        .ok()
+        .and_then(|m| m.as_string())
+        .or_else(|| e.as_string())
+        .unwrap_or_else(|| format!("{e:?}"))
+}
+
+/// A tool's own questions answered by `callback({tool, question: {id, text, answerType,
+/// default}})` → (a promise of) the answer, or `undefined`/`null` for none.
+struct JsAnswerer(Function);
+
+impl Answerer for JsAnswerer {
+    fn answer<'a>(&'a self, tool: &'a str, question: &'a Question) -> BoxFuture<'a, Option<Value>> {
+        Box::pin(async move {
+            let q = to_value(question).ok()?;
+            let asked = obj(&[("tool", JsValue::from_str(tool)), ("question", q)]);
+            let answer = self.0.call1(&JsValue::NULL, &asked).ok()?;
+            let answer = match answer.dyn_into::<Promise>() {
+                Ok(p) => JsFuture::from(p).await.ok()?,
+                Err(v) => v,
+            };
+            if answer.is_undefined() || answer.is_null() {
+                return None;
+            }
+            serde_wasm_bindgen::from_value(answer).ok()
+        })
+    }
+}
+
+/// A core outcome in the shape `Host.callTool` resolves to (jco's, plus `result` — MCP's
+/// `CallToolResult` — for a component's content blocks), with the paths the call changed.
+fn outcome_js(outcome: &ExecutionOutcome, blocks: bool, changed: &[String]) -> Result<JsValue, JsValue> {
+    let changed: Array = changed.iter().map(|p| JsValue::from_str(p)).collect();
+    let error = |message: &str, trace: &[String], transient: bool| -> Result<JsValue, JsValue> {
+        Ok(obj(&[
+            ("tag", JsValue::from_str("error")),
+            (
+                "val",
+                obj(&[
+                    ("message", JsValue::from_str(message)),
+                    ("trace", trace.iter().map(|t| JsValue::from_str(t)).collect::<Array>().into()),
+                    ("transient", JsValue::from_bool(transient)),
+                ]),
+            ),
+            ("changed", changed.clone().into()),
+        ]))
+    };
+    match outcome {
+        ExecutionOutcome::Completed { result: Ok(result), .. } => {
+            let mut fields =
+                vec![("tag", JsValue::from_str("success")), ("val", JsValue::from_str(&result.to_shown()))];
+            if blocks {
+                fields.push(("result", to_value(result)?));
+            } else if let [jp_core::state::ContentBlock::Text { text, .. }] = result.content.as_slice() {
+                fields[1].1 = JsValue::from_str(text);
+            }
+            fields.push(("changed", changed.into()));
+            Ok(obj(&fields))
+        }
+        ExecutionOutcome::Completed { result: Err(e), .. } => error(&e.message, &e.trace, e.transient),
+        ExecutionOutcome::NeedsInput { question, .. } => {
+            let val = obj(&[
+                ("id", JsValue::from_str(&question.id)),
+                ("text", JsValue::from_str(&question.text)),
+                ("answerType", to_value(&question.answer_type)?),
+                (
+                    "default",
+                    question
+                        .default
+                        .as_ref()
+                        .map_or(Ok(JsValue::UNDEFINED), |d| Ok::<_, JsValue>(JsValue::from_str(&d.to_string())))?,
+                ),
+            ]);
+            Ok(obj(&[("tag", JsValue::from_str("needs-input")), ("val", val), ("changed", changed.into())]))
+        }
+        ExecutionOutcome::Cancelled { .. } => error("the call was cancelled; nothing it did was written", &[], false),
+    }
+}
+
+#[wasm_bindgen]
+impl JpHost {
+    /// Register the tools of `component`: `tools` are D06 descriptions (`{name, summary,
+    /// description, parameters}`, as `jp:tool/describe` gives them) or carry their own
+    /// `inputSchema`. Each call is checked against the tool's whole schema, compiled here once.
+    /// Returns the listing: each tool with its `inputSchema` and `component`.
+    #[wasm_bindgen(js_name = addTools)]
+    pub fn add_tools(&self, component: String, tools: JsValue) -> Result<Array, JsValue> {
+        let tools: Vec<Map<String, Value>> = serde_wasm_bindgen::from_value(tools)
+            .map_err(|e| err(format!("the tools of component '{component}' are not a list of tool objects: {e}")))?;
+        let listing = Array::new();
+        for mut tool in tools {
+            let name = tool.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+            if name.is_empty() {
+                return Err(err(format!("a tool of component '{component}' has no name")).into());
+            }
+            let input_schema = match tool.get("inputSchema") {
+                Some(s) => s.clone(),
+                None => {
+                    let d06: ToolSchema = serde_json::from_value(Value::Object(tool.clone()))
+                        .map_err(|e| err(format!("tool '{name}': its description is not D06-shaped: {e}")))?;
+                    ToolDefinition {
+                        name: d06.name,
+                        summary: d06.summary,
+                        description: d06.description,
+                        parameters: d06.parameters,
+                        input_schema: None,
+                    }
+                    .to_json_schema()
+                }
+            };
+            let schema = ArgumentSchema::compile(&input_schema).map(Rc::new).map_err(|e| e.to_string());
+            tool.insert("inputSchema".into(), input_schema);
+            tool.insert("component".into(), Value::String(component.clone()));
+            listing.push(&to_value(&tool)?);
+            self.tools.borrow_mut().insert(name, WebTool { component: component.clone(), schema });
+        }
+        Ok(listing)
+    }
+
+    /// Why `args` do not fit tool `name`'s schema (the core's check, as `jp` makes it), or
+    /// `undefined` when they do or the tool is not registered.
+    #[wasm_bindgen(js_name = checkArguments)]
+    pub fn check_arguments_of(&self, name: &str, args: JsValue) -> Option<String> {
+        self.argument_problem(name, &args).err()
+    }
+
+    /// One call of tool `name` with `args`, the core's call path: the arguments checked, then
+    /// `runner(session, arguments, answers)` — the JS that runs the tool's component on
+    /// `session` (a [`CallSession`](crate::CallSession)) with the arguments and answers as JSON
+    /// text and resolves to jco's outcome, or rejects with the message of a trap or a stop — is
+    /// called until the tool no longer asks: a question of its own goes to `answerer({tool,
+    /// question})` (none: it is the outcome). `files` are written into each run's snapshot and
+    /// committed with a successful one; `inquirer` answers the policy's questions.
+    ///
+    /// Resolves to `{tag, val, result?, changed}`; rejects only when the caller's `files` are
+    /// refused (`FilesRefused`) or the project could not be read or written (`ProjectChanged`, a
+    /// storage failure).
+    pub async fn call(
+        &self,
+        name: String,
+        args: JsValue,
+        files: Option<Object>,
+        inquirer: Option<Function>,
+        answerer: Option<Function>,
+        runner: Function,
+    ) -> Result<JsValue, JsValue> {
+        let arguments = match self.argument_problem(&name, &args) {
+            Ok(arguments) => arguments,
+            Err(problem) => {
+                let failed = ExecutionOutcome::failed("", problem);
+                return outcome_js(&failed, false, &[]);
+            }
+        };
+        let component = self.tools.borrow().get(&name).map(|t| t.component.clone()).unwrap_or_default();
+        let answerer: Box<dyn Answerer> = match answerer {
+            Some(f) => Box::new(JsAnswerer(f)),
+            None => Box::new(NoAnswerer),
+        };
+        // What the runs left: the paths the committing run changed, whether its result was
+        // blocks, and a failure to write the project (thrown to the caller).
+        let changed: RefCell<Vec<String>> = RefCell::default();
+        let blocks = RefCell::new(false);
+        let failure: RefCell<Option<JsValue>> = RefCell::default();
+        let call = ToolCall::new(name.clone(), "", arguments);
+        let run = |call: ToolCall| -> BoxFuture<'_, Result<ExecutionOutcome, RuntimeError>> {
+            let (name, component, files, inquirer, runner) = (&name, &component, &files, &inquirer, &runner);
+            let (changed, blocks, failure) = (&changed, &blocks, &failure);
+            Box::pin(async move {
+                // A refusal of the caller's files (`FilesRefused`) or a storage failure is the
+                // caller's to see as it is.
+                let session = match self.begin_call(name.clone(), files.clone(), inquirer.clone()).await {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let message = message_of(&e);
+                        *failure.borrow_mut() = Some(e);
+                        return Err(RuntimeError::Other(message));
+                    }
+                };
+                let arguments = Value::Object(call.arguments.clone()).to_string();
+                let answers = Value::Object(call.answers.clone()).to_string();
+                let ran = runner
+                    .call3(&JsValue::NULL, &session.clone().into(), &arguments.into(), &answers.into())
+                    .and_then(|p| p.dyn_into::<Promise>().map_err(|_| err("the runner must return a promise").into()));
+                let raw = match ran {
+                    Ok(p) => JsFuture::from(p).await,
+                    Err(e) => Err(e),
+                };
+                let outcome = match raw {
+                    Err(e) => ExecutionOutcome::failed("", message_of(&e)),
+                    Ok(raw) => match serde_wasm_bindgen::from_value::<WitOutcome>(raw) {
+                        Ok(plain) => {
+                            *blocks.borrow_mut() = matches!(plain, WitOutcome::Success(WitSuccess::Content(_)));
+                            plain.into_outcome("", name, MAX_OUTPUT)
+                        }
+                        Err(e) => ExecutionOutcome::failed(
+                            "",
+                            format!(
+                                "tool '{name}' of component '{component}' answered with an outcome jp cannot read: {e}"
+                            ),
+                        ),
+                    },
+                };
+                let commit = matches!(outcome, ExecutionOutcome::Completed { result: Ok(_), .. });
+                match session.finish(commit).await {
+                    Ok(paths) => *changed.borrow_mut() = paths,
+                    Err(e) => *failure.borrow_mut() = Some(e),
+                }
+                Ok(outcome)
+            })
+        };
+        let outcome = run_answered(call, answerer.as_ref(), run)
+            .await
+            .unwrap_or_else(|e| ExecutionOutcome::failed("", e.to_string()));
+        if let Some(e) = failure.take() {
+            return Err(e);
+        }
+        outcome_js(&outcome, *blocks.borrow(), &changed.borrow())
+    }
+}
+
+impl JpHost {
+    /// `args` as arguments of tool `name`, or why they do not fit its schema.
+    fn argument_problem(&self, name: &str, args: &JsValue) -> Result<Map<String, Value>, String> {
+        let arguments: Map<String, Value> = serde_wasm_bindgen::from_value(args.clone())
+            .map_err(|e| format!("tool '{name}': the arguments must be an object of the tool's parameters ({e})"))?;
+        let tools = self.tools.borrow();
+        let Some(tool) = tools.get(name) else { return Ok(arguments) };
+        match &tool.schema {
+            Ok(schema) => check_arguments(name, schema, &arguments, "").map_err(|e| e.to_string())?,
+            Err(why) => {
+                return Err(format!(
+                    "tool '{name}': the tool's argument schema cannot be used ({why}); fix the tool's parameters"
+                ));
+            }
+        }
+        Ok(arguments)
+    }
+}
