@@ -442,9 +442,14 @@ export class Host {
       if (!live) live = await instantiate(component, name, deadlineMs);
       limits = live.limits;
       limits.reset(name, deadlineMs);
-      const cancel = (message) => { live.limits.cancel(message); session.abort(message); stop.abort(); };
+      // A request still waiting ends -32005 (cancelled) or, at the deadline, -32004 (timeout).
+      const cancel = (message, expired = false) => {
+        live.limits.cancel(message);
+        if (expired) session.expire(message); else session.abort(message);
+        stop.abort();
+      };
       const onAbort = () => cancel(`tool '${name}' was cancelled; nothing it did was written`);
-      const watchdog = live.limits.watch(() => cancel(live.limits.expired()));
+      const watchdog = live.limits.watch(() => cancel(live.limits.expired(), true));
       if (signal?.aborted) onAbort();
       signal?.addEventListener('abort', onAbort);
       try {

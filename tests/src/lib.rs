@@ -10,14 +10,34 @@
 //! A case may give a loose `expect` instead of an exact `response` while it is written; the
 //! native `bless` run (`JP_BLESS=1`) replaces it with the exact response once the loose
 //! expectation holds. The committed files only hold exact responses.
+//!
+//! Inquiries: a group's `inquiry` answers every question at once (`allow`, `allow_all`, `deny`),
+//! or is `pending`: each question then stays pending until the harness acts, and each case lists
+//! what it does to the questions its requests ask, in order, in `pending` — answer `allow`,
+//! `allow_all` or `deny` (`{"deny": why}`), or stop the call: `cancel` (`{"cancel": why}`) or
+//! `timeout` (`{"timeout": why}`), which fire the case's [`CancellationToken`] as a host's
+//! Stop button or deadline would. `asked` gives the questions the case must ask
+//! (`{method, target, reason}`, checked exactly) and `http_sent` the requests
+//! (`"GET https://…"`) the HTTP client must receive during the case. Each case is one call as far
+//! as stopping goes (its own token); the group's "allow for the rest of this call" lasts across
+//! its cases. The pending question and the request are polled together by a hand-written join
+//! on one task — no runtime — so the wasm32 run does exactly what the native one does.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
+use std::future::Future;
+use std::pin::pin;
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 
+use event_listener::Event;
 use jp_core::BoxFuture;
+use jp_core::cancel::{CancelReason, CancellationToken};
 use jp_core::files::{InMemoryProjectFiles, ProjectFiles};
 use jp_core::host::testing::{StaticHttpClient, StaticInquirer, StaticProcessRunner, StaticRoute};
-use jp_core::host::{BackendError, DispatchEvents, Dispatcher, HttpResponse, InquiryAnswer, ProcessOutput, TraceEvent};
+use jp_core::host::{
+    BackendError, DispatchEvents, Dispatcher, HttpMethod, HttpResponse, Inquirer, Inquiry, InquiryAnswer,
+    ProcessOutput, TraceEvent,
+};
 use jp_core::policy::{AccessConfig, AccessPolicy, Capability, Decision, SandboxConfig, WorkspacePath};
 use jp_core::protocol::{Frame, Header, LineDecoder};
 use serde_json::{Value, json};
@@ -321,7 +341,170 @@ fn backend_error(kind: &Value, message: &Value) -> Result<BackendError, String> 
     })
 }
 
-async fn build_dispatcher(group: &Value, backend: &dyn Backend) -> Result<(Dispatcher, Project), String> {
+/// An inquirer whose questions stay pending until the harness answers them ([`Self::answer`]):
+/// the async path of a host whose user takes their time, or never answers.
+#[derive(Default)]
+struct PendingInquirer {
+    state: Mutex<Questions>,
+    /// Notified when a question is asked and when one is answered.
+    changed: Event,
+}
+
+#[derive(Default)]
+struct Questions {
+    asked: Vec<Inquiry>,
+    /// The answer to each question of `asked`, until its asker takes it.
+    answers: Vec<Option<InquiryAnswer>>,
+}
+
+impl PendingInquirer {
+    fn asked(&self) -> Vec<Inquiry> {
+        self.state.lock().map(|s| s.asked.clone()).unwrap_or_default()
+    }
+
+    fn answer(&self, index: usize, answer: InquiryAnswer) {
+        if let Ok(mut s) = self.state.lock()
+            && let Some(slot) = s.answers.get_mut(index)
+        {
+            *slot = Some(answer);
+        }
+        self.changed.notify(usize::MAX);
+    }
+
+    fn take(&self, index: usize) -> Option<InquiryAnswer> {
+        self.state.lock().ok()?.answers.get_mut(index)?.take()
+    }
+
+    /// Completes once more than `n` questions were asked.
+    async fn asked_more_than(&self, n: usize) {
+        loop {
+            let more = || self.state.lock().is_ok_and(|s| s.asked.len() > n);
+            if more() {
+                return;
+            }
+            let listener = self.changed.listen();
+            if more() {
+                return;
+            }
+            listener.await;
+        }
+    }
+}
+
+impl Inquirer for PendingInquirer {
+    fn ask<'a>(&'a self, inquiry: &'a Inquiry) -> BoxFuture<'a, InquiryAnswer> {
+        Box::pin(async move {
+            let index = match self.state.lock() {
+                Ok(mut s) => {
+                    s.asked.push(inquiry.clone());
+                    s.answers.push(None);
+                    s.asked.len() - 1
+                }
+                Err(_) => return InquiryAnswer::Deny("the harness's inquirer is poisoned".into()),
+            };
+            self.changed.notify(usize::MAX);
+            loop {
+                if let Some(answer) = self.take(index) {
+                    return answer;
+                }
+                let listener = self.changed.listen();
+                if let Some(answer) = self.take(index) {
+                    return answer;
+                }
+                listener.await;
+            }
+        })
+    }
+}
+
+/// What the harness does to one pending question (a case's `pending`).
+#[derive(Debug, Clone)]
+enum Act {
+    Answer(InquiryAnswer),
+    Stop(CancelReason),
+}
+
+fn acts(v: &Value) -> Result<VecDeque<Act>, String> {
+    let mut out = VecDeque::new();
+    for act in v.as_array().into_iter().flatten() {
+        let (kind, why) = match act {
+            Value::String(s) => (s.as_str(), None),
+            Value::Object(o) if o.len() == 1 => {
+                let (k, v) = o.iter().next().expect("one entry");
+                (k.as_str(), Some(v.as_str().ok_or_else(|| format!("pending: {act}: the reason must be a string"))?))
+            }
+            _ => return Err(format!("pending: {act} is not an action")),
+        };
+        let why = |default: &str| why.unwrap_or(default).to_owned();
+        out.push_back(match kind {
+            "allow" => Act::Answer(InquiryAnswer::Allow),
+            "allow_all" => Act::Answer(InquiryAnswer::AllowAll),
+            "deny" => Act::Answer(InquiryAnswer::Deny(why("the user said no"))),
+            "cancel" => Act::Stop(CancelReason::Cancelled(why("the user stopped the call"))),
+            "timeout" => Act::Stop(CancelReason::TimedOut(why(
+                "tool 'vector_tool' ran past its deadline of 1000 ms and was stopped; nothing it did was written",
+            ))),
+            other => return Err(format!("pending: unknown action {other:?}")),
+        });
+    }
+    Ok(out)
+}
+
+/// The harness's side of a case with pending questions: it acts on each question as it is asked.
+struct Acting<'a> {
+    inquirer: &'a PendingInquirer,
+    token: &'a CancellationToken,
+    acts: VecDeque<Act>,
+    /// The index of the next question to act on.
+    next: usize,
+    /// Questions the case did not expect (answered "deny" so that the request ends).
+    unexpected: usize,
+}
+
+impl Acting<'_> {
+    /// Act on every question as it comes; never completes (the request does).
+    async fn run(&mut self) {
+        loop {
+            self.inquirer.asked_more_than(self.next).await;
+            match self.acts.pop_front() {
+                Some(Act::Answer(answer)) => self.inquirer.answer(self.next, answer),
+                Some(Act::Stop(reason)) => self.token.cancel_with(reason),
+                None => {
+                    self.unexpected += 1;
+                    self.inquirer
+                        .answer(self.next, InquiryAnswer::Deny("the vector gives no answer to this question".into()));
+                }
+            }
+            self.next += 1;
+        }
+    }
+}
+
+/// Poll `request` and the harness `acting` on one task until the request is answered.
+async fn until_answered<T>(request: impl Future<Output = T>, acting: impl Future<Output = ()>) -> T {
+    let mut request = pin!(request);
+    let mut acting = pin!(acting);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(v) = request.as_mut().poll(cx) {
+            return Poll::Ready(v);
+        }
+        // Acting wakes the request (an answer, the token), so it is polled again.
+        let _ = acting.as_mut().poll(cx);
+        Poll::Pending
+    })
+    .await
+}
+
+/// A group's dispatcher and what the harness keeps to drive and check it.
+struct Setup {
+    dispatcher: Dispatcher,
+    project: Project,
+    http: Arc<StaticHttpClient>,
+    /// With `"inquiry": "pending"`.
+    pending: Option<Arc<PendingInquirer>>,
+}
+
+async fn build_dispatcher(group: &Value, backend: &dyn Backend) -> Result<Setup, String> {
     let mut files = Vec::new();
     let mut dirs = Vec::new();
     for (path, content) in group["files"].as_object().into_iter().flatten() {
@@ -375,9 +558,9 @@ async fn build_dispatcher(group: &Value, backend: &dyn Backend) -> Result<(Dispa
         .flatten()
         .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_owned()))
         .collect();
-    let mut builder = Dispatcher::builder("vector_tool", Arc::new(policy), project.files.clone())
-        .http(Arc::new(StaticHttpClient::new(routes)))
-        .env(env);
+    let http = Arc::new(StaticHttpClient::new(routes));
+    let mut builder =
+        Dispatcher::builder("vector_tool", Arc::new(policy), project.files.clone()).http(http.clone()).env(env);
     if group.get("processes").is_some() {
         // On wasm32 (single-threaded) the runner is not Send: the requests it logs carry an
         // egress gate whose inquirer need not be.
@@ -385,13 +568,20 @@ async fn build_dispatcher(group: &Value, backend: &dyn Backend) -> Result<(Dispa
         let runner = Arc::new(StaticProcessRunner::new(programs));
         builder = builder.process(runner);
     }
+    let mut pending = None;
     match group["inquiry"].as_str() {
         Some("allow") => builder = builder.inquirer(Arc::new(StaticInquirer(InquiryAnswer::Allow))),
         Some("allow_all") => builder = builder.inquirer(Arc::new(StaticInquirer(InquiryAnswer::AllowAll))),
         Some("deny") => {
             builder = builder.inquirer(Arc::new(StaticInquirer(InquiryAnswer::Deny("the user said no".into()))))
         }
-        _ => {}
+        Some("pending") => {
+            let inquirer = Arc::new(PendingInquirer::default());
+            builder = builder.inquirer(inquirer.clone());
+            pending = Some(inquirer);
+        }
+        Some(other) => return Err(format!("unknown inquiry {other:?}")),
+        None => {}
     }
     if let Some(n) = group["max_content"].as_u64() {
         builder = builder.max_content(n as usize);
@@ -399,7 +589,7 @@ async fn build_dispatcher(group: &Value, backend: &dyn Backend) -> Result<(Dispa
     if let Some(n) = group["max_line"].as_u64() {
         builder = builder.max_line(n as usize);
     }
-    Ok((builder.build(), project))
+    Ok(Setup { dispatcher: builder.build(), project, http, pending })
 }
 
 /// Loose expectation used while writing a case: `{"code": -32001, "contains": "…"}` for an
@@ -429,7 +619,8 @@ fn loose_holds(expect: &Value, responses: &[Value]) -> Result<(), String> {
 }
 
 async fn run_protocol_group(group: &mut Value, bless: bool, backend: &dyn Backend) -> Result<Option<()>, Vec<String>> {
-    let (dispatcher, project) = build_dispatcher(group, backend).await.map_err(|e| vec![format!("setup: {e}")])?;
+    let Setup { dispatcher, project, http, pending } =
+        build_dispatcher(group, backend).await.map_err(|e| vec![format!("setup: {e}")])?;
     let max_line = group["max_line"].as_u64().map_or(jp_core::protocol::DEFAULT_MAX_LINE, |n| n as usize);
     let mut errors = Vec::new();
     let mut blessed = false;
@@ -454,13 +645,78 @@ async fn run_protocol_group(group: &mut Value, bless: bool, backend: &dyn Backen
         let mut decoder = LineDecoder::new(max_line);
         let mut frames: Vec<Frame> = decoder.push(&raw);
         frames.extend(decoder.finish());
+        let script = match (acts(&case["pending"]), &pending) {
+            (Err(e), _) => {
+                errors.push(format!("{label}: {e}"));
+                new_cases.push(case);
+                continue;
+            }
+            (Ok(script), None) if !script.is_empty() => {
+                errors.push(format!("{label}: \"pending\" needs the group's \"inquiry\": \"pending\""));
+                new_cases.push(case);
+                continue;
+            }
+            (Ok(script), _) => script,
+        };
+        let asked_before = pending.as_ref().map_or(0, |p| p.asked().len());
+        let sent_before = http.requests().len();
+        let token = CancellationToken::new();
+        let mut acting = pending.as_deref().map(|inquirer| Acting {
+            inquirer,
+            token: &token,
+            acts: script,
+            next: asked_before,
+            unexpected: 0,
+        });
         let mut responses = Vec::new();
         for frame in &frames {
-            if let Some(line) = dispatcher.handle_frame(frame, &recorder).await {
+            let serve = dispatcher.handle_frame_until(frame, &recorder, &token);
+            let line = match acting.as_mut() {
+                Some(acting) => until_answered(serve, acting.run()).await,
+                None => serve.await,
+            };
+            if let Some(line) = line {
                 match serde_json::from_slice::<Value>(&line) {
                     Ok(v) => responses.push(v),
                     Err(e) => errors.push(format!("{label}: response is not JSON: {e}")),
                 }
+            }
+        }
+        if let Some(acting) = &acting {
+            if acting.unexpected > 0 {
+                errors
+                    .push(format!("{label}: {} question(s) asked that \"pending\" does not answer", acting.unexpected));
+            }
+            if !acting.acts.is_empty() {
+                errors.push(format!(
+                    "{label}: {} action(s) of \"pending\" left for questions never asked",
+                    acting.acts.len()
+                ));
+            }
+        }
+        if let Some(inquirer) = &pending {
+            let asked: Vec<Value> = inquirer.asked()[asked_before..]
+                .iter()
+                .map(|q| json!({ "method": q.method, "target": q.target, "reason": q.reason }))
+                .collect();
+            let want = case.get("asked").cloned().unwrap_or(json!([]));
+            if want != Value::Array(asked.clone()) {
+                errors.push(format!("{label}: asked {want}, got {}", Value::Array(asked)));
+            }
+        }
+        if let Some(want) = case.get("http_sent") {
+            let sent: Vec<Value> = http.requests()[sent_before..]
+                .iter()
+                .map(|r| {
+                    let method = match r.method {
+                        HttpMethod::Get => "GET",
+                        HttpMethod::Post => "POST",
+                    };
+                    json!(format!("{method} {}", r.url))
+                })
+                .collect();
+            if *want != Value::Array(sent.clone()) {
+                errors.push(format!("{label}: http_sent {want}, got {}", Value::Array(sent)));
             }
         }
         let got = Value::Array(responses.clone());

@@ -4,13 +4,9 @@
 //! reported to the page.
 
 use std::cell::{Cell, RefCell};
-use std::future::Future;
-use std::pin::pin;
 use std::rc::Rc;
-use std::task::Poll;
 
-use jp_core::cancel::CancellationToken;
-
+use jp_core::cancel::{CancelReason, CancellationToken};
 use jp_core::host::{DispatchEvents, Dispatcher, TraceEvent};
 use jp_core::protocol::{
     EntryKind, FsGrepParams, FsReadParams, FsRenameParams, FsWriteParams, Header, HostRequest, HostResponse,
@@ -42,21 +38,6 @@ impl DispatchEvents for JsEvents {
             let _ = f.call1(&JsValue::NULL, &o);
         }
     }
-}
-/// Resolve `f`, unless `token` is cancelled first (then `None`; `f` is dropped).
-async fn unless_cancelled<F: Future>(f: F, token: &CancellationToken) -> Option<F::Output> {
-    let mut f = pin!(f);
-    let mut cancelled = pin!(token.cancelled());
-    std::future::poll_fn(|cx| {
-        if let Poll::Ready(v) = f.as_mut().poll(cx) {
-            return Poll::Ready(Some(v));
-        }
-        if cancelled.as_mut().poll(cx).is_ready() {
-            return Poll::Ready(None);
-        }
-        Poll::Pending
-    })
-    .await
 }
 
 /// The most `http.get`/`http.post` requests one call may make (each redirect hop included in
@@ -90,10 +71,9 @@ pub struct Session {
     store: Store,
     next_id: Cell<i64>,
     http_requests: Cell<u32>,
-    /// Cancelled by `abort` (the deadline, the Stop button, an `AbortSignal`): every pending
-    /// and later request ends at once with the reason.
+    /// Cancelled by `abort` (the Stop button, an `AbortSignal`) or `expire` (the deadline): every
+    /// pending and later request ends at once with the reason (`Dispatcher::handle_until`).
     cancel: CancellationToken,
-    reason: RefCell<String>,
     /// Aborts the call's `fetch`es in flight.
     fetches: Option<web_sys::AbortController>,
 }
@@ -131,29 +111,29 @@ impl CallSession {
             next_id: Cell::new(0),
             http_requests: Cell::new(0),
             cancel,
-            reason: RefCell::new(String::new()),
             fetches,
         }))
     }
 
-    fn cancelled(&self) -> JsValue {
-        host_error(-32005, &format!("the call was cancelled: {}", self.reason.borrow()))
-    }
-
     /// One typed request through the dispatcher; its typed answer comes back as is.
     async fn call(&self, request: HostRequest) -> Result<HostResponse, JsValue> {
-        if self.cancel.is_cancelled() {
-            return Err(self.cancelled());
-        }
         let id = Id::Number(self.next_id.get() + 1);
         self.next_id.set(self.next_id.get() + 1);
-        unless_cancelled(self.dispatcher.handle(&request, &id, &self.events), &self.cancel)
-            .await
-            .ok_or_else(|| self.cancelled())?
-            .map_err(|e| {
-                let rpc = e.to_rpc();
-                host_error(rpc.code, &rpc.message)
-            })
+        self.dispatcher.handle_until(&request, &id, &self.events, &self.cancel).await.map_err(|e| {
+            let rpc = e.to_rpc();
+            host_error(rpc.code, &rpc.message)
+        })
+    }
+
+    /// Stop the call for `reason` (the first one given is kept) and abort its fetches.
+    fn stop(&self, reason: CancelReason) {
+        if self.cancel.is_cancelled() {
+            return;
+        }
+        self.cancel.cancel_with(reason);
+        if let Some(fetches) = &self.fetches {
+            fetches.abort();
+        }
     }
 
     async fn done(&self, request: HostRequest) -> Result<(), JsValue> {
@@ -336,20 +316,19 @@ impl CallSession {
     }
 
     /// Cancel the call: every request it is waiting for (a fetch, a question) and every later
-    /// one ends at once with `reason`. The component goes on only to its next import or loop
-    /// check; `finish(false)` then writes nothing.
+    /// one ends at once with -32005 "the call was cancelled: `reason`". The component goes on
+    /// only to its next import or loop check; `finish(false)` then writes nothing.
     pub fn abort(&self, reason: String) {
-        if self.cancel.is_cancelled() {
-            return;
-        }
-        *self.reason.borrow_mut() = reason;
-        self.cancel.cancel();
-        if let Some(fetches) = &self.fetches {
-            fetches.abort();
-        }
+        self.stop(CancelReason::Cancelled(reason));
     }
 
-    /// Whether `abort` was called.
+    /// Stop the call at its deadline: like `abort`, but its requests end with -32004, "the call
+    /// ran out of time while waiting for an answer to …: `reason`".
+    pub fn expire(&self, reason: String) {
+        self.stop(CancelReason::TimedOut(reason));
+    }
+
+    /// Whether `abort` or `expire` was called.
     #[wasm_bindgen(getter)]
     pub fn aborted(&self) -> bool {
         self.cancel.is_cancelled()

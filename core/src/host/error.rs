@@ -2,6 +2,7 @@
 //! client or process runner reports). [`HostError::code`] is the one place failures map to D11
 //! error codes.
 
+use crate::cancel::CancelReason;
 use crate::files::FilesError;
 use crate::protocol::{ErrorCode, RpcError};
 
@@ -62,6 +63,23 @@ impl HostError {
     /// As a JSON-RPC error object.
     pub fn to_rpc(&self) -> RpcError {
         RpcError::new(self.code(), self.to_string())
+    }
+
+    /// The answer to a `method` request of a call that was stopped ([`CancelReason`]): one that
+    /// ran out of time is a [`Timeout`](Self::Timeout), one cancelled is
+    /// [`Cancelled`](Self::Cancelled). `waiting`: the request had started and was waiting (for a
+    /// question's answer, a server, a file) when the call was stopped; else it came after.
+    pub fn stopped(method: &str, reason: CancelReason, waiting: bool) -> Self {
+        let why = |r: String| if r.is_empty() { String::new() } else { format!(": {r}") };
+        match reason {
+            CancelReason::TimedOut(r) if waiting => {
+                Self::Timeout(format!("the call ran out of time while waiting for an answer to {method}{}", why(r)))
+            }
+            CancelReason::TimedOut(r) => {
+                Self::Timeout(format!("the call had run out of time before {method} was sent{}", why(r)))
+            }
+            CancelReason::Cancelled(r) => Self::Cancelled(format!("the call was cancelled{}", why(r))),
+        }
     }
 
     /// From a JSON-RPC error object (the tool side of the SDK).

@@ -6,7 +6,9 @@
 //! [`Inquirer`] when the policy says so, resolves it through [`ProjectFiles`], [`HttpClient`] or
 //! [`ProcessRunner`], scrubs secrets from everything it returns, enforces the size cap and answers.
 //! Every failure becomes a [`HostError`], and [`HostError::code`] is the one place where failures
-//! map to D11 error codes.
+//! map to D11 error codes. A call that can be stopped (its deadline, the user's cancel) serves its
+//! requests through [`Dispatcher::handle_until`], so that a request still waiting when it stops
+//! ends the same way on every platform.
 
 mod backends;
 mod egress;
@@ -26,6 +28,7 @@ use std::sync::atomic::AtomicBool;
 
 use serde_json::Value;
 
+use crate::cancel::CancellationToken;
 use crate::files::ProjectFiles;
 use crate::policy::{AccessPolicy, Capability, Decision, Scrubber, WorkspacePath, is_base_env};
 use crate::protocol::{
@@ -212,9 +215,31 @@ impl Dispatcher {
     /// Serve one NDJSON frame: a request gets a response line; notifications and responses are
     /// not for the dispatcher and get `None`; malformed input gets a -32600 response.
     pub async fn handle_frame(&self, frame: &Frame, events: &dyn DispatchEvents) -> Option<Vec<u8>> {
+        self.frame(frame, events, None).await
+    }
+
+    /// [`handle_frame`](Self::handle_frame) for a call that can be stopped: a request still
+    /// pending when `token` fires is answered as [`handle_until`](Self::handle_until) says.
+    pub async fn handle_frame_until(
+        &self,
+        frame: &Frame,
+        events: &dyn DispatchEvents,
+        token: &CancellationToken,
+    ) -> Option<Vec<u8>> {
+        self.frame(frame, events, Some(token)).await
+    }
+
+    async fn frame(
+        &self,
+        frame: &Frame,
+        events: &dyn DispatchEvents,
+        token: Option<&CancellationToken>,
+    ) -> Option<Vec<u8>> {
         match decode_incoming(frame, self.max_line) {
             Err((id, e)) => Some(encode_message(&Message::Response(Response { id, outcome: Err(e) }))),
-            Ok(Incoming::Request { id, method, request }) => Some(self.respond(&id, &method, request, events).await),
+            Ok(Incoming::Request { id, method, request }) => {
+                Some(self.respond_to(&id, &method, request, events, token).await)
+            }
             Ok(Incoming::Other(_) | Incoming::TooDeep { .. }) => None,
         }
     }
@@ -232,9 +257,34 @@ impl Dispatcher {
         request: Result<HostRequest, RpcError>,
         events: &dyn DispatchEvents,
     ) -> Vec<u8> {
-        let outcome = match request {
-            Err(e) => Err(e),
-            Ok(typed) => self.handle(&typed, id, events).await.map_err(|e| e.to_rpc()),
+        self.respond_to(id, method, request, events, None).await
+    }
+
+    /// [`respond`](Self::respond) for a call that can be stopped: a request still pending when
+    /// `token` fires is answered as [`handle_until`](Self::handle_until) says.
+    pub async fn respond_until(
+        &self,
+        id: &Id,
+        method: &str,
+        request: Result<HostRequest, RpcError>,
+        events: &dyn DispatchEvents,
+        token: &CancellationToken,
+    ) -> Vec<u8> {
+        self.respond_to(id, method, request, events, Some(token)).await
+    }
+
+    async fn respond_to(
+        &self,
+        id: &Id,
+        method: &str,
+        request: Result<HostRequest, RpcError>,
+        events: &dyn DispatchEvents,
+        token: Option<&CancellationToken>,
+    ) -> Vec<u8> {
+        let outcome = match (request, token) {
+            (Err(e), _) => Err(e),
+            (Ok(typed), None) => self.handle(&typed, id, events).await.map_err(|e| e.to_rpc()),
+            (Ok(typed), Some(token)) => self.handle_until(&typed, id, events, token).await.map_err(|e| e.to_rpc()),
         };
         let fail = |e: RpcError| {
             let mut e = e;
@@ -311,6 +361,27 @@ impl Dispatcher {
         let mut response = self.serve(request, id, events).await?;
         self.scrub(&mut response);
         Ok(response)
+    }
+
+    /// [`handle`](Self::handle), unless `token` fires first — the one race every host runs for
+    /// a call that can be stopped (the deadline, the Stop button, the client's cancel). A request
+    /// still pending then (a question not yet answered, a server or file not yet heard from) is
+    /// dropped where it stood, so nothing it would have done next is done, and answers
+    /// [`HostError::stopped`]: -32004 when the call ran out of time, -32005 when it was
+    /// cancelled. A request made after the token fired is not started at all.
+    pub async fn handle_until(
+        &self,
+        request: &HostRequest,
+        id: &Id,
+        events: &dyn DispatchEvents,
+        token: &CancellationToken,
+    ) -> Result<HostResponse, HostError> {
+        if let Some(reason) = token.reason() {
+            return Err(HostError::stopped(request.method(), reason, false));
+        }
+        crate::cancel::or_cancelled(self.handle(request, id, events), token)
+            .await
+            .unwrap_or_else(|reason| Err(HostError::stopped(request.method(), reason, true)))
     }
 
     /// Scrub every field of an answer that can carry text a tool reads.
@@ -548,6 +619,47 @@ mod tests {
         assert_eq!(command_line("rm", &args(&["a b"])), r#"rm "a b""#);
         assert_ne!(command_line("rm", &args(&["a b"])), command_line("rm", &args(&["a", "b"])));
         assert_eq!(command_line("echo", &args(&["", "x\ny\u{1b}"])), r#"echo "" "x\ny\u001b""#);
+    }
+
+    #[test]
+    fn a_request_waiting_for_an_answer_ends_when_the_call_is_stopped() {
+        // Nobody answers: the question stays pending until the token fires.
+        struct Silent;
+        impl Inquirer for Silent {
+            fn ask<'a>(&'a self, _: &'a Inquiry) -> BoxFuture<'a, InquiryAnswer> {
+                Box::pin(std::future::pending())
+            }
+        }
+        use crate::cancel::{CancelReason, CancellationToken};
+        use std::task::{Context, Poll, Waker};
+        let sb: SandboxConfig = toml::from_str(r#"filesystem = { allow = ["src"], writable = true }"#).unwrap();
+        let files = Arc::new(InMemoryProjectFiles::new());
+        let d = Dispatcher::builder("t", Arc::new(AccessPolicy::from_config(Some(&sb), None).unwrap()), files.clone())
+            .inquirer(Arc::new(Silent))
+            .build();
+        let write = HostRequest::parse("fs.write", json!({"path": "notes.md", "content": "x"})).unwrap();
+        let mut cx = Context::from_waker(Waker::noop());
+        for (reason, code, message) in [
+            (
+                CancelReason::TimedOut("past the deadline".into()),
+                ErrorCode::Timeout,
+                "the call ran out of time while waiting for an answer to fs.write: past the deadline",
+            ),
+            (CancelReason::Cancelled("Stop".into()), ErrorCode::Cancelled, "the call was cancelled: Stop"),
+        ] {
+            let token = CancellationToken::new();
+            let mut call = std::pin::pin!(d.handle_until(&write, &Id::Number(1), &NoEvents, &token));
+            assert!(call.as_mut().poll(&mut cx).is_pending(), "waits for the answer");
+            token.cancel_with(reason.clone());
+            let Poll::Ready(Err(e)) = call.as_mut().poll(&mut cx) else { panic!("still pending") };
+            assert_eq!((e.code(), e.to_string().as_str()), (code, message));
+            // Made after the call stopped: not started, and says so.
+            let later = block_on(d.handle_until(&write, &Id::Number(2), &NoEvents, &token)).unwrap_err();
+            assert_eq!(later.code(), code, "{later}");
+        }
+        let later = HostError::stopped("fs.write", CancelReason::TimedOut("late".into()), false);
+        assert_eq!(later.to_string(), "the call had run out of time before fs.write was sent: late");
+        assert!(files.snapshot().is_empty(), "nothing was written");
     }
 
     #[test]
