@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use jp_core::cancel::CancellationToken;
 use jp_core::files::{InMemoryProjectFiles, ProjectFiles};
-use jp_core::host::{Dispatcher, Unavailable};
+use jp_core::host::{Dispatcher, NoOneToAsk, Unavailable};
 use jp_core::policy::{AccessPolicy, Capability, Decision, WorkspacePath};
 use jp_core::protocol::{HostRequest, Id};
 use js_sys::{Array, Object, Reflect, Uint8Array};
@@ -53,6 +53,9 @@ pub struct JpHost {
 }
 
 const NO_PROCESSES: &str = "process.run is not available in the browser: there are no processes";
+
+/// Why a question is denied where the host has no inquirer.
+const NOBODY: &str = "no one can be asked here (this host has no inquirer: Host.setInquirer in a page; at the edge only /mcp on protocol 2026-07-28 asks, through input_required); allow it in the policy";
 
 #[wasm_bindgen]
 impl JpHost {
@@ -115,7 +118,8 @@ impl JpHost {
             ("writes", JsValue::from_bool(h.writes)),
             ("destructive", JsValue::from_bool(h.destructive)),
             ("network", JsValue::from_bool(h.network)),
-            ("commands", JsValue::from_bool(h.commands)),
+            // No process runs in a page or at the edge, whatever the policy would allow.
+            ("commands", JsValue::FALSE),
         ])
     }
 
@@ -148,7 +152,8 @@ impl JpHost {
         let mut builder = Dispatcher::builder(tool.clone(), self.policy.borrow().clone(), files)
             .http(Arc::new(FetchHttpClient::default()))
             .process(Arc::new(Unavailable::new(NO_PROCESSES)))
-            .env(self.secrets.borrow().clone());
+            .env(self.secrets.borrow().clone())
+            .inquirer(Arc::new(NoOneToAsk(NOBODY.into())));
         if let Some(callback) = self.inquirer.borrow().clone() {
             // `Arc` because the core's traits take one; one thread here.
             #[allow(clippy::arc_with_non_send_sync)]
@@ -313,6 +318,7 @@ impl JpHost {
             .env(self.secrets.borrow().clone());
         // The call's own inquirer, else the host's; without either, inquiries are denied at
         // once with the reason, as under `--no-interaction`.
+        builder = builder.inquirer(Arc::new(NoOneToAsk(NOBODY.into())));
         if let Some(callback) = inquirer.or_else(|| self.inquirer.borrow().clone()) {
             // `Arc` because the core's traits take one; one thread here.
             #[allow(clippy::arc_with_non_send_sync)]

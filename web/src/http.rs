@@ -200,9 +200,7 @@ impl Inquirer for JsInquirer {
                 (Some(true), _) | (_, Some("once")) => InquiryAnswer::Allow,
                 (_, Some("all")) => InquiryAnswer::AllowAll,
                 // A reason of the inquirer's own (a question that timed out, a session that ended).
-                (_, Some(reason)) if !reason.is_empty() && reason != "deny" => {
-                    InquiryAnswer::Deny(format!("{} {}: {reason}", inquiry.method, inquiry.target))
-                }
+                (_, Some(reason)) if !reason.is_empty() && reason != "deny" => InquiryAnswer::Deny(reason.to_owned()),
                 _ => InquiryAnswer::Deny(format!("the user denied {} {}", inquiry.method, inquiry.target)),
             }
         })

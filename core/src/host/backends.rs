@@ -186,6 +186,17 @@ impl Inquirer for DenyInquirer {
     }
 }
 
+/// Nobody is there to ask (a host without an inquirer): every inquiry is denied at once with
+/// this message, which says how to allow it there.
+#[derive(Debug, Clone)]
+pub struct NoOneToAsk(pub String);
+
+impl Inquirer for NoOneToAsk {
+    fn ask<'a>(&'a self, _: &'a Inquiry) -> BoxFuture<'a, InquiryAnswer> {
+        Box::pin(async { InquiryAnswer::Deny(self.0.clone()) })
+    }
+}
+
 /// One policy decision, for `--trace` and the browser's request log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TraceEvent {

@@ -72,11 +72,17 @@ impl Dispatcher {
                 h.name
             )));
         }
-        let mut headers: Vec<(Header, bool, (String, String))> = substitute_headers(&self.policy, &self.env, headers)?
-            .into_iter()
-            .zip(headers)
-            .map(|((sent, secret), written)| (sent, secret, (written.name.clone(), written.value.clone())))
-            .collect();
+        // A header that cannot be substituted (a variable the policy does not name, or that is
+        // not set) is reported after the URL was decided: a refused URL is refused as such.
+        let written = |h: &Header| (h.name.clone(), h.value.clone());
+        let (mut headers, mut unusable): (Vec<(Header, bool, (String, String))>, _) =
+            match substitute_headers(&self.policy, &self.env, headers) {
+                Ok(list) => (
+                    list.into_iter().zip(headers).map(|((sent, secret), w)| (sent, secret, written(w))).collect(),
+                    None,
+                ),
+                Err(e) => (headers.iter().map(|h| (h.clone(), h.value.contains("${"), written(h))).collect(), Some(e)),
+            };
         let mut request = HttpRequest {
             method,
             url: url.to_owned(),
@@ -91,7 +97,18 @@ impl Dispatcher {
                 HttpMethod::Post => "POST",
             };
             let decision = self.policy.check_request(&HttpCheck { method, url: &request.url, headers: &written });
+            // A host secret goes only where a rule sends it: a person allowing a URL no rule
+            // covers is never asked to hand over a secret they are not shown.
+            let decision = match decision {
+                Decision::Ask(reason) if headers.iter().any(|(_, secret, _)| *secret) => Decision::Deny(format!(
+                    "Access denied: {reason}; this request carries a host secret (a ${{VAR}} header), which goes only to a URL a network rule allows; add it to the tool's network allow list"
+                )),
+                decision => decision,
+            };
             self.enforce(name, &request.url, decision, id, events).await?;
+            if let Some(e) = unusable.take() {
+                return Err(e);
+            }
             let response = self.http.send(request.clone()).await?;
             let location =
                 response.headers.iter().find(|h| h.name.eq_ignore_ascii_case("location")).map(|h| h.value.clone());
