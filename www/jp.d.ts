@@ -14,8 +14,13 @@ export interface HostEvent {
   allowed: boolean;
 }
 
-export interface Inquiry { tool: string; method: string; target: string; reason: string; }
-export type InquiryAnswer = boolean | 'once' | 'all';
+/** A policy question mid-call; `signal` aborts when the call ends without the answer. */
+export interface Inquiry { tool: string; method: string; target: string; reason: string; signal: AbortSignal; }
+/** true/'once' allow; 'all' allow the rest of the call; false deny; another string: deny with that reason. */
+export type InquiryAnswer = boolean | 'once' | 'all' | string;
+/** A tool's own question (`needs-input`) to answer; resolve to the answer, or undefined for none. */
+export interface AskedQuestion { tool: string; question: { id: string; text: string; answerType: unknown; default?: unknown } }
+export type Answerer = (asked: AskedQuestion) => unknown | Promise<unknown>;
 
 export interface ToolInfo {
   name: string;
@@ -75,6 +80,11 @@ export type CoreModules = URL | string | Record<string, WebAssembly.Module>;
  * by default the file next to jp.js, fetched. */
 export function loadJp(source?: WebAssembly.Module | BufferSource | URL): Promise<unknown>;
 export const DEFAULT_DEADLINE_MS: number;
+/** What runs this: the engine and its version. */
+export function engineName(): string;
+/** Why components cannot run here (no WebAssembly JSPI), or null when they can. `Host.create`
+ * throws with this message. */
+export function jspiMissing(): string | null;
 
 /** What a permission question shows of a call (as `jp query`'s question): the fields that say
  * what it touches — paths, commands, URLs — first and in full, the rest cut and named. All text
@@ -111,7 +121,8 @@ export class Host {
    * JSON with `access` and/or `sandbox` tables; empty = workspace read-write, nothing else. */
   /** `worker`: the URL of call-worker.bundle.js — each call then runs in a Worker. */
   /** `ceiling`: the operator's policy, which `policy` may only narrow (see `setPolicy`). */
-  static create(options?: { db?: string | null; policy?: string; ceiling?: string | null; storage?: ProjectStorage | null; limits?: CallLimitsOptions; worker?: URL | null }): Promise<Host>;
+  /** Throws where the engine lacks WebAssembly JSPI (see `jspiMissing`). */
+  static create(options?: { db?: string | null; policy?: string; ceiling?: string | null; storage?: ProjectStorage | null; limits?: CallLimitsOptions; worker?: URL | null; instances?: Map<string, unknown> | null }): Promise<Host>;
   /** What the policy lets a tool do at most (MCP tool hints). */
   policyHints(): { writes: boolean; destructive: boolean; network: boolean; commands: boolean };
   onEvent(listener: (event: HostEvent) => void): () => void;
@@ -119,15 +130,27 @@ export class Host {
    * `text` is the ceiling, and a `text` granting more throws naming every such right. */
   setPolicy(text: string, options?: { ceiling?: string | null }): void;
   policySummary(): string;
+  /** Who answers the policy's questions of every call (a sensitive path, a URL no rule covers
+   * under a `sandbox` table); the component waits, its deadline standing still. Without one,
+   * questions are denied at once with the reason. */
   setInquirer(callback: ((inquiry: Inquiry) => InquiryAnswer | Promise<InquiryAnswer>) | null): void;
+  /** Who answers a tool's own questions (`needs-input`); the tool then runs again with the answer. */
+  setAnswerer(callback: Answerer | null): void;
+  /** The secrets `${VAR}` headers may use; only the names the policy's `network.envs` lists are
+   * kept. Substituted by the host, never shown to a tool, scrubbed from what it reads back. */
+  setSecrets(secrets: Record<string, string>): void;
+  /** The variable names the policy's `network.envs` lists. */
+  secretNames(): string[];
   request(tool: string, method: string, params?: Record<string, unknown>): Promise<RequestResult>;
   writeFile(path: string, content: string | Uint8Array): Promise<void>;
   readFile(path: string): Promise<string>;
   readFileBytes(path: string): Promise<Uint8Array>;
   deleteFile(path: string): Promise<void>;
   listFiles(): Promise<string[]>;
-  /** `module` may be its URL (needed for calls in a Worker). */
-  registerComponent(name: string, module: ComponentModule | URL, cores: CoreModules, tools?: Omit<ToolInfo, 'component' | 'inputSchema'>[] | null): Promise<string[]>;
+  /** `module`: jco's JS module or its URL (needed for calls in a Worker) with its `cores`; or
+   * the component's `.wasm` bytes, transpiled here by jco (then `cores` is null, and its calls
+   * run only in a Worker: it has no loop checks). */
+  registerComponent(name: string, module: ComponentModule | URL | Uint8Array | ArrayBuffer, cores?: CoreModules | null, tools?: Omit<ToolInfo, 'component' | 'inputSchema'>[] | null): Promise<string[]>;
   listTools(): ToolInfo[];
   /**
    * Why `args` do not fit tool `name`'s JSON Schema (the core's check, as `jp` makes it; each
@@ -139,5 +162,13 @@ export class Host {
    * that do not fit the tool's schema are an `error` outcome (`checkArguments`); the tool does
    * not run.
    */
-  callTool(name: string, args?: Record<string, unknown>, options?: { files?: Record<string, string | Uint8Array> | null; signal?: AbortSignal | null }): Promise<ToolOutcome>;
+  callTool(name: string, args?: Record<string, unknown>, options?: {
+    files?: Record<string, string | Uint8Array> | null;
+    /** Cancels the call: its pending requests end, nothing it did is written. */
+    signal?: AbortSignal | null;
+    /** This call's questions instead of `setInquirer`'s. */
+    inquirer?: ((inquiry: Inquiry) => InquiryAnswer | Promise<InquiryAnswer>) | null;
+    /** This call's tool questions instead of `setAnswerer`'s. */
+    answerer?: Answerer | null;
+  }): Promise<ToolOutcome>;
 }

@@ -6,12 +6,13 @@
 // empty environment and no arguments; no wasi:filesystem or wasi:sockets at all (the components
 // import none: their files come through jp:host/filesystem).
 
-import init, { JpHost, runAgentTurn, describeCall, policyExceeds, agentTool, askBeforeCall, agentResult, resultText } from './pkg/jp_web.js';
+import init, { JpHost, runAgentTurn, describeCall, policyExceeds, agentTool, askBeforeCall, agentResult, resultText, shownText, inquiryElicitation } from './pkg/jp_web.js';
 
 // describeCall(name, args): what a permission question shows of a call, as `jp query` shows it;
 // agentTool, askBeforeCall, agentResult: the core's agent surface, as `jp mcp` and `jp query` use
 // it (all after loadJp).
-export { describeCall, policyExceeds, agentTool, askBeforeCall, agentResult, resultText };
+// shownText, inquiryElicitation: a tool's text as jp shows it, a policy question as `jp mcp` asks it.
+export { describeCall, policyExceeds, agentTool, askBeforeCall, agentResult, resultText, shownText, inquiryElicitation };
 import { HOST_IMPORTS, ASYNC_EXPORTS } from './jspi.js';
 import * as cli from '@bytecodealliance/preview2-shim/cli';
 import * as io from '@bytecodealliance/preview2-shim/io';

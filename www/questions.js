@@ -4,6 +4,8 @@
 // reason, and one button per answer. The card ends at the first click, or when the call ends
 // without an answer (its `signal`: Stop, the deadline, the Worker's end), which it then says.
 
+import { shownText } from './jp.js';
+
 const el = (tag, className, text) => {
   const e = document.createElement(tag);
   if (className) e.className = className;
@@ -20,8 +22,10 @@ const el = (tag, className, text) => {
 export function askQuestion(question, choices, place, { tag = 'div' } = {}) {
   return new Promise((resolve) => {
     const card = el(tag, 'inquiry');
-    card.append(el('span', 'question', `${question.tool} asks: `), el('code', 'request', `${question.method} ${question.target}`));
-    card.append(el('div', 'reason', question.reason));
+    // Line breaks, bidi and invisible characters of the tool's text shown as escapes, as jp shows
+    // them everywhere (the core's `display::escape`): a tool cannot dress one request as another.
+    card.append(el('span', 'question', `${shownText(question.tool)} asks: `), el('code', 'request', `${question.method} ${shownText(question.target)}`));
+    card.append(el('div', 'reason', shownText(question.reason)));
     const buttons = el('div', 'answers');
     card.append(buttons);
     let ended = false;

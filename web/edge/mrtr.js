@@ -22,11 +22,13 @@
 // refused with JSON-RPC -32602 saying what to do. Within its 5 minutes a state can be replayed
 // by the client it was issued to: that repeats the call with answers that client gave already.
 
+import { inquiryElicitation } from '../../www/jp.js';
+
 /** The key of the one question in an `input_required` result (as `jp mcp`). */
 export const KEY = 'decision';
+// The answers the core's question offers (`agent::surface::ALLOW_ONCE`, `ALLOW_CALL`).
 const ALLOW_ONCE = 'allow once';
 const ALLOW_CALL = 'allow for the rest of this call';
-const DENY = 'deny';
 
 /** How long a requestState may be answered (ms): `jp mcp`'s ASK_TIMEOUT. */
 export const STATE_TTL_MS = 300_000;
@@ -43,23 +45,10 @@ export function asksByResult(capabilities) {
   return Boolean(e && typeof e === 'object' && (e.form || !e.url));
 }
 
-/** The `inputRequests` entry that asks about `question` ({tool, method, target, reason}). */
+/** The `inputRequests` entry that asks about `question` ({tool, method, target, reason}): the
+ * core's words and escaping (`inquiryElicitation`, as `jp mcp`). */
 export function elicitation({ tool, method, target, reason }) {
-  return {
-    method: 'elicitation/create',
-    params: {
-      // Everything but jp's own words is escaped: a tool cannot forge another request's text.
-      message: `Tool ${shown(tool)} asks for ${method} ${shown(target)}. Policy: ${escape(reason)}`,
-      mode: 'form',
-      requestedSchema: {
-        type: 'object',
-        properties: {
-          [KEY]: { type: 'string', title: 'Decision', description: 'Allow this request of the tool?', enum: [ALLOW_ONCE, ALLOW_CALL, DENY] },
-        },
-        required: [KEY],
-      },
-    },
-  };
+  return { method: 'elicitation/create', params: inquiryElicitation({ tool, method, target, reason }) };
 }
 
 /** The client's answer (`inputResponses[KEY]`, an ElicitResult) as an inquirer's answer: 'once',
@@ -187,34 +176,4 @@ export function requestStates({ secret, now = () => Date.now() }) {
       return { answers: payload.answers, asking: payload.asking };
     },
   };
-}
-
-// The display rules of jp's questions (core/src/display.rs `escape` and `shown`), mirrored for
-// the question's text; they belong in the core's agent surface (see the report of issue 34).
-
-/** Characters shown as `\u{…}`: C1 controls, bidi, zero-width and other invisible characters,
- * and what Rust's `escape_debug` does not print (Cc, Cf, Cs, Co, Cn, Zl, Zp, Zs but the space). */
-const INVISIBLE = /^(?:[\u0080-\u009f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u2028-\u202e\u205f-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb\u{e0000}-\u{e0fff}]|[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\p{Zs}])$/u;
-
-/** `text` with every character a terminal would not show as itself written as an escape. */
-export function escape(text) {
-  let out = '';
-  for (const c of String(text)) {
-    const n = c.codePointAt(0);
-    if (c === '\n') out += '\\n';
-    else if (c === '\r') out += '\\r';
-    else if (c === '\t') out += '\\t';
-    else if (c === '\\') out += '\\\\';
-    else if (n < 0x20 || n === 0x7f) out += `\\x${n.toString(16).padStart(2, '0')}`;
-    else if (c !== ' ' && INVISIBLE.test(c)) out += `\\u{${n.toString(16)}}`;
-    else out += c;
-  }
-  return out;
-}
-
-/** A tool-controlled word: as is when it is one plain word, else quoted with `"` escaped. */
-export function shown(text) {
-  const escaped = escape(text);
-  const plain = text !== '' && escaped === text && !/[ "']/.test(text);
-  return plain ? escaped : `"${escaped.replaceAll('"', '\\"')}"`;
 }

@@ -177,3 +177,25 @@ pub fn component_outcome(name: &str, outcome: JsValue) -> Result<JsValue, JsValu
         ("result", js),
     ]))
 }
+
+/// A tool-controlled text as jp shows it to a person (`jp_core::display::escape`: line breaks,
+/// bidi and invisible characters written as escapes), for the page's question cards.
+#[wasm_bindgen(js_name = shownText)]
+pub fn shown_text(text: &str) -> String {
+    jp_core::display::escape(text)
+}
+
+/// A policy question (`{tool, method, target, reason}`) as the params of an MCP form
+/// elicitation — the words `jp mcp` uses (`agent::surface::inquiry_elicitation`).
+#[wasm_bindgen(js_name = inquiryElicitation)]
+pub fn inquiry_elicitation(question: JsValue) -> Result<JsValue, JsValue> {
+    #[derive(Deserialize)]
+    struct Asked {
+        tool: String,
+        method: String,
+        target: String,
+        reason: String,
+    }
+    let q: Asked = from_js("the question", &question)?;
+    Ok(to_js(&surface::inquiry_elicitation(&q.tool, &q.method, &q.target, &q.reason)))
+}

@@ -5,7 +5,7 @@ import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { nodeHandler } from '../edge/node.mjs';
 import { memoryStorage } from '../edge/common.js';
-import { escape, requestStates, shown, STATE_TTL_MS } from '../edge/mrtr.js';
+import { elicitation, requestStates, STATE_TTL_MS } from '../edge/mrtr.js';
 
 const TOKEN = 'edge-unit-test-token-9c2e';
 const AUTH = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
@@ -214,7 +214,12 @@ test('a requestState opens only for its caller, project, tool and arguments, and
   await refused(state, {}, /expired .*call the tool again without requestState/);
 });
 
-test("the question's text escapes what the tool controls as the core does (core/src/display.rs's vectors)", () => {
+test("the question's text escapes what the tool controls, by the core's own rules (core/src/display.rs's vectors)", () => {
+  // The question is the core's (`inquiryElicitation`, the words `jp mcp` uses): the reason is
+  // escaped, the tool and the target shown as one word or quoted.
+  const message = (q) => elicitation({ tool: 't', method: 'fs.read', target: 'p', reason: 'r', ...q }).params.message;
+  const escape = (reason) => message({ reason }).slice('Tool t asks for fs.read p. Policy: '.length);
+  const shown = (target) => message({ target }).slice('Tool t asks for fs.read '.length, -'. Policy: r'.length);
   const cases = [
     ['\n', '\\n'], ['\r', '\\r'], ['\t', '\\t'], ['\u001b[2J', '\\x1b[2J'], ['\u0008', '\\x08'], ['\u0007', '\\x07'], ['\u0000', '\\x00'],
     ['\u007f', '\\x7f'], ['\u009b31m', '\\u{9b}31m'], ['\u0085', '\\u{85}'], ['\\x1b', '\\\\x1b'], ['\u00ad', '\\u{ad}'], ['\u061c', '\\u{61c}'],
@@ -229,4 +234,6 @@ test("the question's text escapes what the tool controls as the core does (core/
   assert.equal(shown('say "hi"'), '"say \\"hi\\""');
   assert.equal(shown('x\u001b]0;t\u0007'), '"x\\x1b]0;t\\x07"');
   assert.equal(shown('a\u202etxt.exe'), '"a\\u{202e}txt.exe"');
+  const { requestedSchema } = elicitation({ tool: 't', method: 'fs.read', target: 'p', reason: 'r' }).params;
+  assert.deepEqual(requestedSchema.properties.decision.enum, ['allow once', 'allow for the rest of this call', 'deny']);
 });

@@ -162,6 +162,39 @@ pub enum CallReply {
     },
 }
 
+/// The answers a policy question offers an MCP client (an elicitation's `decision` enum), the
+/// same on `jp mcp` and the edge's `/mcp`.
+pub const ALLOW_ONCE: &str = "allow once";
+/// Allow this and every later question of the same call.
+pub const ALLOW_CALL: &str = "allow for the rest of this call";
+/// Deny.
+pub const DENY: &str = "deny";
+
+/// What a policy question says to a person or an MCP client: `Tool T asks for METHOD TARGET.
+/// Policy: REASON`, everything but jp's own words escaped (`display::shown`/`escape`), so a tool
+/// cannot forge another request's text with line breaks, bidi or invisible characters.
+pub fn inquiry_message(tool: &str, method: &str, target: &str, reason: &str) -> String {
+    use crate::display::{escape, shown};
+    format!("Tool {} asks for {} {}. Policy: {}", shown(tool), method, shown(target), escape(reason))
+}
+
+/// An MCP form elicitation's `params` for a policy question: its message and the `decision`
+/// enum of [`ALLOW_ONCE`], [`ALLOW_CALL`], [`DENY`].
+pub fn inquiry_elicitation(tool: &str, method: &str, target: &str, reason: &str) -> Value {
+    serde_json::json!({
+        "message": inquiry_message(tool, method, target, reason),
+        "mode": "form",
+        "requestedSchema": {
+            "type": "object",
+            "properties": { "decision": {
+                "type": "string", "title": "Decision", "description": "Allow this request of the tool?",
+                "enum": [ALLOW_ONCE, ALLOW_CALL, DENY],
+            } },
+            "required": ["decision"],
+        },
+    })
+}
+
 /// A failed call's result: one text block that says what went wrong.
 pub fn error_result(message: impl Into<String>) -> ToolResult {
     ToolResult { content: vec![ContentBlock::text(message)], structured_content: None, is_error: true }

@@ -14,9 +14,7 @@ use crate::app::Answerer;
 use crate::runtime::mcp::ask::{Client, Questions};
 use crate::terminal::{escape, shown};
 
-const ALLOW_ONCE: &str = "allow once";
-const ALLOW_CALL: &str = "allow for the rest of this call";
-const DENY: &str = "deny";
+use jp_core::agent::surface::{ALLOW_CALL, ALLOW_ONCE, DENY, inquiry_message};
 
 /// Policy inquiries of one call, asked of the client.
 pub struct ElicitInquirer {
@@ -47,13 +45,7 @@ impl Inquirer for ElicitInquirer {
             };
             // Everything but jp's own words is escaped: a tool cannot forge another request's
             // text (line breaks, bidi and invisible characters are shown as escapes).
-            let message = format!(
-                "Tool {} asks for {} {}. Policy: {}",
-                shown(&inquiry.tool),
-                inquiry.method,
-                shown(&inquiry.target),
-                escape(&inquiry.reason)
-            );
+            let message = inquiry_message(&inquiry.tool, &inquiry.method, &inquiry.target, &inquiry.reason);
             let Some(answer) = self.client.ask(message, schema).await else {
                 return InquiryAnswer::Deny("the MCP client did not answer".into());
             };
