@@ -21,6 +21,19 @@ self.onmessage = async ({ data }) => {
     answers.delete(data.answer.id);
     return;
   }
+  if (data.describe) {
+    // A component given as bytes describes itself here, where the page can stop it.
+    try {
+      await loadJp(new URL(data.jpUrl));
+      const host = await Host.create({ limits: data.limits, inWorker: true });
+      const { name, source, coreBytes } = data.describe;
+      await host.registerComponent(name, { source, coreBytes });
+      self.postMessage({ described: host.listTools().map(({ component: _c, inputSchema: _s, ...t }) => t) });
+    } catch (e) {
+      self.postMessage({ failed: String(e?.message ?? e) });
+    }
+    return;
+  }
   const { jpUrl, component, policy, ceiling = null, files, tool, args, limits, secrets = {}, asks = false, answers: answered = false } = data;
   try {
     await loadJp(new URL(jpUrl));

@@ -284,6 +284,11 @@ export class Host {
     const getCoreModule = coreModules(cores);
     const component = { name, module, getCoreModule, moduleUrl, coresUrl, source, coreBytes };
     let described = tools;
+    if (!described && source !== null && !this.inWorker) {
+      // No loop checks: it describes itself in a Worker, stopped at the deadline.
+      if (!this.worker) throw new Error(`component '${name}' was given as bytes and has no loop checks, so it runs only in a Worker; create the host with Host.create({ worker })`);
+      described = await this.describeInWorker(name, source, coreBytes);
+    }
     if (!described) {
       const limits = new CallLimits(`${name} (describe)`, this.limits.deadlineMs ?? DEFAULT_DEADLINE_MS);
       const probe = await module.instantiate(getCoreModule, hostImports(nullSession),
@@ -296,6 +301,24 @@ export class Host {
     // The core compiles each tool's schema once and checks every call against it.
     for (const tool of this.inner.addTools(name, described)) this.tools.set(tool.name, tool);
     return described.map((t) => t.name);
+  }
+
+  /** The tools a component given as bytes describes, asked in a Worker that is terminated at
+   * the deadline (its code has no loop checks). */
+  describeInWorker(name, source, coreBytes) {
+    const deadlineMs = this.limits.deadlineMs ?? DEFAULT_DEADLINE_MS;
+    const worker = new Worker(this.worker, { type: 'module' });
+    return new Promise((resolve, reject) => {
+      const done = (f) => (value) => { clearTimeout(timer); worker.terminate(); f(value); };
+      const [ok, fail] = [done(resolve), done(reject)];
+      const timer = setTimeout(() => fail(new Error(`component '${name}' ran past the deadline of ${deadlineMs} ms while describing itself and was stopped`)), deadlineMs);
+      worker.onerror = (e) => fail(new Error(`component '${name}' failed while describing itself: ${e.message ?? e}`));
+      worker.onmessage = ({ data }) => {
+        if (data.described) ok(data.described);
+        if (data.failed) fail(new Error(data.failed));
+      };
+      worker.postMessage({ jpUrl: new URL('./pkg/jp_web_bg.wasm', import.meta.url).href, describe: { name, source, coreBytes }, limits: this.limits });
+    });
   }
 
   /**

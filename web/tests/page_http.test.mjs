@@ -258,7 +258,7 @@ test('the playground: the secrets field follows the policy and stays in session 
   }
 });
 
-test('under a sandbox table, a URL no rule covers is asked about in the page: deny sends nothing, allow once sends it', async () => {
+test('under a sandbox table, a URL no rule covers is asked about in the page (deny sends nothing, allow once sends it) — unless the request carries a secret: then it is refused unasked', async () => {
   const context = await browser.newContext();
   const page = await context.newPage();
   try {
@@ -267,7 +267,16 @@ test('under a sandbox table, a URL no rule covers is asked about in the page: de
     await page.fill('#secrets input[data-secret="API_TOKEN"]', SECRET);
     const url = `${api.base}/unlisted/${Date.now()}`;
     const path = new URL(url).pathname;
+    // With the secret: refused without a question, nothing sent.
     await page.selectOption('#tool', 'api_get');
+    await page.fill('#arg-url', url);
+    await page.click('#call');
+    await page.waitForFunction(() => document.querySelector('#result-status').textContent === 'Error');
+    assert.match(await page.textContent('#result'), /carries a host secret .* goes only to a URL a network rule allows/);
+    assert.equal(await page.locator('#tool-questions .inquiry:not(.answered)').count(), 0, 'nobody was asked');
+    assert.equal(api.received.filter((q) => q.path === path).length, 0, 'nothing was sent');
+    // Without credentials: asked.
+    await page.selectOption('#tool', 'get');
     await page.fill('#arg-url', url);
     await page.click('#call');
     const card = page.locator('#tool-questions .inquiry:not(.answered)');
@@ -281,8 +290,9 @@ test('under a sandbox table, a URL no rule covers is asked about in the page: de
     await page.click('#call');
     await card.locator('button.allow-once').click();
     await page.waitForFunction(() => document.querySelector('#result').textContent.startsWith('status 200'));
-    assert.deepEqual(api.received.filter((q) => q.path === path).map((q) => q.method), ['OPTIONS', 'GET']);
-    assert.match(await page.locator('#log li').last().textContent(), /api_get http\.get .*unlisted/);
+    assert.deepEqual(api.received.filter((q) => q.path === path).map((q) => q.method), ['GET']);
+    assert.equal(api.received.filter((q) => q.path === path)[0].headers.authorization, undefined, 'no credentials');
+    assert.match(await page.locator('#log li').last().textContent(), /get http\.get .*unlisted/);
     assert.deepEqual(errors, []);
   } finally {
     await context.close();
@@ -456,7 +466,7 @@ test("a component of the user's own, loaded from a .wasm file, runs in the page 
     await page.fill('#secrets input[data-secret="API_TOKEN"]', SECRET);
     await page.setInputFiles('#component-file', guest('fetch'));
     await page.waitForSelector('#component-status.ok');
-    assert.equal(await page.textContent('#component-status'), 'fetch.wasm: api_get, read_env');
+    assert.equal(await page.textContent('#component-status'), 'fetch.wasm: api_get, get, read_env');
     assert.equal(await page.inputValue('#tool'), 'api_get');
 
     const from = api.received.length;

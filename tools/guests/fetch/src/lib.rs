@@ -7,6 +7,9 @@
 //!   component writes the placeholder literally; the host substitutes the value when the tool's
 //!   `network.envs` names `API_TOKEN` and the URL is allowed, and scrubs the value from the
 //!   response, so the token never enters the component. Answers `status <N>` and the body.
+//! - `get` `{ url }`: `jp:host/http.get` with no credentials — a request the host may ask its
+//!   user about (a URL no rule covers under a `sandbox` table), which one carrying a secret never
+//!   is.
 //! - `read_env` `{}`: `.env` through `jp:host/filesystem.read` — a sensitive path, so the host
 //!   asks its user first.
 //!
@@ -40,6 +43,8 @@ const SCHEMA: &str = r#"{"tools":[
   {"name":"api_get","summary":"GET a URL of the API with the user's API token.",
    "description":"Sends `Authorization: Bearer ${API_TOKEN}`; the host fills in the token, which the tool never sees.",
    "parameters":{"url":{"type":"string","summary":"The URL to GET."}}},
+  {"name":"get","summary":"GET a URL, with no credentials.",
+   "parameters":{"url":{"type":"string","summary":"The URL to GET."}}},
   {"name":"read_env","summary":"Read the project's .env file (the host asks first).","parameters":{}}
 ]}"#;
 
@@ -52,12 +57,12 @@ fn host_failure(request: &str, e: HostError) -> Outcome {
     failure(format!("{request} failed (host error {}): {}", e.code, e.message))
 }
 
-fn api_get(arguments: &serde_json::Value) -> Outcome {
+/// GET `arguments.url` with `headers`: `status <N>` and the body.
+fn get(arguments: &serde_json::Value, headers: &[http::Header]) -> Outcome {
     let Some(url) = arguments["url"].as_str() else {
         return failure("missing required string argument 'url'".into());
     };
-    let auth = http::Header { name: "Authorization".into(), value: "Bearer ${API_TOKEN}".into() };
-    match http::get(url, &[auth]) {
+    match http::get(url, headers) {
         Ok(r) => Outcome::Success(format!("status {}\n{}", r.status, String::from_utf8_lossy(&r.body))),
         Err(e) => host_failure("http.get", e),
     }
@@ -80,9 +85,12 @@ impl Guest for Fetch {
             Err(e) => return failure(format!("invalid arguments: {e}")),
         };
         match name.as_str() {
-            "api_get" => api_get(&arguments),
+            "api_get" => {
+                get(&arguments, &[http::Header { name: "Authorization".into(), value: "Bearer ${API_TOKEN}".into() }])
+            }
+            "get" => get(&arguments, &[]),
             "read_env" => read_env(),
-            other => failure(format!("this component has no tool '{other}'; it serves: api_get, read_env")),
+            other => failure(format!("this component has no tool '{other}'; it serves: api_get, get, read_env")),
         }
     }
 }
