@@ -14,8 +14,11 @@ import * as mediaModule from '../../www/components/media/media.js';
 import mediaCores from '../../www/components/media/cores.js';
 import * as fetchModule from '../../www/components/fetch/fetch.js';
 import fetchCores from '../../www/components/fetch/cores.js';
+// The user's own components (`npm run build -- --component PATH.wasm`): the registry every build
+// writes, `{ name: { module, cores } }` (empty without --component).
+import served from '../../www/components/served.js';
 
-// The test components with JP_EDGE_FAULTS=1 (common.js `componentNames`).
+// The test components with JP_EDGE_FAULTS=1 (common.js `componentNames`), and the user's.
 const components = (env) => ({
   fs: { module: fsModule, cores: fsCores },
   ...(env.JP_EDGE_FAULTS === '1'
@@ -25,6 +28,7 @@ const components = (env) => ({
       fetch: { module: fetchModule, cores: fetchCores },
     }
     : {}),
+  ...served,
 });
 
 /** The access settings of a handler (see handler.js): tokens, allowed origins, host names
