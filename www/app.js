@@ -8,6 +8,7 @@
 // database (default: jp-playground).
 import { Host, resultText } from './jp.js';
 import { FAULT_TOOLS } from './fault-tools.js';
+import { KNOWLEDGE_BASE } from './subjects.js';
 import { schemaForm } from './schema-form.js';
 import { agentPanel } from './agent-panel.js';
 import { askQuestion } from './questions.js';
@@ -30,6 +31,8 @@ async function main() {
     worker: new URL('./call-worker.bundle.js', import.meta.url), limits: { deadlineMs: Number(params.get('deadline') ?? 30_000) },
   });
   await host.registerComponent('fs', new URL('./components/fs/fs.js', import.meta.url), new URL('./components/fs/', import.meta.url));
+  // seed 002's `learn`: the topics of the project's knowledge base (.jp/kb/<topic>/<subject>.md).
+  await host.registerComponent('learn', new URL('./components/learn/learn.js', import.meta.url), new URL('./components/learn/', import.meta.url), null, { knowledgeBase: KNOWLEDGE_BASE });
   if (params.has('media')) {
     // A component answering with content blocks (an image, audio, a resource): ?media
     await host.registerComponent('media', new URL('./components/media/media.js', import.meta.url), new URL('./components/media/', import.meta.url));

@@ -2,7 +2,7 @@
 // files the build wrote (www/pkg, www/components/<name>/cores.json) and compiled once — the
 // builtin components, and the user's own that the registry lists (served.json, written by every
 // build: `npm run build -- --component PATH.wasm`).
-import { componentNames, FAULT_TOOLS } from './common.js';
+import { componentNames, FAULT_TOOLS, knowledgeBase } from './common.js';
 
 const www = new URL('../../www/', import.meta.url);
 
@@ -16,7 +16,7 @@ export async function compiledModules(readFile, { faults = false, served = null 
     const files = JSON.parse(new TextDecoder().decode(await readFile(new URL('cores.json', dir))));
     const cores = {};
     for (const f of files) cores[f] = await WebAssembly.compile(await readFile(new URL(f, dir)));
-    components[name] = { module: await import(new URL(`${name}.js`, dir).href), cores, tools };
+    components[name] = { module: await import(new URL(`${name}.js`, dir).href), cores, tools, knowledgeBase: knowledgeBase(name) };
   };
   for (const name of componentNames(faults)) {
     await compile(name, new URL(`components/${name}/`, www), name === 'faults' ? FAULT_TOOLS : null);

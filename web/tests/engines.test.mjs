@@ -401,6 +401,18 @@ for (const engine of ENGINES) {
       assert.equal((await post({ tool: 'ok', args: {} })).body.outcome.val, 'ok', 'it keeps serving');
     });
 
+    test("learn (seed 002) is served; a project's knowledge base (.jp/kb) is none of a request's to write", async () => {
+      const none = await post({ tool: 'learn', args: {} });
+      assert.equal(none.status, 200, JSON.stringify(none.body));
+      assert.equal(none.body.outcome.tag, 'error', JSON.stringify(none.body));
+      assert.match(none.body.outcome.val.message, /^learn has no knowledge base: \.jp\/kb\/ does not exist; create \.jp\/kb\/<topic>\/<subject>\.md/);
+      // .jp/ is jp's own (the core refuses every write there): the operator fills a project's
+      // knowledge base in its storage (edge.test.mjs reads one), a request cannot.
+      const seeded = await post({ tool: 'learn', args: {}, project: 'kb', files: { '.jp/kb/rust/errors.md': '# Errors\n' } });
+      assert.equal(seeded.status, 403, JSON.stringify(seeded.body));
+      assert.match(seeded.body.error, /\.jp\/kb\/rust\/errors\.md: Access denied: create '\.jp\/kb\/rust\/errors\.md' is in jp's own directory \.jp\//);
+    });
+
     test('MCP over /mcp with the npm SDK client; 401 without the token', async () => {
       const mcp = new URL('mcp?project=p1', edge.url);
       const bare = await fetch(mcp, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });

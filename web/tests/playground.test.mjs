@@ -410,3 +410,24 @@ test("a user's component built with --component is registered at start and its t
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("learn (seed 002) lists and loads the subjects of the project's knowledge base (.jp/kb), in the Worker", async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await open(page, `learn-${Date.now()}`);
+  const tools = await page.evaluate(() => window.jpHost.listTools());
+  assert.ok(tools.some((t) => t.name === 'learn'), JSON.stringify(tools.map((t) => t.name)));
+  const none = await page.evaluate(() => window.jpHost.callTool('learn', {}));
+  assert.match(none.val.message, /^learn has no knowledge base: \.jp\/kb\/ does not exist; create \.jp\/kb\/<topic>\/<subject>\.md/);
+  // The user's own files (the page's file tree): jp's .jp/ is theirs to edit, as natively.
+  await page.evaluate(async () => {
+    await window.jpHost.writeFile('.jp/kb/rust/errors.md', '# Errors\nUse thiserror.\n');
+    await window.jpHost.writeFile('.jp/kb/rust/async/tokio.rs', 'fn main() {}\n');
+  });
+  const listed = await page.evaluate(() => window.jpHost.callTool('learn', {}));
+  assert.equal(listed.val, '# rust\n\nSubjects (load them with `subjects`):\n- async/tokio\n- errors\n', JSON.stringify(listed));
+  const loaded = await page.evaluate(() => window.jpHost.callTool('learn', { topic: 'rust', subjects: ['async/*'] }));
+  assert.equal(loaded.val, '## Subject: async/tokio\n\n```rust\nfn main() {}\n```', JSON.stringify(loaded));
+  assert.match(await page.textContent('#result'), /fn main/);
+  await context.close();
+});
