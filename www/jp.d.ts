@@ -126,8 +126,9 @@ export class Host {
   readFileBytes(path: string): Promise<Uint8Array>;
   deleteFile(path: string): Promise<void>;
   listFiles(): Promise<string[]>;
-  /** `module` may be its URL (needed for calls in a Worker). */
-  registerComponent(name: string, module: ComponentModule | URL, cores: CoreModules, tools?: Omit<ToolInfo, 'component' | 'inputSchema'>[] | null): Promise<string[]>;
+  /** `module` may be its URL (needed for calls in a Worker). `knowledgeBase`: the project
+   * directory whose topics the component reads at `/subjects` (the builtin `learn`, seed 002). */
+  registerComponent(name: string, module: ComponentModule | URL, cores: CoreModules, tools?: Omit<ToolInfo, 'component' | 'inputSchema'>[] | null, options?: { knowledgeBase?: string | null }): Promise<string[]>;
   listTools(): ToolInfo[];
   /**
    * Why `args` do not fit tool `name`'s JSON Schema (the core's check, as `jp` makes it; each
