@@ -1,5 +1,6 @@
-// The playground: files in IndexedDB, the fs tools as a jco component (and any component the
-// user loads from a .wasm file), a call form generated from each tool's schema, the policy
+// The playground: files in IndexedDB, the fs tools as a jco component, the user's components the
+// build served (`npm run build -- --component PATH.wasm`, listed in components/served.json), and
+// any component the user loads from a .wasm file; a call form generated from each tool's schema, the policy
 // editor, the secrets the policy names, a live log of every host request with its decision, a
 // tool's questions mid-call, and the agent panel (agent-panel.js). For automation,
 // `window.jpHost` offers writeFile, readFile, listFiles, listTools, callTool, setPolicy and
@@ -7,6 +8,7 @@
 // database (default: jp-playground).
 import { Host, resultText } from './jp.js';
 import { FAULT_TOOLS } from './fault-tools.js';
+import { KNOWLEDGE_BASE } from './subjects.js';
 import { schemaForm } from './schema-form.js';
 import { agentPanel } from './agent-panel.js';
 import { askQuestion } from './questions.js';
@@ -29,6 +31,8 @@ async function main() {
     worker: new URL('./call-worker.bundle.js', import.meta.url), limits: { deadlineMs: Number(params.get('deadline') ?? 30_000) },
   });
   await host.registerComponent('fs', new URL('./components/fs/fs.js', import.meta.url), new URL('./components/fs/', import.meta.url));
+  // seed 002's `learn`: the topics of the project's knowledge base (.jp/kb/<topic>/<subject>.md).
+  await host.registerComponent('learn', new URL('./components/learn/learn.js', import.meta.url), new URL('./components/learn/', import.meta.url), null, { knowledgeBase: KNOWLEDGE_BASE });
   if (params.has('media')) {
     // A component answering with content blocks (an image, audio, a resource): ?media
     await host.registerComponent('media', new URL('./components/media/media.js', import.meta.url), new URL('./components/media/', import.meta.url));
@@ -41,6 +45,12 @@ async function main() {
   if (params.has('fetch')) {
     // The example of issue 34: api_get sends the API_TOKEN secret, read_env asks first: ?fetch
     await host.registerComponent('fetch', new URL('./components/fetch/fetch.js', import.meta.url), new URL('./components/fetch/', import.meta.url));
+  }
+  // The user's components the build served, as every engine serves them (each lists its tools).
+  const served = await fetch(new URL('./components/served.json', import.meta.url));
+  if (!served.ok) throw new Error(`components/served.json: ${served.status}; run \`npm run build\``);
+  for (const name of await served.json()) {
+    await host.registerComponent(name, new URL(`./components/${name}/${name}.js`, import.meta.url), new URL(`./components/${name}/`, import.meta.url));
   }
 
   // A question of a call made from the tool form (or `jpHost.callTool`), with `jp tool call`'s

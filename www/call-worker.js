@@ -44,8 +44,9 @@ self.onmessage = async ({ data }) => {
     // A tool's own questions (`needs-input`) go to the page's answerer too.
     if (answered) host.setAnswerer((asked) => ask(asked, true));
     host.onEvent((event) => self.postMessage({ event }));
-    if (component.source) await host.registerComponent(component.name, { source: component.source, coreBytes: component.coreBytes }, null, component.tools);
-    else await host.registerComponent(component.name, new URL(component.moduleUrl), new URL(component.coresUrl), component.tools);
+    const options = { knowledgeBase: component.knowledgeBase ?? null };
+    if (component.source) await host.registerComponent(component.name, { source: component.source, coreBytes: component.coreBytes }, null, component.tools, options);
+    else await host.registerComponent(component.name, new URL(component.moduleUrl), new URL(component.coresUrl), component.tools, options);
     const { changed, ...outcome } = await host.callTool(tool, args);
     const present = new Set(await host.listFiles());
     const changes = {};

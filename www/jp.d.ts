@@ -149,8 +149,9 @@ export class Host {
   listFiles(): Promise<string[]>;
   /** `module`: jco's JS module or its URL (needed for calls in a Worker) with its `cores`; or
    * the component's `.wasm` bytes, transpiled here by jco (then `cores` is null, and its calls
-   * run only in a Worker: it has no loop checks). */
-  registerComponent(name: string, module: ComponentModule | URL | Uint8Array | ArrayBuffer, cores?: CoreModules | null, tools?: Omit<ToolInfo, 'component' | 'inputSchema'>[] | null): Promise<string[]>;
+   * run only in a Worker: it has no loop checks). `knowledgeBase`: the project directory whose
+   * topics the component reads at `/subjects` (the builtin `learn`, seed 002). */
+  registerComponent(name: string, module: ComponentModule | URL | Uint8Array | ArrayBuffer, cores?: CoreModules | null, tools?: Omit<ToolInfo, 'component' | 'inputSchema'>[] | null, options?: { knowledgeBase?: string | null }): Promise<string[]>;
   listTools(): ToolInfo[];
   /**
    * Why `args` do not fit tool `name`'s JSON Schema (the core's check, as `jp` makes it; each

@@ -3,8 +3,9 @@
 // of a component is a request to the core dispatcher (see web/src/host.rs).
 //
 // WASI for components: stdio, clocks, random and io from @bytecodealliance/preview2-shim; an
-// empty environment and no arguments; no wasi:filesystem or wasi:sockets at all (the components
-// import none: their files come through jp:host/filesystem).
+// empty environment and no arguments; no wasi:sockets, and no wasi:filesystem (their files come
+// through jp:host/filesystem) but for a component registered with a `knowledgeBase` (the builtin
+// `learn`): its call's topic, read-only at `/subjects` (subjects.js).
 
 import init, { JpHost, runAgentTurn, describeCall, policyExceeds, agentTool, askBeforeCall, agentResult, resultText, shownText, inquiryElicitation } from './pkg/jp_web.js';
 
@@ -18,6 +19,7 @@ import * as cli from '@bytecodealliance/preview2-shim/cli';
 import * as io from '@bytecodealliance/preview2-shim/io';
 import * as clocks from '@bytecodealliance/preview2-shim/clocks';
 import * as random from '@bytecodealliance/preview2-shim/random';
+import { learnCall, subjectsFilesystem } from './subjects.js';
 
 /**
  * Core modules by file name. `cores` is either the URL of the directory holding them (the page:
@@ -128,7 +130,8 @@ const wasiImports = {
   },
 };
 
-function hostImports(session) {
+/** `subjects`: for a component with a knowledge base, the current call's topic (a getter). */
+function hostImports(session, subjects = null) {
   const filesystem = {
     read: (path) => session.read(path),
     write: (path, content) => session.write(path, content),
@@ -145,7 +148,7 @@ function hostImports(session) {
   };
   const proc = { run: (program, args) => session.processRun(program, args) };
   // jco reads unversioned keys; its .d.ts names versioned ones: give both.
-  const imports = { ...wasiImports };
+  const imports = { ...wasiImports, ...(subjects ? subjectsFilesystem(subjects) : {}) };
   for (const [name, value] of Object.entries({ filesystem, http, process: proc, types: {} })) {
     imports[`jp:host/${name}`] = value;
     imports[`jp:host/${name}@0.1.0`] = value;
@@ -262,8 +265,12 @@ export class Host {
    * A component given as bytes has no loop checks (the build instruments its own components;
    * tools/wasm-limits), so its calls run only in a Worker (`Host.create({ worker })`), which is
    * terminated at the deadline.
+   *
+   * `knowledgeBase` (the builtin `learn`, seed 002): a directory of the project whose
+   * subdirectories are topics; each call's topic (its `topic` argument, or the only one) is the
+   * component's `/subjects`, read-only through wasi:filesystem, and its metadata `_topic`.
    */
-  async registerComponent(name, module, cores = null, tools = null) {
+  async registerComponent(name, module, cores = null, tools = null, { knowledgeBase = null } = {}) {
     let source = null;
     let coreBytes = null;
     if (module instanceof Uint8Array || module instanceof ArrayBuffer) {
@@ -282,7 +289,7 @@ export class Host {
     if (moduleUrl) module = await import(moduleUrl);
     const coresUrl = cores instanceof URL || typeof cores === 'string' ? new URL(cores).href : null;
     const getCoreModule = coreModules(cores);
-    const component = { name, module, getCoreModule, moduleUrl, coresUrl, source, coreBytes };
+    const component = { name, module, getCoreModule, moduleUrl, coresUrl, source, coreBytes, knowledgeBase };
     let described = tools;
     if (!described && source !== null && !this.inWorker) {
       // No loop checks: it describes itself in a Worker, stopped at the deadline.
@@ -392,7 +399,7 @@ export class Host {
       };
       worker.postMessage({
         jpUrl: new URL('./pkg/jp_web_bg.wasm', import.meta.url).href,
-        component: { name: component.name, moduleUrl: component.moduleUrl, coresUrl: component.coresUrl, source: component.source, coreBytes: component.coreBytes, tools },
+        component: { name: component.name, moduleUrl: component.moduleUrl, coresUrl: component.coresUrl, source: component.source, coreBytes: component.coreBytes, tools, knowledgeBase: component.knowledgeBase },
         policy: this.policyText, ceiling: this.ceilingText, files, tool: name, args, limits: this.limits,
         secrets: this.secrets, asks: Boolean(ask), answers: Boolean(answer),
       });
@@ -461,6 +468,17 @@ export class Host {
     // component) or a new one, its imports served by `session`, stopped at the deadline or on
     // `signal`. Resolves to jco's outcome; rejects with the message of a trap or a stop.
     const runner = async (session, argumentsJson, answersJson) => {
+      // `learn`: the topic's files from the project (the call's own `files` over them), read
+      // whatever the policy says, as natively — it reads nothing else.
+      let subjects = null;
+      if (component.knowledgeBase) {
+        const paths = new Set(await this.inner.listFiles());
+        const given = new Map(Object.entries(files ?? {}).map(([p, v]) => [p, typeof v === 'string' ? new TextEncoder().encode(v) : new Uint8Array(v)]));
+        for (const p of given.keys()) paths.add(p);
+        const topic = await learnCall(argumentsJson, component.knowledgeBase, [...paths], (p) => given.get(p) ?? this.inner.readFileBytes(p));
+        if (topic.error) return { tag: 'error', val: { message: topic.error, trace: [], transient: false } };
+        ({ argumentsJson, tree: subjects } = topic);
+      }
       let live = pool?.get(component.name);
       pool?.delete(component.name); // taken: a concurrent call gets its own
       if (!live) live = await instantiate(component, name, deadlineMs);
@@ -478,6 +496,7 @@ export class Host {
       signal?.addEventListener('abort', onAbort);
       try {
         live.current.session = session;
+        live.current.subjects = subjects;
         // A component with `jp:tool/content` answers with typed blocks; else the seed's `run`.
         const content = live.instance.content ?? live.instance['jp:tool/content@0.1.0'];
         const ctx = { root: '/workspace', action: 'run' };
@@ -495,6 +514,7 @@ export class Host {
         watchdog.stop();
         signal?.removeEventListener('abort', onAbort);
         live.current.session = nullSession;
+        live.current.subjects = null;
       }
     };
     try {
@@ -539,7 +559,7 @@ const POOLED_MEMORY_MAX = 64 << 20;
  * and whose fuel checks go to `limits` (reset per call), so that it can serve several calls.
  */
 async function instantiate(component, tool, deadlineMs) {
-  const current = { session: nullSession };
+  const current = { session: nullSession, subjects: null };
   const limits = new CallLimits(tool, deadlineMs);
   const cores = [];
   const session = new Proxy({}, { get: (_, method) => (...a) => current.session[method](...a) });
@@ -548,7 +568,8 @@ async function instantiate(component, tool, deadlineMs) {
     cores.push(core);
     return core;
   };
-  const instance = await component.module.instantiate(component.getCoreModule, hostImports(session), instantiateCore);
+  const subjects = component.knowledgeBase ? () => current.subjects : null;
+  const instance = await component.module.instantiate(component.getCoreModule, hostImports(session, subjects), instantiateCore);
   return { instance, current, limits, cores };
 }
 

@@ -35,13 +35,17 @@ export function memoryStorage() {
   };
 }
 
-/** The components an edge function serves: `fs` always; the test components — `faults`
+/** The components an edge function serves: `fs` and `learn` (seed 002's knowledge base, the
+ * project's KNOWLEDGE_BASE: see `knowledgeBase`) always; the test components — `faults`
  * (misbehaving on purpose, for the limits), `media` (answers with content blocks) and `fetch`
  * (issue 34's example: `api_get`, an HTTP GET with `Authorization: Bearer ${API_TOKEN}`, and
  * `read_env`, a read of `.env`, which asks) — only when asked for (JP_EDGE_FAULTS=1). */
 export function componentNames(withFaults) {
-  return withFaults ? ['fs', 'faults', 'media', 'fetch'] : ['fs'];
+  return withFaults ? ['fs', 'learn', 'faults', 'media', 'fetch'] : ['fs', 'learn'];
 }
+
+/** The knowledge base a builtin component reads its topic from (`learn`), or null. */
+export const knowledgeBase = (name) => (name === 'learn' ? KNOWLEDGE_BASE : null);
 
 /** The secrets of the operator's policy (`handler.secrets()`) as a start message says them:
  * their names only, and which are not set. */
@@ -50,5 +54,7 @@ export function secretsNote(secrets) {
   const missing = secrets.filter((s) => !s.set).map((s) => s.name);
   return `; secrets from the environment: ${secrets.map((s) => s.name).join(', ')}${missing.length ? ` (not set: ${missing.join(', ')})` : ''}`;
 }
+
+import { KNOWLEDGE_BASE } from '../../www/subjects.js';
 
 export { FAULT_TOOLS } from '../../www/fault-tools.js';

@@ -6,7 +6,9 @@
 // variables its --allow-env lists, so name them in JP_EDGE_DENO_ENVS, each after a comma
 // (`JP_EDGE_DENO_ENVS=,API_TOKEN`; `npm run edge` sets it from the policy). They are read at
 // start: one Deno may not read stops it, saying so. The task's --allow-net is 127.0.0.1 (the
-// tests' servers): a tool's HTTP to any other host needs it widened.
+// tests' servers): a tool's HTTP to any other host needs it widened. JP_EDGE_SERVED: the
+// directory of the user's components it serves (default www/components; inside the repository,
+// which is what the task may read).
 import { createHandler, DEADLINE_MS, LOOPBACK_HOSTS } from './handler.js';
 import { projectChanged, secretsNote } from './common.js';
 import { compiledModules } from './modules.mjs';
@@ -77,7 +79,7 @@ if (import.meta.main) {
   const i = Deno.args.indexOf('--port');
   const port = i >= 0 ? Number(Deno.args[i + 1]) : 8787;
   const env = (k) => Deno.env.get(k) ?? '';
-  const { jp, components } = await compiledModules((url) => Deno.readFile(url), { faults: env('JP_EDGE_FAULTS') === '1' });
+  const { jp, components } = await compiledModules((url) => Deno.readFile(url), { faults: env('JP_EDGE_FAULTS') === '1', served: env('JP_EDGE_SERVED') });
   const kv = await Deno.openKv(env('JP_EDGE_KV') || undefined);
   // A secret of the policy: Deno.env, if this process may read it.
   const secret = (name) => {

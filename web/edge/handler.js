@@ -122,8 +122,9 @@ const isProjectChanged = (e) => e?.name === 'ProjectChanged';
 /**
  * The edge function. `options`:
  * - `jp`: the jp-web `WebAssembly.Module`;
- * - `components`: `{ name: { module, cores, tools? } }` — jco's JS module, its core modules
- *   (`{ file: WebAssembly.Module }`), and its tools when it does not describe itself;
+ * - `components`: `{ name: { module, cores, tools?, knowledgeBase? } }` — jco's JS module, its
+ *   core modules (`{ file: WebAssembly.Module }`), its tools when it does not describe itself,
+ *   and the project directory it reads its topic from (`learn`, see www/jp.js);
  * - `storage(projectId)`: the `ProjectStorage` of a project (see www/jp.d.ts), or null when the
  *   engine keeps none;
  * - `token`: the bearer token `/mcp` requires (no token: `/mcp` answers 503);
@@ -175,7 +176,7 @@ export function createHandler({ jp, components, storage = () => null, token = ''
     const first = described === null;
     if (first) described = {};
     for (const [name, c] of Object.entries(components)) {
-      const tools = await h.registerComponent(name, c.module, c.cores, first ? (c.tools ?? null) : described[name]);
+      const tools = await h.registerComponent(name, c.module, c.cores, first ? (c.tools ?? null) : described[name], { knowledgeBase: c.knowledgeBase ?? null });
       if (first) described[name] = h.listTools().filter((t) => tools.includes(t.name));
     }
     return h;

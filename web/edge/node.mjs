@@ -1,8 +1,9 @@
 // The edge function on Node: `node web/edge/node.mjs --port N` (or `npm run edge -- --engine
 // node`). Projects live in memory for the life of the process. JP_EDGE_TOKEN (the operator's)
 // and JP_EDGE_TOKENS (per project) are the bearer tokens every route needs; JP_EDGE_HOSTS the
-// host names it answers to (default: loopback names). The secrets the operator's policy names
-// (`network.envs` of JP_EDGE_POLICY) come from process.env.
+// host names it answers to (default: loopback names); JP_EDGE_SERVED the directory of the user's
+// components it serves (default www/components, see modules.mjs). The secrets the operator's
+// policy names (`network.envs` of JP_EDGE_POLICY) come from process.env.
 //
 // The request body is handed on as a stream (the handler reads it with a cap, never holding it
 // past the cap), a malformed request line or `Host` gets 400 and the server goes on serving, and
@@ -18,8 +19,8 @@ import { memoryStorage, secretsNote } from './common.js';
 const env = (k) => process.env[k] ?? '';
 
 /** The handler with Node's modules and in-memory projects (or `storage`: id → ProjectStorage). */
-export async function nodeHandler({ token = env('JP_EDGE_TOKEN'), tokens = env('JP_EDGE_TOKENS'), policy = env('JP_EDGE_POLICY'), allowedOrigins = env('JP_EDGE_ALLOWED_ORIGINS'), hosts = env('JP_EDGE_HOSTS') || LOOPBACK_HOSTS, faults = env('JP_EDGE_FAULTS') === '1', storage = memoryStorage(), environment = (name) => process.env[name], stateKey = env('JP_EDGE_STATE_KEY') } = {}) {
-  const { jp, components } = await compiledModules((url) => readFile(url), { faults });
+export async function nodeHandler({ token = env('JP_EDGE_TOKEN'), tokens = env('JP_EDGE_TOKENS'), policy = env('JP_EDGE_POLICY'), allowedOrigins = env('JP_EDGE_ALLOWED_ORIGINS'), hosts = env('JP_EDGE_HOSTS') || LOOPBACK_HOSTS, faults = env('JP_EDGE_FAULTS') === '1', storage = memoryStorage(), environment = (name) => process.env[name], stateKey = env('JP_EDGE_STATE_KEY'), served = env('JP_EDGE_SERVED') } = {}) {
+  const { jp, components } = await compiledModules((url) => readFile(url), { faults, served });
   return createHandler({ jp, components, storage, token, tokens, policy, allowedOrigins, hosts, env: environment, stateKey, bench: env('JP_EDGE_BENCH') === '1', limits: { memoryMiB: Number(env('JP_EDGE_MEMORY_MIB') || 0), deadlineMs: Number(env('JP_EDGE_DEADLINE_MS') || DEADLINE_MS) } });
 }
 

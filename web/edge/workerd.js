@@ -4,20 +4,26 @@
 // names a project to it, so the project's calls run there one at a time.
 import { DurableObject } from 'cloudflare:workers';
 import { bodyText, createHandler, DEADLINE_MS, PROJECT_ID, tooLarge } from './handler.js';
-import { FAULT_TOOLS, projectChanged } from './common.js';
+import { FAULT_TOOLS, knowledgeBase, projectChanged } from './common.js';
 import jp from '../../www/pkg/jp_web_bg.wasm';
 import * as fsModule from '../../www/components/fs/fs.js';
 import fsCores from '../../www/components/fs/cores.js';
+import * as learnModule from '../../www/components/learn/learn.js';
+import learnCores from '../../www/components/learn/cores.js';
 import * as faultsModule from '../../www/components/faults/faults.js';
 import faultsCores from '../../www/components/faults/cores.js';
 import * as mediaModule from '../../www/components/media/media.js';
 import mediaCores from '../../www/components/media/cores.js';
 import * as fetchModule from '../../www/components/fetch/fetch.js';
 import fetchCores from '../../www/components/fetch/cores.js';
+// The user's own components (`npm run build -- --component PATH.wasm`): the registry every build
+// writes, `{ name: { module, cores } }` (empty without --component).
+import served from '../../www/components/served.js';
 
-// The test components with JP_EDGE_FAULTS=1 (common.js `componentNames`).
+// The test components with JP_EDGE_FAULTS=1 (common.js `componentNames`), and the user's.
 const components = (env) => ({
   fs: { module: fsModule, cores: fsCores },
+  learn: { module: learnModule, cores: learnCores, knowledgeBase: knowledgeBase('learn') },
   ...(env.JP_EDGE_FAULTS === '1'
     ? {
       faults: { module: faultsModule, cores: faultsCores, tools: FAULT_TOOLS },
@@ -25,6 +31,7 @@ const components = (env) => ({
       fetch: { module: fetchModule, cores: fetchCores },
     }
     : {}),
+  ...served,
 });
 
 /** The access settings of a handler (see handler.js): tokens, allowed origins, host names

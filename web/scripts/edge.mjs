@@ -1,5 +1,5 @@
 // Start the edge function locally on a real edge engine:
-//   npm run edge -- --engine workerd|wrangler|deno|node [--port N] [--data DIR] [--faults]
+//   npm run edge -- --engine workerd|wrangler|deno|node [--port N] [--data DIR] [--faults] [--served DIR]
 // workerd: the function is bundled (esbuild) with its wasm as modules, a config is generated
 // (Durable Objects with on-disk SQLite storage under DIR), and `workerd serve` runs it.
 // wrangler: `wrangler dev` (local mode) with the repo's wrangler.jsonc, as a user deploying to
@@ -10,6 +10,10 @@
 // JP_EDGE_ALLOWED_ORIGINS the web origins allowed (CORS); JP_EDGE_HOSTS the host names served
 // (local engines: loopback names by default); JP_EDGE_DEADLINE_MS each call's deadline (10 s);
 // JP_EDGE_STATE_KEY the key of MCP requestStates (default: derived from the operator's token).
+// Every engine serves the user's components the build registered (`npm run build -- --component
+// PATH.wasm`: www/components/served.json, served.js) beside the builtin ones; JP_EDGE_SERVED (or
+// `--served DIR`) names another registry directory, one `build.mjs --served-out DIR` wrote
+// (wrangler always serves www/components's: its bundle is wrangler.jsonc's).
 // The secrets the policy names in `network.envs` (a tool's `${VAR}` headers) are passed on from
 // this environment to the engine as it takes them — workerd: bindings of the generated config;
 // wrangler: the dev.vars file; Deno: its environment, and its --allow-env (JP_EDGE_DENO_ENVS);
@@ -49,10 +53,19 @@ export async function policySecretNames(policy) {
 }
 
 /** Bundle the workerd entry and write its config into `dir`; returns the config path.
- * `secrets`: the names of the policy's secrets, bound from workerd's environment. */
-async function workerdConfig(dir, dataDir, secrets = []) {
+ * `secrets`: the names of the policy's secrets, bound from workerd's environment; `served`: the
+ * directory of the user's components' registry, when not www/components. */
+async function workerdConfig(dir, dataDir, secrets = [], served = null) {
   const { build } = await import('esbuild');
   const out = join(dir, 'bundle');
+  // workerd.js imports www/components/served.js: another registry is bundled in its place.
+  const registry = join(root, 'www/components/served.js');
+  const otherRegistry = served && resolve(served, 'served.js') !== registry ? {
+    name: 'served-registry',
+    setup(b) {
+      b.onResolve({ filter: /served\.js$/ }, (args) => (resolve(args.resolveDir, args.path) === registry ? { path: resolve(served, 'served.js') } : undefined));
+    },
+  } : null;
   await build({
     entryPoints: [join(root, 'web/edge/workerd.js')],
     bundle: true,
@@ -65,6 +78,7 @@ async function workerdConfig(dir, dataDir, secrets = []) {
     assetNames: '[name]-[hash]',
     outdir: out,
     logLevel: 'warning',
+    plugins: otherRegistry ? [otherRegistry] : [],
   });
   const wasm = readdirSync(out).filter((f) => f.endsWith('.wasm')).sort();
   const modules = [
@@ -132,14 +146,17 @@ function dotenvValue(value) {
 /** The command that runs `engine` on `port`; `vars` are the function's settings (secrets
  * included), handed over as the engine expects them; `secrets` the names among them that the
  * policy's `network.envs` lists. */
-async function command(engine, port, dataDir, vars, secrets) {
+async function command(engine, port, dataDir, vars, secrets, served) {
   const flag = `--wasm-max-mem-pages=${WASM_PAGES}`;
   switch (engine) {
     case 'workerd': {
-      const config = await workerdConfig(join(dataDir, 'workerd'), join(dataDir, 'workerd', 'store'), secrets);
+      const config = await workerdConfig(join(dataDir, 'workerd'), join(dataDir, 'workerd', 'store'), secrets, served);
       return [bin('workerd'), ['serve', config, '--socket-addr', `http=127.0.0.1:${port}`]];
     }
     case 'wrangler': {
+      if (served && resolve(served) !== join(root, 'www/components')) {
+        throw new Error(`wrangler dev serves the components of wrangler.jsonc's bundle, www/components/served.js, not ${served}: build them in with \`npm run build -- --component PATH.wasm\``);
+      }
       // The settings go in a dotenv file in a private temporary directory (removed at stop),
       // never in the repo and never on the command line: wrangler dev reads it as .dev.vars.
       const secrets = mkdtempSync(join(tmpdir(), 'jp-edge-wrangler-vars-'));
@@ -159,10 +176,10 @@ async function command(engine, port, dataDir, vars, secrets) {
       mkdirSync(dataDir, { recursive: true });
       // The policy's secrets are added to the task's --allow-env (see deno.js).
       return [bin('deno'), ['task', '--quiet', '--config', join(root, 'web/edge/deno.json'), 'edge', '--port', String(port)],
-        { DENO_DIR: join(resolve(dataDir), 'deno-dir'), DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1', JP_EDGE_DENO_ENVS: secrets.map((n) => `,${n}`).join('') }];
+        { DENO_DIR: join(resolve(dataDir), 'deno-dir'), DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1', JP_EDGE_DENO_ENVS: secrets.map((n) => `,${n}`).join(''), JP_EDGE_SERVED: served ? resolve(served) : '' }];
     }
     case 'node':
-      return [NODE, [flag, join(root, 'web/edge/node.mjs'), '--port', String(port)]];
+      return [NODE, [flag, join(root, 'web/edge/node.mjs'), '--port', String(port)], { JP_EDGE_SERVED: served ? resolve(served) : '' }];
     default:
       throw new Error(`unknown engine '${engine}': use workerd, wrangler, deno or node`);
   }
@@ -190,9 +207,12 @@ export async function startEdge(options) {
  * one whose value is undefined is one the engine may read but finds unset.
  * `stateKey`: JP_EDGE_STATE_KEY.
  */
-async function startEdgeOnce({ engine, port = 0, data = join(root, '.jp-edge'), token = '', tokens = '', allowedOrigins = '', hosts = '127.0.0.1,localhost,[::1]', faults = false, policy = '', deadlineMs = 0, bench = false, secrets = {}, stateKey = '', quiet = true }) {
-  for (const f of ['www/pkg/jp_web_bg.wasm', 'www/components/fs/cores.json']) {
+async function startEdgeOnce({ engine, port = 0, data = join(root, '.jp-edge'), token = '', tokens = '', allowedOrigins = '', hosts = '127.0.0.1,localhost,[::1]', faults = false, policy = '', deadlineMs = 0, bench = false, secrets = {}, stateKey = '', served = process.env.JP_EDGE_SERVED || null, quiet = true }) {
+  for (const f of ['www/pkg/jp_web_bg.wasm', 'www/components/fs/cores.json', 'www/components/served.json']) {
     if (!existsSync(join(root, f))) throw new Error(`${f} is missing: run \`npm run build\` first`);
+  }
+  if (served && !existsSync(join(served, 'served.json'))) {
+    throw new Error(`${join(served, 'served.json')} is missing: build the components served from ${served} with \`node web/scripts/build.mjs --served-out ${served} --component PATH.wasm\``);
   }
   for (const name of Object.keys(secrets)) {
     if (!SECRET_NAME.test(name) || name.startsWith('JP_EDGE_')) throw new Error(`secret ${JSON.stringify(name)}: a secret's name is a plain variable name (letters, digits, '_'), not one of the function's JP_EDGE_ settings`);
@@ -200,7 +220,7 @@ async function startEdgeOnce({ engine, port = 0, data = join(root, '.jp-edge'), 
   if (port === 0) port = await freePort();
   const values = Object.fromEntries(Object.entries(secrets).filter(([, v]) => typeof v === 'string'));
   const vars = { JP_EDGE_TOKEN: token, JP_EDGE_TOKENS: tokens, JP_EDGE_ALLOWED_ORIGINS: allowedOrigins, JP_EDGE_HOSTS: hosts, JP_EDGE_POLICY: policy, JP_EDGE_FAULTS: faults ? '1' : '', JP_EDGE_MEMORY_MIB: String(MEMORY_CAP_MIB), JP_EDGE_BENCH: bench ? '1' : '', JP_EDGE_DEADLINE_MS: deadlineMs ? String(deadlineMs) : (process.env.JP_EDGE_DEADLINE_MS ?? ''), JP_EDGE_STATE_KEY: stateKey, ...values };
-  const [cmd, args, extraEnv = {}, cleanup = () => {}] = await command(engine, port, data, vars, Object.keys(secrets));
+  const [cmd, args, extraEnv = {}, cleanup = () => {}] = await command(engine, port, data, vars, Object.keys(secrets), served);
   const env = { ...process.env, ...extraEnv, ...vars };
   // wrangler runs workerd, and `deno task` deno, as a child: each gets a process group of its
   // own, killed whole.
@@ -265,6 +285,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     token: process.env.JP_EDGE_TOKEN ?? '', tokens: process.env.JP_EDGE_TOKENS ?? '', policy,
     allowedOrigins: process.env.JP_EDGE_ALLOWED_ORIGINS ?? '', hosts: process.env.JP_EDGE_HOSTS || undefined,
     stateKey: process.env.JP_EDGE_STATE_KEY ?? '', secrets, faults: process.argv.includes('--faults'), quiet: false,
+    served: arg('served', process.env.JP_EDGE_SERVED || null),
   });
   console.log(`jp edge function (${engine}) on ${edge.url} — MCP at ${edge.url}mcp${process.env.JP_EDGE_TOKEN || process.env.JP_EDGE_TOKENS ? '' : ' (set JP_EDGE_TOKEN: every route needs a bearer token)'}`);
   const end = () => edge.stop().then(() => process.exit(0));

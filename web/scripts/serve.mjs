@@ -1,6 +1,10 @@
 // Serves the playground on 127.0.0.1: `/` is www/, `/node_modules/` the npm packages the page
 // imports (preview2-shim). `node web/scripts/serve.mjs [port]`, or `serve()` from a test.
+// JP_EDGE_SERVED (or `serve(port, { served })`): a directory of the user's components that
+// `build.mjs --served-out DIR` wrote, served in place of www/components's registry
+// (`/components/served.json` and each listed component's files).
 import { createServer } from 'node:http';
+import { readFileSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { dirname, extname, join, normalize, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,16 +15,21 @@ const types = {
   '.css': 'text/css', '.json': 'application/json', '.wasm': 'application/wasm', '.ts': 'text/plain',
 };
 
-function resolve(urlPath) {
+function resolve(urlPath, served) {
   const path = normalize(decodeURIComponent(urlPath.split('?')[0]));
   if (path.includes('\0') || path.split(sep).includes('..')) return null;
   if (path.startsWith('/node_modules/')) return join(root, path);
+  if (served && path.startsWith('/components/')) {
+    const [first] = path.slice('/components/'.length).split('/');
+    if (first === 'served.json' || served.names.some((n) => first === n || first === `${n}.wasm`)) return join(served.dir, path.slice('/components/'.length));
+  }
   return join(root, 'www', path === '/' ? 'index.html' : path);
 }
 
-export function serve(port = 0) {
+export function serve(port = 0, { served = process.env.JP_EDGE_SERVED || null } = {}) {
+  const registry = served ? { dir: served, names: JSON.parse(readFileSync(join(served, 'served.json'), 'utf8')) } : null;
   const server = createServer(async (req, res) => {
-    const file = resolve(req.url ?? '/');
+    const file = resolve(req.url ?? '/', registry);
     try {
       if (!file || !(await stat(file)).isFile()) throw new Error('not a file');
       res.writeHead(200, { 'content-type': types[extname(file)] ?? 'application/octet-stream', 'cache-control': 'no-store' });

@@ -237,3 +237,27 @@ test("the question's text escapes what the tool controls, by the core's own rule
   const { requestedSchema } = elicitation({ tool: 't', method: 'fs.read', target: 'p', reason: 'r' }).params;
   assert.deepEqual(requestedSchema.properties.decision.enum, ['allow once', 'allow for the rest of this call', 'deny']);
 });
+
+test("learn (seed 002) reads a topic of a project's knowledge base (.jp/kb, filled in its storage) at /subjects", async () => {
+  // What an operator puts in a project's storage: a request may not write jp's own .jp/.
+  const storage = memoryStorage();
+  const project = storage('kb');
+  const bytes = (text) => new TextEncoder().encode(text);
+  await project.put('.jp/kb/rust/errors.md', bytes('# Errors\nUse thiserror.\n'));
+  await project.put('.jp/kb/rust/async/tokio.rs', bytes('fn main() {}\n'));
+  await project.put('.jp/kb/rust/.draft.md', bytes('hidden\n'));
+  await project.put('.jp/kb/go/intro.md', bytes('go\n'));
+  const kb = await nodeHandler({ token: TOKEN, storage });
+  const learn = async (args) => {
+    const res = await kb.fetch(new Request('http://127.0.0.1/', { method: 'POST', headers: AUTH, body: JSON.stringify({ tool: 'learn', args, project: 'kb' }) }));
+    assert.equal(res.status, 200);
+    return (await res.json()).outcome;
+  };
+  assert.deepEqual(await learn({}), { tag: 'error', val: { message: 'learn needs a `topic`; topics in .jp/kb/: go, rust', trace: [], transient: false } });
+  assert.deepEqual(await learn({ topic: 'rust' }), { tag: 'success', val: '# rust\n\nSubjects (load them with `subjects`):\n- async/tokio\n- errors\n' });
+  assert.deepEqual(await learn({ topic: 'rust', subjects: ['errors', 'async/*'] }), { tag: 'success', val: '## Subject: errors\n\n# Errors\nUse thiserror.\n\n\n## Subject: async/tokio\n\n```rust\nfn main() {}\n```' });
+  assert.match((await learn({ topic: 'rust', subjects: ['nope'] })).val.message, /no subject matches "nope"; subjects: async\/tokio, errors/);
+  assert.match((await learn({ topic: 'java' })).val.message, /learn: no topic 'java' in \.jp\/kb\/; topics: go, rust/);
+  // Nothing else of the project is in /subjects, and nothing there can be written.
+  assert.equal((await learn({ topic: 'go', subjects: ['**'] })).val, '## Subject: intro\n\ngo\n');
+});

@@ -13,7 +13,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { createServer } from 'node:http';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
@@ -401,6 +401,18 @@ for (const engine of ENGINES) {
       assert.equal((await post({ tool: 'ok', args: {} })).body.outcome.val, 'ok', 'it keeps serving');
     });
 
+    test("learn (seed 002) is served; a project's knowledge base (.jp/kb) is none of a request's to write", async () => {
+      const none = await post({ tool: 'learn', args: {} });
+      assert.equal(none.status, 200, JSON.stringify(none.body));
+      assert.equal(none.body.outcome.tag, 'error', JSON.stringify(none.body));
+      assert.match(none.body.outcome.val.message, /^learn has no knowledge base: \.jp\/kb\/ does not exist; create \.jp\/kb\/<topic>\/<subject>\.md/);
+      // .jp/ is jp's own (the core refuses every write there): the operator fills a project's
+      // knowledge base in its storage (edge.test.mjs reads one), a request cannot.
+      const seeded = await post({ tool: 'learn', args: {}, project: 'kb', files: { '.jp/kb/rust/errors.md': '# Errors\n' } });
+      assert.equal(seeded.status, 403, JSON.stringify(seeded.body));
+      assert.match(seeded.body.error, /\.jp\/kb\/rust\/errors\.md: Access denied: create '\.jp\/kb\/rust\/errors\.md' is in jp's own directory \.jp\//);
+    });
+
     test('MCP over /mcp with the npm SDK client; 401 without the token', async () => {
       const mcp = new URL('mcp?project=p1', edge.url);
       const bare = await fetch(mcp, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
@@ -609,3 +621,72 @@ for (const engine of ENGINES) {
     });
   });
 }
+
+// The user's own components (`npm run build -- --component PATH.wasm`), served by every engine
+// beside the builtin ones: issue 34's fetch component copied under a name of its own, `mine`,
+// built into a registry of its own (`build.mjs --served-out DIR`, under the repository, where
+// Deno may read) so that the rest of the suite sees the plain build; each engine is pointed at it
+// (JP_EDGE_SERVED), without the test components (JP_EDGE_FAULTS), so its tools are mine's.
+// wrangler serves only www/components's registry (its bundle is wrangler.jsonc's).
+const SERVED_ENGINES = ENGINES.filter((e) => ['workerd', 'deno', 'node'].includes(e));
+describe("a user's component built with --component", { skip: SERVED_ENGINES.length === 0 }, () => {
+  let served;
+  let source;
+  before(async () => {
+    source = mkdtempSync(join(tmpdir(), 'jp-component-'));
+    copyFileSync(join(root, 'www/components/fetch.wasm'), join(source, 'fetch-copy.wasm'));
+    mkdirSync(join(root, '.jp-edge'), { recursive: true });
+    served = mkdtempSync(join(root, '.jp-edge', 'served-test-'));
+    await run(process.execPath, [join(root, 'web/scripts/build.mjs'), '--served-out', served, '--component', `mine=${join(source, 'fetch-copy.wasm')}`], { cwd: root });
+  });
+  after(() => {
+    rmSync(source, { recursive: true, force: true });
+    rmSync(served, { recursive: true, force: true });
+  });
+
+  test('the registry names it; its directory is transpiled like a builtin (cores.json, cores.js)', () => {
+    assert.deepEqual(JSON.parse(readFileSync(join(served, 'served.json'), 'utf8')), ['mine']);
+    assert.match(readFileSync(join(served, 'served.js'), 'utf8'), /import \* as module0 from '\.\/mine\/mine\.js';/);
+    const cores = JSON.parse(readFileSync(join(served, 'mine/cores.json'), 'utf8'));
+    assert.ok(cores.length > 0 && cores.every((f) => readdirSync(join(served, 'mine')).includes(f)), JSON.stringify(cores));
+    assert.ok(readFileSync(join(served, 'mine/cores.js'), 'utf8').includes(`'${cores[0]}'`));
+  });
+
+  for (const engine of SERVED_ENGINES) {
+    describe(`served on ${engine}`, () => {
+      let edge;
+      let data;
+      let api;
+      before(async () => {
+        data = mkdtempSync(join(tmpdir(), `jp-edge-served-${engine}-`));
+        api = await recordingServer();
+        edge = await startEdge({ engine, data, token: TOKEN, served, policy: operatorPolicy(api.port), secrets: { API_TOKEN: SECRET } });
+      });
+      after(async () => {
+        await edge?.stop();
+        await api?.stop();
+        rmSync(data, { recursive: true, force: true });
+      });
+
+      test("mine's tools are listed beside fs's (MCP tools/list) and callable (POST /, MCP)", async () => {
+        const client = new Client({ name: 'engines-test-served', version: '0' });
+        await client.connect(new StreamableHTTPClientTransport(new URL('mcp', edge.url), { requestInit: { headers: { authorization: `Bearer ${TOKEN}` } } }));
+        try {
+          const names = (await client.listTools()).tools.map((t) => t.name);
+          for (const name of ['fs_read_file', 'api_get', 'read_env']) assert.ok(names.includes(name), JSON.stringify(names));
+          // Without JP_EDGE_FAULTS the test components are not served: these are mine's.
+          assert.ok(!names.includes('spin') && !names.includes('chart'), JSON.stringify(names));
+          const got = await client.callTool({ name: 'api_get', arguments: { url: `${api.url}allowed/mine` } });
+          assert.deepEqual(got.content, [{ type: 'text', text: 'status 200\nauthorization: Bearer [REDACTED]\n' }], JSON.stringify(got));
+          assert.equal(api.received.at(-1).headers.authorization, `Bearer ${SECRET}`);
+        } finally {
+          await client.close();
+        }
+        const res = await fetch(edge.url, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ tool: 'read_env', args: {}, files: { '.env': ENV_FILE } }) });
+        const body = await res.json();
+        assert.equal(res.status, 200, JSON.stringify(body));
+        assert.match(body.outcome.val.message, /^filesystem\.read \.env failed \(host error -32001\): Access denied: read '\.env' touches a sensitive path/);
+      });
+    });
+  }
+});

@@ -3,7 +3,15 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
+import { execFile } from 'node:child_process';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { serve } from '../scripts/serve.mjs';
+
+const root = join(import.meta.dirname, '..', '..');
+const run = promisify(execFile);
 
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
   '--disable-background-networking', '--disable-component-update', '--disable-sync'];
@@ -370,4 +378,56 @@ test('the reply streams into the chat as the model writes it', async () => {
     await context.close();
     await model.close();
   }
+});
+
+test("a user's component built with --component is registered at start and its tools listed and callable", async () => {
+  // Built into a registry of its own (build.mjs --served-out) and served in place of
+  // www/components's: the rest of the suite sees the plain build.
+  const dir = mkdtempSync(join(tmpdir(), 'jp-playground-served-'));
+  let own;
+  const context = await browser.newContext();
+  try {
+    copyFileSync(join(root, 'www/components/fetch.wasm'), join(dir, 'copy.wasm'));
+    await run(process.execPath, [join(root, 'web/scripts/build.mjs'), '--served-out', join(dir, 'served'), '--component', `mine=${join(dir, 'copy.wasm')}`], { cwd: root });
+    own = await serve(0, { served: join(dir, 'served') });
+    const page = await context.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${own.url}?db=served-${Date.now()}`);
+    await page.waitForSelector('body[data-ready="true"]', { timeout: 30_000 });
+    const names = (await page.evaluate(() => window.jpHost.listTools())).map((t) => t.name);
+    for (const name of ['fs_read_file', 'api_get', 'read_env']) assert.ok(names.includes(name), JSON.stringify(names));
+    assert.ok(await page.locator('#tool option[value="api_get"]').count() === 1, 'in the tool list of the page');
+    // It runs (in the page's Worker, from the served files): the empty policy lets it send no
+    // secret, which the host says before anything is sent.
+    const denied = await page.evaluate(() => window.jpHost.callTool('api_get', { url: 'https://example.com/x' }));
+    assert.equal(denied.tag, 'error', JSON.stringify(denied));
+    assert.match(denied.val.message, /^http\.get failed \(host error -32001\): Access denied: header variable \$\{API_TOKEN\} is not in the tool's network\.envs/);
+    assert.deepEqual(errors, []);
+  } finally {
+    await context.close();
+    await own?.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("learn (seed 002) lists and loads the subjects of the project's knowledge base (.jp/kb), in the Worker", async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await open(page, `learn-${Date.now()}`);
+  const tools = await page.evaluate(() => window.jpHost.listTools());
+  assert.ok(tools.some((t) => t.name === 'learn'), JSON.stringify(tools.map((t) => t.name)));
+  const none = await page.evaluate(() => window.jpHost.callTool('learn', {}));
+  assert.match(none.val.message, /^learn has no knowledge base: \.jp\/kb\/ does not exist; create \.jp\/kb\/<topic>\/<subject>\.md/);
+  // The user's own files (the page's file tree): jp's .jp/ is theirs to edit, as natively.
+  await page.evaluate(async () => {
+    await window.jpHost.writeFile('.jp/kb/rust/errors.md', '# Errors\nUse thiserror.\n');
+    await window.jpHost.writeFile('.jp/kb/rust/async/tokio.rs', 'fn main() {}\n');
+  });
+  const listed = await page.evaluate(() => window.jpHost.callTool('learn', {}));
+  assert.equal(listed.val, '# rust\n\nSubjects (load them with `subjects`):\n- async/tokio\n- errors\n', JSON.stringify(listed));
+  const loaded = await page.evaluate(() => window.jpHost.callTool('learn', { topic: 'rust', subjects: ['async/*'] }));
+  assert.equal(loaded.val, '## Subject: async/tokio\n\n```rust\nfn main() {}\n```', JSON.stringify(loaded));
+  assert.match(await page.textContent('#result'), /fn main/);
+  await context.close();
 });
