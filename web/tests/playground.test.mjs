@@ -398,11 +398,11 @@ test("a user's component built with --component is registered at start and its t
     const names = (await page.evaluate(() => window.jpHost.listTools())).map((t) => t.name);
     for (const name of ['fs_read_file', 'api_get', 'read_env']) assert.ok(names.includes(name), JSON.stringify(names));
     assert.ok(await page.locator('#tool option[value="api_get"]').count() === 1, 'in the tool list of the page');
-    // It runs (in the page's Worker, from the served files): the empty policy lets it send no
-    // secret, which the host says before anything is sent.
+    // It runs (in the page's Worker, from the served files): the empty policy allows no URL,
+    // which the host says (the URL is decided before its secret) before anything is sent.
     const denied = await page.evaluate(() => window.jpHost.callTool('api_get', { url: 'https://example.com/x' }));
     assert.equal(denied.tag, 'error', JSON.stringify(denied));
-    assert.match(denied.val.message, /^http\.get failed \(host error -32001\): Access denied: header variable \$\{API_TOKEN\} is not in the tool's network\.envs/);
+    assert.match(denied.val.message, /^http\.get failed \(host error -32001\): Access denied: no network rule allows GET https:\/\/example\.com\/x/);
     assert.deepEqual(errors, []);
   } finally {
     await context.close();
