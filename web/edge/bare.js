@@ -8,16 +8,34 @@
 // - `seed: {path: text}`: writes these files (one batch) and answers `{seeded}` — for projects
 //   that jp has not opened yet (the benchmark's cold calls).
 // The answer is `{val}` (the file's text), or 404.
+// And the baseline of a component's `http.get` (`EDGE-<engine>-http`): `{get: url, headers}`
+// fetches `url` with the engine's own `fetch` (redirect: manual, as jp's), each header's
+// `${VAR}` filled in from the operator's secrets (the names its policy's `network.envs` lists,
+// as jp's host gets them), and answers `{status, val}` (the body's text). Only a 127.0.0.1 URL
+// (the benchmark's own server): this route decides nothing, so it reaches nothing else.
 const json = (status, value) => new Response(JSON.stringify(value), { status, headers: { 'content-type': 'application/json' } });
 
 /** The `/__bare` handler over `storage(projectId)` (a ProjectStorage, see www/jp.d.ts);
- * `bodyText` reads a request's body with the handler's cap. */
-export function bareHandler(storage, bodyText) {
+ * `bodyText` reads a request's body with the handler's cap; `secrets()` resolves to the
+ * operator's secrets `{ NAME: value }`. */
+export function bareHandler(storage, bodyText, secrets = async () => ({})) {
   const copies = new Map(); // project id → { version, files: Map(path → value) }
   return async (request) => {
     const body = await bodyText(request);
     if (body.tooLarge) return json(413, { error: 'the request body is too large' });
-    const { project, path, kept = false, seed = null } = JSON.parse(body.text);
+    const { project, path, kept = false, seed = null, get = null, headers = {} } = JSON.parse(body.text);
+    if (get !== null) {
+      let url;
+      try { url = new URL(get); } catch { url = null; }
+      if (url?.protocol !== 'http:' || url.hostname !== '127.0.0.1') return json(400, { error: '"get" must be an http://127.0.0.1 URL' });
+      const values = await secrets();
+      const filled = {};
+      for (const [name, value] of Object.entries(headers)) {
+        filled[name] = String(value).replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (whole, v) => values[v] ?? whole);
+      }
+      const response = await fetch(url, { headers: filled, redirect: 'manual' });
+      return json(200, { status: response.status, val: await response.text() });
+    }
     const s = await storage(project);
     if (!s) return json(400, { error: 'this engine keeps no projects' });
     if (seed) {

@@ -130,8 +130,9 @@ const isProjectChanged = (e) => e?.name === 'ProjectChanged';
  * - `token`: the bearer token `/mcp` requires (no token: `/mcp` answers 503);
  * - `policy`: the policy of `/mcp` calls (TOML; empty: the workspace read-write, nothing else);
  * - `bench`: also serve `POST /__bare` (bare.js): a file of the project with no jp at all, read
- *   from storage on every call or from a kept copy, for the same request shape as a call — the
- *   benchmark's baseline on the same engine (JP_EDGE_BENCH=1);
+ *   from storage on every call or from a kept copy, or a GET of a 127.0.0.1 URL with the
+ *   operator's secrets in its headers, for the same request shape as a call — the benchmark's
+ *   baselines on the same engine (JP_EDGE_BENCH=1);
  * - `limits`: `{ deadlineMs, memoryMiB }`: each call's deadline, and the memory cap the engine
  *   was started with (see edge.mjs);
  * - `env(name)`: a variable of the engine's environment (a string, or undefined), for the
@@ -149,7 +150,7 @@ export function createHandler({ jp, components, storage = () => null, token = ''
   // component instances, its policy and its copy of the files (reused while the storage's
   // version holds). The least recently used beyond MAX_KEPT are dropped.
   const kept = new Map();
-  const bare = bench ? bareHandler(storage, bodyText) : null;
+  const bare = bench ? bareHandler(storage, bodyText, async () => (await operatorSecrets()).values) : null;
 
   /** The secrets of every call: the names the operator's policy lets `${VAR}` headers use (a
    * host under that policy alone says which), their values from the engine's environment. */

@@ -18,10 +18,25 @@
 //   storage listed into a copy, then the lookup. On workerd each project is a Durable Object,
 //   already started by the seeding on both sides.
 //
+// EDGE-<engine>-http: a component's `http.get` through jp vs the engine's own `fetch`, on a
+// second start of the function (the test components served, JP_EDGE_FAULTS=1; the operator's
+// policy allows GETs of this script's 127.0.0.1 server under /api/ with `envs = ["API_TOKEN"]`,
+// and API_TOKEN is in the engine's environment). The server answers 200 and a small JSON body
+// only to `Authorization: Bearer <the secret>`, so both sides are checked to have sent it. Both
+// sides take the same request (POST, JSON naming the same project, the bearer header):
+// - jp: `POST /` of the fetch component's `api_get {url}` on a kept project (no files): its
+//   storage version read, the arguments checked, a session on the snapshot, the component run
+//   on its pooled instance, suspended (JSPI) while the dispatcher decides the URL, fills in
+//   `${API_TOKEN}`, fetches and reads the body (to its cap) and scrubs the secret from it; the
+//   outcome (`status 200\n<body>`) and the call's events answered as JSON.
+// - bare: `POST /__bare {get: url, headers}` (bare.js): the same header's `${API_TOKEN}` filled
+//   in, the engine's `fetch` (redirect: manual, as jp's), the body's text answered as JSON.
+//
 // One client, sequential calls, alternating blocks; prints p50s, calls/s and ratios per engine
 // and `TABLE|…` lines. `edge-bench [N warm calls each] [C cold projects each]`; EDGE_ENGINES=deno,node
 // picks engines (wrangler also works). Asserts nothing about time.
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startEdge } from './edge.mjs';
@@ -34,6 +49,24 @@ const TOKEN = 'edge-bench-token';
 const files = {};
 for (let i = 0; i < 100; i++) files[`src/file${i}.txt`] = `${`line ${i} of a small project file\n`.repeat(30)}`;
 
+// The API of the http rows: on 127.0.0.1, a small JSON answer to the secret's bearer only.
+const API_SECRET = 'edge-bench-api-secret-5e1d';
+const API_BODY = `${JSON.stringify({ id: 7, name: 'a small answer of the benchmark API', ok: true })}\n`;
+const api = createServer((req, res) => {
+  const ok = req.method === 'GET' && req.url === '/api/item' && req.headers.authorization === `Bearer ${API_SECRET}`;
+  res.writeHead(ok ? 200 : 401, { 'content-type': 'application/json' });
+  res.end(ok ? API_BODY : '{"error":"no such item, or not this bearer"}\n');
+});
+await new Promise((ok) => api.listen(0, '127.0.0.1', ok));
+const API_URL = `http://127.0.0.1:${api.address().port}/api/item`;
+const API_POLICY = `[access]
+filesystem = [{ path = ".", allow = ["read", "write"] }]
+network = { allow = ["http://127.0.0.1:${api.address().port}/api/"], envs = ["API_TOKEN"] }
+`;
+
+/** `POST base + path` with the bench's bearer token and a JSON body; resolves to the JSON. */
+const poster = (base) => async (path, body) => (await fetch(new URL(path, base), { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })).json();
+
 const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const perSec = (xs) => 1000 / (xs.reduce((a, b) => a + b, 0) / xs.length);
 const ms = (x) => `${x.toFixed(2)} ms`;
@@ -43,7 +76,7 @@ for (const engine of engines) {
   const data = mkdtempSync(join(tmpdir(), `jp-edge-bench-${engine}-`));
   const edge = await startEdge({ engine, data, bench: true, token: TOKEN });
   try {
-    const post = async (path, body) => (await fetch(new URL(path, edge.url), { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })).json();
+    const post = poster(edge.url);
     const seeded = await post('/', { tool: 'fs_read_file', args: { path: 'src/file0.txt' }, project: 'bench', files });
     if (seeded.outcome?.tag !== 'success') throw new Error(`seeding failed: ${JSON.stringify(seeded).slice(0, 300)}`);
     let k = 0;
@@ -96,5 +129,41 @@ for (const engine of engines) {
     await edge.stop();
     rmSync(data, { recursive: true, force: true });
   }
+  await httpRows(engine);
 }
 for (const r of rows) console.log(r);
+await new Promise((done) => api.close(done));
+
+/** EDGE-<engine>-http: `api_get` through jp vs the bare route's fetch, on a start of its own. */
+async function httpRows(engine) {
+  const data = mkdtempSync(join(tmpdir(), `jp-edge-bench-http-${engine}-`));
+  const edge = await startEdge({ engine, data, bench: true, token: TOKEN, faults: true, policy: API_POLICY, secrets: { API_TOKEN: API_SECRET } });
+  try {
+    const post = poster(edge.url);
+    const sides = [
+      ['jp', async () => {
+        const r = await post('/', { tool: 'api_get', args: { url: API_URL }, project: 'http' });
+        if (r.outcome?.tag !== 'success' || r.outcome.val !== `status 200\n${API_BODY}`) throw new Error(`jp answered ${JSON.stringify(r).slice(0, 300)}`);
+      }],
+      ['bare', async () => {
+        const r = await post('/__bare', { project: 'http', get: API_URL, headers: { Authorization: 'Bearer ${API_TOKEN}' } });
+        if (r.status !== 200 || r.val !== API_BODY) throw new Error(`bare answered ${JSON.stringify(r).slice(0, 300)}`);
+      }],
+    ];
+    const timed = async (f) => { const t = performance.now(); await f(); return performance.now() - t; };
+    const samples = Object.fromEntries(sides.map(([name]) => [name, []]));
+    for (let i = 0; i < 20; i++) for (const [, f] of sides) await f(); // warm-up
+    for (let done = 0, b = 0; done < N; done += BLOCK, b++) {
+      for (const [name, f] of b % 2 ? sides.slice().reverse() : sides) for (let i = 0; i < BLOCK; i++) samples[name].push(await timed(f));
+    }
+    const p50 = Object.fromEntries(sides.map(([name]) => [name, median(samples[name])]));
+    const rate = Object.fromEntries(sides.map(([name]) => [name, perSec(samples[name])]));
+    const ratio = p50.jp / p50.bare;
+    console.log(`edge ${engine}, a component's http.get of a ${API_BODY.length} B answer on 127.0.0.1 (${N} calls each, alternating blocks of ${BLOCK}):`);
+    console.log(`  jp (POST / api_get: policy decision, \${API_TOKEN} filled in, fetch, scrub, outcome) ${ms(p50.jp)} p50 (${rate.jp.toFixed(0)}/s) | bare (POST /__bare: the same header, the engine's fetch) ${ms(p50.bare)} p50 (${rate.bare.toFixed(0)}/s): ${ratio.toFixed(2)}x`);
+    rows.push(`TABLE|EDGE-${engine}-http|a component's http.get (api_get, Bearer \${API_TOKEN} from the engine's environment) of a ${API_BODY.length} B answer on 127.0.0.1: POST / through jp vs POST /__bare doing the engine's fetch of the same URL and header on ${engine} (${N} calls each)|${ms(p50.jp)} p50, ${rate.jp.toFixed(0)}/s|bare fetch ${ms(p50.bare)} p50, ${rate.bare.toFixed(0)}/s|${ratio.toFixed(2)}x|report|-`);
+  } finally {
+    await edge.stop();
+    rmSync(data, { recursive: true, force: true });
+  }
+}
