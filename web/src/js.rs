@@ -1,8 +1,6 @@
-//! Small JS helpers: errors, plain objects, and JSON values between Rust and JS (for the page's
-//! agent and the agent surface) through `JSON.stringify`/`JSON.parse`, so what crosses is exactly
-//! what JS would serialize.
+//! Small JS helpers: errors, plain objects, and typed values between Rust and JS
+//! (serde-wasm-bindgen, for the page's agent, the agent surface and the call path).
 
-use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
 /// A JS `Error` with `e` as its message.
@@ -19,12 +17,13 @@ pub(crate) fn obj(fields: &[(&str, JsValue)]) -> JsValue {
     o.into()
 }
 
+/// A JS value as `T` (serde-wasm-bindgen: no JSON text in between; a safe integer is an
+/// integer, `undefined` a missing field).
 pub(crate) fn from_js<T: serde::de::DeserializeOwned>(what: &str, value: &JsValue) -> Result<T, JsValue> {
-    let text: String =
-        js_sys::JSON::stringify(value).map_err(|_| JsValue::from(err(format!("{what} is not JSON"))))?.into();
-    serde_json::from_str(&text).map_err(|e| err(format!("{what}: {e}")).into())
+    serde_wasm_bindgen::from_value(value.clone()).map_err(|e| err(format!("{what}: {e}")).into())
 }
 
-pub(crate) fn to_js(value: &Value) -> JsValue {
-    js_sys::JSON::parse(&value.to_string()).unwrap_or(JsValue::NULL)
+/// A Rust value as a plain JS value (objects as objects, not `Map`s).
+pub(crate) fn to_js(value: &impl serde::Serialize) -> JsValue {
+    value.serialize(&serde_wasm_bindgen::Serializer::json_compatible()).unwrap_or(JsValue::NULL)
 }

@@ -19,19 +19,15 @@ impl JsArgumentSchema {
     /// Compile `schema` (a JSON Schema object); throws when it is not one the core can check with.
     #[wasm_bindgen(constructor)]
     pub fn new(schema: JsValue) -> Result<JsArgumentSchema, JsError> {
-        let text = js_sys::JSON::stringify(&schema).map_err(|_| err("the schema is not JSON"))?;
         let schema: Value =
-            serde_json::from_str(&String::from(text)).map_err(|e| err(format!("the schema is not JSON: {e}")))?;
+            serde_wasm_bindgen::from_value(schema).map_err(|e| err(format!("the schema is not JSON: {e}")))?;
         ArgumentSchema::compile(&schema).map(JsArgumentSchema).map_err(err)
     }
 
     /// `undefined` when `args` fit, else the message naming each argument and the fix (e.g.
     /// "argument 'path' must be a string, got 3; see the tool's schema").
     pub fn check(&self, args: JsValue) -> Option<String> {
-        let value = js_sys::JSON::stringify(&args)
-            .ok()
-            .and_then(|t| serde_json::from_str::<Value>(&String::from(t)).ok())
-            .unwrap_or(Value::Null);
+        let value: Value = serde_wasm_bindgen::from_value(args).unwrap_or(Value::Null);
         self.0.check_value(&value).err().map(|e| e.to_string())
     }
 }
@@ -41,8 +37,7 @@ impl JsArgumentSchema {
 /// other jp-host surface shows for it.
 #[wasm_bindgen(js_name = toolInputSchema)]
 pub fn tool_input_schema(tool: JsValue) -> Result<JsValue, JsError> {
-    let text = js_sys::JSON::stringify(&tool).map_err(|_| err("the tool is not JSON"))?;
-    let schema: jp_core::schema::ToolSchema = serde_json::from_str(&String::from(text))
+    let schema: jp_core::schema::ToolSchema = serde_wasm_bindgen::from_value(tool)
         .map_err(|e| err(format!("the tool description is not D06-shaped: {e}")))?;
     let definition = ToolDefinition {
         name: schema.name,
@@ -51,5 +46,6 @@ pub fn tool_input_schema(tool: JsValue) -> Result<JsValue, JsError> {
         parameters: schema.parameters,
         input_schema: None,
     };
-    js_sys::JSON::parse(&definition.to_json_schema().to_string()).map_err(|_| err("schema is not JSON"))
+    serde::Serialize::serialize(&definition.to_json_schema(), &serde_wasm_bindgen::Serializer::json_compatible())
+        .map_err(|e| err(format!("the schema cannot be handed over: {e}")))
 }

@@ -392,7 +392,10 @@ for (const engine of ENGINES) {
         // the unread bytes make the kernel send a reset, which can drop the 413 before the client
         // reads it (seen in CI about one run in three; wrangler dev's proxy resets it too). The
         // function refused it either way: the body was not read whole and the memory stayed low.
-        assert.ok(status === 413 || String(status).startsWith('connection closed'), `the client got ${status}`);
+        // wrangler dev's proxy (on the pinned Node 25), cut off by workerd while it still
+        // streams the body up, can answer that as its own 500 instead.
+        const proxied = engine === 'wrangler' && status === 500;
+        assert.ok(status === 413 || proxied || String(status).startsWith('connection closed'), `the client got ${status}`);
         assert.ok(sent < 200, 'the body was not read whole');
       } else {
         assert.equal(status, 413, `the client got ${status} after sending ${sent} MiB`);

@@ -7,11 +7,12 @@
 //!   component writes the placeholder literally; the host substitutes the value when the tool's
 //!   `network.envs` names `API_TOKEN` and the URL is allowed, and scrubs the value from the
 //!   response, so the token never enters the component. Answers `status <N>` and the body.
-//! - `get` `{ url }`: `jp:host/http.get` with no credentials — a request the host may ask its
-//!   user about (a URL no rule covers under a `sandbox` table), which one carrying a secret never
-//!   is.
-//! - `read_env` `{}`: `.env` through `jp:host/filesystem.read` — a sensitive path, so the host
-//!   asks its user first.
+//! - `get` `{ url, times? }`: `jp:host/http.get` with no credentials — a request the host may ask
+//!   its user about (a URL no rule covers under a `sandbox` table), which one carrying a secret
+//!   never is. With `times`, the request is made that many times, going on after a refusal (what
+//!   a misbehaving tool does, for the hosts' limits).
+//! - `read_env` `{ times? }`: `.env` through `jp:host/filesystem.read` — a sensitive path, so the
+//!   host asks its user first; with `times`, asked again each time.
 //!
 //! A refusal or failure of the host is the tool's error, with the host's code and message.
 //!
@@ -44,8 +45,10 @@ const SCHEMA: &str = r#"{"tools":[
    "description":"Sends `Authorization: Bearer ${API_TOKEN}`; the host fills in the token, which the tool never sees.",
    "parameters":{"url":{"type":"string","summary":"The URL to GET."}}},
   {"name":"get","summary":"GET a URL, with no credentials.",
-   "parameters":{"url":{"type":"string","summary":"The URL to GET."}}},
-  {"name":"read_env","summary":"Read the project's .env file (the host asks first).","parameters":{}}
+   "parameters":{"url":{"type":"string","summary":"The URL to GET."},
+     "times":{"type":"integer","summary":"How many times (default 1): the last answer, or how many were refused."}}},
+  {"name":"read_env","summary":"Read the project's .env file (the host asks first).",
+   "parameters":{"times":{"type":"integer","summary":"How many times (default 1)."}}}
 ]}"#;
 
 fn failure(message: String) -> Outcome {
@@ -57,22 +60,43 @@ fn host_failure(request: &str, e: HostError) -> Outcome {
     failure(format!("{request} failed (host error {}): {}", e.code, e.message))
 }
 
+/// `attempt` made `arguments.times` times (default 1), going on after a failure: one attempt's
+/// own answer, or how many of them the host answered and its last refusal.
+fn repeated(arguments: &serde_json::Value, what: &str, attempt: impl Fn() -> Result<String, HostError>) -> Outcome {
+    let times = arguments["times"].as_u64().unwrap_or(1).max(1);
+    let mut last = None;
+    let (mut answered, mut answer) = (0, String::new());
+    for _ in 0..times {
+        match attempt() {
+            Ok(a) => (answered, answer) = (answered + 1, a),
+            Err(e) => last = Some(e),
+        }
+    }
+    match (times, last) {
+        (1, Some(e)) => host_failure(what, e),
+        (1, None) => Outcome::Success(answer),
+        (_, None) => Outcome::Success(format!("{answered} of {times} answered\n{answer}")),
+        (_, Some(e)) => Outcome::Success(format!(
+            "{answered} of {times} answered; the last refusal: {what} failed (host error {}): {}",
+            e.code, e.message
+        )),
+    }
+}
+
 /// GET `arguments.url` with `headers`: `status <N>` and the body.
 fn get(arguments: &serde_json::Value, headers: &[http::Header]) -> Outcome {
     let Some(url) = arguments["url"].as_str() else {
         return failure("missing required string argument 'url'".into());
     };
-    match http::get(url, headers) {
-        Ok(r) => Outcome::Success(format!("status {}\n{}", r.status, String::from_utf8_lossy(&r.body))),
-        Err(e) => host_failure("http.get", e),
-    }
+    repeated(arguments, "http.get", || {
+        http::get(url, headers).map(|r| format!("status {}\n{}", r.status, String::from_utf8_lossy(&r.body)))
+    })
 }
 
-fn read_env() -> Outcome {
-    match filesystem::read(".env") {
-        Ok(bytes) => Outcome::Success(String::from_utf8_lossy(&bytes).into_owned()),
-        Err(e) => host_failure("filesystem.read .env", e),
-    }
+fn read_env(arguments: &serde_json::Value) -> Outcome {
+    repeated(arguments, "filesystem.read .env", || {
+        filesystem::read(".env").map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+    })
 }
 
 struct Fetch;
@@ -89,7 +113,7 @@ impl Guest for Fetch {
                 get(&arguments, &[http::Header { name: "Authorization".into(), value: "Bearer ${API_TOKEN}".into() }])
             }
             "get" => get(&arguments, &[]),
-            "read_env" => read_env(),
+            "read_env" => read_env(&arguments),
             other => failure(format!("this component has no tool '{other}'; it serves: api_get, get, read_env")),
         }
     }
