@@ -12,6 +12,10 @@ use super::{DispatchEvents, Dispatcher, HostError, HttpMethod, HttpRequest, MAX_
 /// Headers a browser or curl never carries to another origin on a redirect.
 const CREDENTIAL_HEADERS: [&str; 3] = ["authorization", "cookie", "proxy-authorization"];
 
+/// A header as sent (secrets substituted), whether it carries a host secret, and its name and
+/// value as the tool wrote them (what the policy's header conditions are checked against).
+type SentHeader = (Header, bool, (String, String));
+
 /// Substitute `${VAR}` in header values; each header comes back with whether it now carries a
 /// host secret (it then never follows a redirect to another origin).
 pub(super) fn substitute_headers(
@@ -75,7 +79,7 @@ impl Dispatcher {
         // A header that cannot be substituted (a variable the policy does not name, or that is
         // not set) is reported after the URL was decided: a refused URL is refused as such.
         let written = |h: &Header| (h.name.clone(), h.value.clone());
-        let (mut headers, mut unusable): (Vec<(Header, bool, (String, String))>, _) =
+        let (mut headers, mut unusable): (Vec<SentHeader>, _) =
             match substitute_headers(&self.policy, &self.env, headers) {
                 Ok(list) => (
                     list.into_iter().zip(headers).map(|((sent, secret), w)| (sent, secret, written(w))).collect(),
