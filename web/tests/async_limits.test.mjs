@@ -134,3 +134,14 @@ test('time spent waiting for the person does not count against the deadline', as
   assert.equal(out.tag, 'success', JSON.stringify(out));
   assert.equal(out.val, 'TOKEN=hunter2\n');
 });
+
+test('an engine without JSPI is refused at start, naming the engine and version, never run with every request denied', async () => {
+  const { execFileSync } = await import('node:child_process');
+  const script = `import('${new URL('../../www/jp.js', import.meta.url).href}').then(async ({ Host }) => {
+    try { await Host.create({}); console.log('created'); } catch (e) { console.log(e.message); }
+  });`;
+  // The pinned Node 25 with its JSPI switched off stands for an engine that lacks it.
+  const out = execFileSync(process.execPath, ['--no-experimental-wasm-jspi', '--input-type=module', '-e', script], { encoding: 'utf8' });
+  assert.match(out, /^jp-host cannot host components here: Node v\d+\.\d+\.\d+ \(V8 [^)]+\) lacks WebAssembly JSPI/);
+  assert.match(out, /use Chromium 137 or later, Node 25 or later/);
+});
