@@ -16,6 +16,24 @@ import * as random from '@bytecodealliance/preview2-shim/random';
 import { subjectsFilesystem } from './subjects.js';
 
 /**
+ * Why components cannot be hosted with this WASI shim, or null: preview2-shim's Node build lets
+ * a component end the process (`exit`), block the event loop (clocks, poll, stdin) and write raw
+ * to the terminal. Node must run the browser build (web/edge/browser-wasi.mjs).
+ */
+export function shimRefused() {
+  if (typeof cli.createCli === 'function') return null;
+  return "the WASI shim here is preview2-shim's Node build, in which a component could end the process or block it; start Node with --import ./web/edge/browser-wasi.mjs (as npm run edge does)";
+}
+
+// A component's stdout and stderr are not part of what it answers: dropped, never written to
+// the operator's terminal or the page's console (escape sequences, forged log lines).
+const dropped = { write() {}, flush() {}, blockingFlush() {}, drop() {} };
+if (!shimRefused()) {
+  cli._setStdout?.(dropped);
+  cli._setStderr?.(dropped);
+}
+
+/**
  * Core modules by file name. `cores` is either the URL of the directory holding them (the page:
  * each is fetched and compiled once) or an object `{ file: WebAssembly.Module }` the embedder
  * compiled or imported itself (edge runtimes: workerd forbids compiling wasm at run time, so

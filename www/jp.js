@@ -13,7 +13,7 @@ export { describeCall, policyExceeds, agentTool, askBeforeCall, agentResult, res
 import { learnCall } from './subjects.js';
 import {
   CallLimits, DeadlineExceeded, DEFAULT_DEADLINE_MS, POOLED_MEMORY_MAX, coreModules, hostImports, instantiate,
-  memoryBytes, memoryNote, nullSession, transpile,
+  memoryBytes, memoryNote, nullSession, shimRefused, transpile,
 } from './instance.js';
 
 export { DEFAULT_DEADLINE_MS };
@@ -67,7 +67,7 @@ export async function agentTurn({ provider, messages, tools, callTool, onEvent =
  */
 export class Host {
   static async create({ db = null, policy = '', ceiling = null, storage = null, limits = {}, worker = null, instances = null, inWorker = false } = {}) {
-    const missing = jspiMissing();
+    const missing = jspiMissing() ?? shimRefused();
     if (missing) throw new Error(`jp-host cannot host components here: ${missing}`);
     await loadJp();
     const host = new Host(await JpHost.create(db, ceiling === null ? policy : '', storage), limits);

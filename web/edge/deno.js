@@ -90,6 +90,12 @@ if (import.meta.main) {
     }
   };
   const handler = createHandler({ jp, components, storage: kvStorage(kv), bench: env('JP_EDGE_BENCH') === '1', token: env('JP_EDGE_TOKEN'), tokens: env('JP_EDGE_TOKENS'), policy: env('JP_EDGE_POLICY'), allowedOrigins: env('JP_EDGE_ALLOWED_ORIGINS'), hosts: env('JP_EDGE_HOSTS') || LOOPBACK_HOSTS, env: secret, stateKey: env('JP_EDGE_STATE_KEY'), limits: { memoryMiB: Number(env('JP_EDGE_MEMORY_MIB') || 0), deadlineMs: Number(env('JP_EDGE_DEADLINE_MS') || DEADLINE_MS) } });
+  // A promise the WASI shim leaves rejected (a component's sleep drops its pollable while the
+  // shim still waits on it) must not end the function: Deno ends the process on one.
+  globalThis.addEventListener('unhandledrejection', (e) => {
+    e.preventDefault();
+    console.error(`jp edge function (deno): unhandled rejection: ${JSON.stringify(String(e.reason?.message ?? e.reason)).slice(0, 300)}`);
+  });
   let secrets;
   try {
     secrets = await handler.secrets();

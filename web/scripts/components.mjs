@@ -160,7 +160,7 @@ export function describeComponents(specs) {
   const node = join(root, 'node_modules/node/bin/node');
   let out;
   try {
-    out = execFileSync(node, [join(root, 'web/scripts/describe.mjs'), ...specs.map(({ dir, name }) => `${name}=${dir}`)], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    out = execFileSync(node, ['--import', join(root, 'web/edge/browser-wasi.mjs'), join(root, 'web/scripts/describe.mjs'), ...specs.map(({ dir, name }) => `${name}=${dir}`)], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   } catch (e) {
     throw new BuildError(String(e.stderr || e.message).trim());
   }

@@ -179,7 +179,7 @@ async function command(engine, port, dataDir, vars, secrets, served) {
         { DENO_DIR: join(resolve(dataDir), 'deno-dir'), DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1', JP_EDGE_DENO_ENVS: secrets.map((n) => `,${n}`).join(''), JP_EDGE_SERVED: served ? resolve(served) : '' }];
     }
     case 'node':
-      return [NODE, [flag, join(root, 'web/edge/node.mjs'), '--port', String(port)], { JP_EDGE_SERVED: served ? resolve(served) : '' }];
+      return [NODE, ['--import', join(root, 'web/edge/browser-wasi.mjs'), flag, join(root, 'web/edge/node.mjs'), '--port', String(port)], { JP_EDGE_SERVED: served ? resolve(served) : '' }];
     default:
       throw new Error(`unknown engine '${engine}': use workerd, wrangler, deno or node`);
   }

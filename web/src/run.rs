@@ -143,8 +143,9 @@ impl JpHost {
             let input_schema = match tool.get("inputSchema") {
                 Some(s) => s.clone(),
                 None => {
-                    let d06: ToolSchema = serde_json::from_value(Value::Object(tool.clone()))
-                        .map_err(|e| err(format!("tool '{name}': its description is not D06-shaped: {e}")))?;
+                    let d06: ToolSchema = serde_json::from_value::<ToolSchema>(Value::Object(tool.clone()))
+                        .map_err(|e| err(format!("tool '{name}': its description is not D06-shaped: {e}")))?
+                        .with_required_defaults();
                     ToolDefinition {
                         name: d06.name,
                         summary: d06.summary,

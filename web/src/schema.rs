@@ -37,8 +37,9 @@ impl JsArgumentSchema {
 /// other jp-host surface shows for it.
 #[wasm_bindgen(js_name = toolInputSchema)]
 pub fn tool_input_schema(tool: JsValue) -> Result<JsValue, JsError> {
-    let schema: jp_core::schema::ToolSchema = serde_wasm_bindgen::from_value(tool)
-        .map_err(|e| err(format!("the tool description is not D06-shaped: {e}")))?;
+    let schema = serde_wasm_bindgen::from_value::<jp_core::schema::ToolSchema>(tool)
+        .map_err(|e| err(format!("the tool description is not D06-shaped: {e}")))?
+        .with_required_defaults();
     let definition = ToolDefinition {
         name: schema.name,
         summary: schema.summary,

@@ -281,6 +281,26 @@ for (const engine of ENGINES) {
       assert.equal((await post({ tool: 'ok', args: {}, project: 'p5' })).body.outcome.val, 'ok');
     });
 
+    test("a component's exit, a day's sleep and a read of stdin end its call, never the function or its event loop", async () => {
+      const exited = (await post({ tool: 'exit', args: {}, project: 'p7', files: { 'z.txt': 'z' } })).body;
+      assert.equal(exited.outcome.tag, 'error', JSON.stringify(exited));
+      assert.match(exited.outcome.val.message, /tool 'exit' trapped: .*exited/);
+      // The sleep does not block the engine: another project is served meanwhile, and the sleep
+      // ends by its deadline.
+      const [slept, other] = await Promise.all([
+        post({ tool: 'sleep', args: {}, project: 'p7' }),
+        new Promise((r) => setTimeout(r, 100)).then(() => post({ tool: 'ok', args: {}, project: 'p8' })),
+      ]);
+      assert.equal(other.body.outcome.val, 'ok');
+      // (The browser WASI shim cannot block: the sleep ends early, or at the deadline.)
+      assert.ok(['success', 'error'].includes(slept.body.outcome?.tag), JSON.stringify(slept.body));
+      const read = (await post({ tool: 'stdin', args: {}, project: 'p7' })).body;
+      // stdin is closed: the read ends at once (nothing to read), it does not wait.
+      assert.deepEqual([read.outcome.tag, read.outcome.val], ['success', 'read 0 bytes'], JSON.stringify(read));
+      assert.equal((await post({ tool: 'fs_read_file', args: { path: 'z.txt' }, project: 'p7' })).body.outcome.tag, 'error', 'nothing of the exited call was stored');
+      assert.equal((await post({ tool: 'ok', args: {}, project: 'p7' })).body.outcome.val, 'ok', 'the function keeps serving');
+    });
+
     test('bad input: a clear 4xx, nothing stored', async () => {
       const cases = [
         [await post(null, 'not json'), 400, /must be JSON/],

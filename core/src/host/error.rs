@@ -45,6 +45,24 @@ pub enum HostError {
 }
 
 impl HostError {
+    /// The same error with its message passed through `f` (the dispatcher scrubs secrets from
+    /// every message this way).
+    pub fn map_message(self, f: impl FnOnce(&str) -> String) -> Self {
+        match self {
+            Self::InvalidRequest(m) => Self::InvalidRequest(f(&m)),
+            Self::MethodNotFound(m) => Self::MethodNotFound(f(&m)),
+            Self::InvalidParams(m) => Self::InvalidParams(f(&m)),
+            Self::TooLarge(m) => Self::TooLarge(f(&m)),
+            Self::AccessDenied(m) => Self::AccessDenied(f(&m)),
+            Self::NotFound(m) => Self::NotFound(f(&m)),
+            Self::AlreadyExists(m) => Self::AlreadyExists(f(&m)),
+            Self::Timeout(m) => Self::Timeout(f(&m)),
+            Self::Cancelled(m) => Self::Cancelled(f(&m)),
+            Self::Unavailable(m) => Self::Unavailable(f(&m)),
+            Self::Internal(m) => Self::Internal(f(&m)),
+        }
+    }
+
     /// The D11 error code of this error. This is the only mapping from failures to codes.
     pub fn code(&self) -> ErrorCode {
         match self {

@@ -25,6 +25,14 @@ pub(super) fn substitute_headers(
 ) -> Result<Vec<(Header, bool)>, HostError> {
     let mut out = Vec::with_capacity(headers.len());
     for h in headers {
+        // A value a header cannot carry is refused before anything is put into it: a backend
+        // quoting it in its error would quote a substituted secret too.
+        if let Some(c) = h.value.chars().chain(h.name.chars()).find(|c| matches!(c, '\r' | '\n' | '\0')) {
+            return Err(HostError::InvalidParams(format!(
+                "header {:?} holds {c:?}, which no header may carry; remove it",
+                h.name
+            )));
+        }
         let mut value = String::new();
         let mut rest = h.value.as_str();
         let mut secret = false;

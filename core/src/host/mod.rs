@@ -351,14 +351,18 @@ impl Dispatcher {
     }
 
     /// Serve one typed request: decided, performed, and its answer scrubbed of every secret
-    /// (each text and byte field of the typed value, see [`HostResponse`]).
+    /// (each text and byte field of the typed value, see [`HostResponse`]) — and so is a
+    /// failure's message, which may quote what a backend was given (a header value) or told.
     pub async fn handle(
         &self,
         request: &HostRequest,
         id: &Id,
         events: &dyn DispatchEvents,
     ) -> Result<HostResponse, HostError> {
-        let mut response = self.serve(request, id, events).await?;
+        let mut response = self
+            .serve(request, id, events)
+            .await
+            .map_err(|e| e.map_message(|m| self.scrubber.scrub_str(m).into_owned()))?;
         self.scrub(&mut response);
         Ok(response)
     }

@@ -246,17 +246,26 @@ impl SchemaResponse {
             SchemaError::Unparseable { tool: tool.into(), why }
         })?;
         let listed: Vec<String> = response.tools.iter().map(|t| t.name.clone()).collect();
-        let mut schema = response
+        let schema = response
             .tools
             .into_iter()
             .find(|t| t.name == tool)
             .ok_or_else(|| SchemaError::Missing { tool: tool.into(), listed: listed.join(", ") })?;
-        for p in schema.parameters.values_mut() {
+        Ok(schema.with_required_defaults())
+    }
+}
+
+impl ToolSchema {
+    /// D06's rule for a tool's own description: a parameter that does not say whether it is
+    /// `required` is required exactly when it has no default. Every host applies it, so a tool
+    /// is described the same natively, in the page and at the edge.
+    pub fn with_required_defaults(mut self) -> Self {
+        for p in self.parameters.values_mut() {
             if p.required.is_none() {
                 p.required = Some(p.default.is_none());
             }
         }
-        Ok(schema)
+        self
     }
 }
 

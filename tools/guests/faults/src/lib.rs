@@ -1,5 +1,6 @@
 //! Misbehaving on purpose, selected by the tool name: `ok` (does nothing: the benchmark's trivial
-//! tool), `spin` (an endless loop), `bomb` (allocates until it cannot), `flood` (a huge result),
+//! tool), `exit` (ends "the process"), `sleep` (a day by default), `stdin` (reads a line),
+//! `spin` (an endless loop), `bomb` (allocates until it cannot), `flood` (a huge result),
 //! `print` (floods stdout), `write` / `read` / `list` / `remove` / `rename` (plain `std::fs` on
 //! `/workspace`, for the policy tests), `escape` (every way out of the preopen it can think of),
 //! `hoard` (keeps many files open with large unwritten buffers, then traps so nothing is kept).
@@ -37,6 +38,15 @@ impl Guest for Faults {
         let args: serde_json::Value = serde_json::from_str(&arguments).unwrap_or_default();
         let result = match name.as_str() {
             "ok" => Ok("ok".to_owned()),
+            "exit" => std::process::exit(0),
+            "sleep" => {
+                std::thread::sleep(std::time::Duration::from_secs(args["seconds"].as_u64().unwrap_or(86_400)));
+                Ok("slept".to_owned())
+            }
+            "stdin" => {
+                let mut line = String::new();
+                io(std::io::stdin().read_line(&mut line), "stdin").map(|n| format!("read {n} bytes"))
+            }
             "spin" => {
                 let mut x: u64 = 0;
                 loop {

@@ -46,9 +46,9 @@ const SCHEMA: &str = r#"{"tools":[
    "parameters":{"url":{"type":"string","summary":"The URL to GET."}}},
   {"name":"get","summary":"GET a URL, with no credentials.",
    "parameters":{"url":{"type":"string","summary":"The URL to GET."},
-     "times":{"type":"integer","summary":"How many times (default 1): the last answer, or how many were refused."}}},
+     "times":{"type":"integer","required":false,"summary":"How many times (default 1): the last answer, or how many were refused."}}},
   {"name":"read_env","summary":"Read the project's .env file (the host asks first).",
-   "parameters":{"times":{"type":"integer","summary":"How many times (default 1)."}}}
+   "parameters":{"times":{"type":"integer","required":false,"summary":"How many times (default 1)."}}}
 ]}"#;
 
 fn failure(message: String) -> Outcome {
