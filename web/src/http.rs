@@ -85,9 +85,9 @@ async fn exchange(
     let headers = web_sys::Headers::new().map_err(failed)?;
     for h in &request.headers {
         // The engine's words would quote the value, which may be a substituted secret.
-        headers.append(&h.name, &h.value).map_err(|_| {
-            BackendError::Failed(format!("header {:?}: the engine refused its name or value", h.name))
-        })?;
+        headers
+            .append(&h.name, &h.value)
+            .map_err(|_| BackendError::Failed(format!("header {:?}: the engine refused its name or value", h.name)))?;
     }
     init.set_headers(&headers.into());
     let req = Request::new_with_str_and_init(&request.url, &init).map_err(failed)?;
