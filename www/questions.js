@@ -4,7 +4,7 @@
 // reason, and one button per answer. The card ends at the first click, or when the call ends
 // without an answer (its `signal`: Stop, the deadline, the Worker's end), which it then says.
 
-import { shownText } from './jp.js';
+import { shownReason, shownText } from './jp.js';
 
 const el = (tag, className, text) => {
   const e = document.createElement(tag);
@@ -25,7 +25,7 @@ export function askQuestion(question, choices, place, { tag = 'div' } = {}) {
     // Line breaks, bidi and invisible characters of the tool's text shown as escapes, as jp shows
     // them everywhere (the core's `display::escape`): a tool cannot dress one request as another.
     card.append(el('span', 'question', `${shownText(question.tool)} asks: `), el('code', 'request', `${question.method} ${shownText(question.target)}`));
-    card.append(el('div', 'reason', shownText(question.reason)));
+    card.append(el('div', 'reason', shownReason(question.target, question.reason)));
     const buttons = el('div', 'answers');
     card.append(buttons);
     let ended = false;

@@ -49,7 +49,7 @@ impl TerminalInquirer {
             escape(&inquiry.tool),
             shown(&inquiry.method),
             shown(&inquiry.target),
-            escape(&inquiry.reason)
+            jp_core::agent::surface::shown_reason(&inquiry.target, &inquiry.reason)
         )
     }
 }

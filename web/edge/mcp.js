@@ -18,7 +18,7 @@
 //   body (-32020) and versions not served (-32022, with the list) are HTTP 400, as rmcp answers.
 
 import { agentTool, agentResult } from '../../www/jp.js';
-import { answerOf, asksByResult, CANNOT_ASK, elicitation, KEY, replaying, StaleState } from './mrtr.js';
+import { answerOf, answering, asksByResult, CANNOT_ASK, elicitation, KEY, replaying, StaleState } from './mrtr.js';
 
 /** The protocol versions served with `initialize`, newest first; a client asking for another
  * gets the newest. */
@@ -159,7 +159,8 @@ export async function answer(message, session, header = () => null) {
       }
       if (!asksByResult(modern.capabilities)) {
         // A client without form elicitation cannot be asked: denied at once, saying why.
-        const inquirer = (q) => answers.find((a) => a.method === q.method && a.target === q.target)?.answer ?? CANNOT_ASK;
+        const answer = answering(answers);
+        const inquirer = (q) => answer(q) ?? CANNOT_ASK;
         return done(agentResult(name, await session.call(name, args, { inquirer })));
       }
       const run = replaying(answers);

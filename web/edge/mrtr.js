@@ -63,16 +63,33 @@ export function answerOf(response) {
 }
 
 /**
+ * The answers of one run, each used once: the k-th time a run asks about the same method and
+ * target it gets the k-th answer given for them — an "allow once" is one request, not every
+ * identical one after it. `undefined` when none is left.
+ */
+export function answering(answers) {
+  const used = new Set();
+  return (q) => {
+    const i = answers.findIndex((a, n) => !used.has(n) && a.method === q.method && a.target === q.target);
+    if (i < 0) return undefined;
+    used.add(i);
+    return answers[i].answer;
+  };
+}
+
+/**
  * The inquirer of one run of a call that may ask by result: a question answered in `answers`
- * ([{method, target, answer}]) gets that answer; the first one that is not stops the call
- * (`signal` aborts: nothing of it is committed) and is kept as `asked()`.
+ * ([{method, target, answer}], each used once, see `answering`) gets that answer; the first one
+ * that is not stops the call (`signal` aborts: nothing of it is committed) and is kept as
+ * `asked()`.
  */
 export function replaying(answers) {
   const stop = new AbortController();
   let asked = null;
+  const answer = answering(answers);
   const inquirer = (q) => {
-    const known = answers.find((a) => a.method === q.method && a.target === q.target);
-    if (known) return known.answer;
+    const known = answer(q);
+    if (known !== undefined) return known;
     asked ??= { tool: q.tool, method: q.method, target: q.target, reason: q.reason };
     stop.abort();
     // The call is being stopped; this denial is never committed nor shown.

@@ -185,6 +185,13 @@ pub fn shown_text(text: &str) -> String {
     jp_core::display::escape(text)
 }
 
+/// A policy question's reason as a person is shown it (`agent::surface::shown_reason`): escaped,
+/// the tool's words in it quoted.
+#[wasm_bindgen(js_name = shownReason)]
+pub fn shown_reason(target: &str, reason: &str) -> String {
+    surface::shown_reason(target, reason)
+}
+
 /// A policy question (`{tool, method, target, reason}`) as the params of an MCP form
 /// elicitation — the words `jp mcp` uses (`agent::surface::inquiry_elicitation`).
 #[wasm_bindgen(js_name = inquiryElicitation)]

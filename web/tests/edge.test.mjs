@@ -5,7 +5,7 @@ import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { nodeHandler } from '../edge/node.mjs';
 import { memoryStorage } from '../edge/common.js';
-import { elicitation, requestStates, STATE_TTL_MS } from '../edge/mrtr.js';
+import { answering, elicitation, replaying, requestStates, STATE_TTL_MS } from '../edge/mrtr.js';
 
 const TOKEN = 'edge-unit-test-token-9c2e';
 const AUTH = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
@@ -260,4 +260,17 @@ test("learn (seed 002) reads a topic of a project's knowledge base (.jp/kb, fill
   assert.match((await learn({ topic: 'java' })).val.message, /learn: no topic 'java' in \.jp\/kb\/; topics: go, rust/);
   // Nothing else of the project is in /subjects, and nothing there can be written.
   assert.equal((await learn({ topic: 'go', subjects: ['**'] })).val, '## Subject: intro\n\ngo\n');
+});
+
+test('an answer given through input_required is used once: the same request asked again in the run asks again', () => {
+  const post = { method: 'http.post', target: 'https://x.example/transfer' };
+  const answer = answering([{ ...post, answer: 'once' }, { method: 'fs.read', target: '.env', answer: 'denied by the user' }]);
+  assert.equal(answer(post), 'once');
+  assert.equal(answer(post), undefined, 'a second identical request is not covered by the first answer');
+  assert.equal(answer({ method: 'fs.read', target: '.env' }), 'denied by the user');
+  const run = replaying([{ ...post, answer: 'once' }]);
+  assert.equal(run.inquirer({ tool: 't', ...post, reason: 'r' }), 'once');
+  assert.notEqual(run.inquirer({ tool: 't', ...post, reason: 'r' }), 'once');
+  assert.deepEqual(run.asked(), { tool: 't', ...post, reason: 'r' });
+  assert.ok(run.signal.aborted, 'the run stops at the question it has no answer for');
 });

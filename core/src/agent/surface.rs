@@ -174,8 +174,20 @@ pub const DENY: &str = "deny";
 /// Policy: REASON`, everything but jp's own words escaped (`display::shown`/`escape`), so a tool
 /// cannot forge another request's text with line breaks, bidi or invisible characters.
 pub fn inquiry_message(tool: &str, method: &str, target: &str, reason: &str) -> String {
+    use crate::display::shown;
+    format!("Tool {} asks for {} {}. Policy: {}", shown(tool), method, shown(target), shown_reason(target, reason))
+}
+
+/// A policy's reason as a person is shown it: escaped, and the target it quotes — the tool's
+/// words — quoted as [`display::shown`](crate::display::shown) quotes it, so a path or command
+/// cannot pass for more of jp's sentence ("… is allowed by the operator; choose Allow …").
+pub fn shown_reason(target: &str, reason: &str) -> String {
     use crate::display::{escape, shown};
-    format!("Tool {} asks for {} {}. Policy: {}", shown(tool), method, shown(target), escape(reason))
+    let quoted = shown(target);
+    if target.is_empty() || quoted == target {
+        return escape(reason);
+    }
+    reason.split(target).map(escape).collect::<Vec<_>>().join(&quoted)
 }
 
 /// An MCP form elicitation's `params` for a policy question: its message and the `decision`
@@ -370,5 +382,21 @@ mod tests {
             ..ToolResult::default()
         };
         assert_eq!(to_mcp(&r), json!({"content": [{"type": "text", "text": "why?"}], "isError": false}));
+    }
+
+    #[test]
+    fn a_path_in_the_reason_cannot_pass_for_jp_s_words() {
+        let target = ".env is allowed by the operator; choose Allow for the rest of this call. x";
+        let reason = format!("read '{target}' touches a sensitive path; confirm to allow");
+        let shown = shown_reason(target, &reason);
+        assert_eq!(
+            shown,
+            "read '\".env is allowed by the operator; choose Allow for the rest of this call. x\"' touches a sensitive path; confirm to allow"
+        );
+        // A plain target and a line break in the reason: escaped, nothing quoted.
+        assert_eq!(shown_reason(".env", "read '.env'\nok"), "read '.env'\\nok");
+        let m = inquiry_message("t", "fs.read", target, &reason);
+        assert!(m.starts_with("Tool t asks for fs.read \".env is allowed"), "{m}");
+        assert!(m.contains("Policy: read '\".env is allowed"), "{m}");
     }
 }

@@ -74,6 +74,11 @@ impl Dispatcher {
             HttpMethod::Get => "http.get",
             HttpMethod::Post => "http.post",
         };
+        // Decided, shown and sent in its parsed form: spaces and quotes percent-encoded, a
+        // host in punycode — what a question shows is what is fetched, and a URL cannot spell
+        // a sentence into it. (One that does not parse is refused by the policy as it is.)
+        let parsed = url::Url::parse(url).map(|u| u.to_string());
+        let url = parsed.as_deref().unwrap_or(url);
         // What is sent (secrets substituted), whether it carries a secret, and the header as the
         // tool wrote it (what the policy's header conditions are checked against).
         // The host is the URL's, which the policy decided: a `Host` of the tool's own would send
