@@ -9,7 +9,7 @@
 // the chat while the component waits, with three answers: once, for the rest of this turn (the
 // same request of the same tool), deny; Stop ends the call and its question. The API key lives in this tab's session
 // storage only and is never shown to a tool.
-import { agentTurn, describeCall, askBeforeCall, agentResult } from './jp.js';
+import { agentTurn, describeCall, askBeforeCall, agentResult, shownReason, shownText } from './jp.js';
 import { askQuestion } from './questions.js';
 
 const KEY = 'jp-agent-key';
@@ -58,7 +58,7 @@ export function agentPanel($, host, { onFilesChanged }) {
     const entry = [...current].reverse().find((c) => c.dataset.tool === e.tool);
     if (!entry) return;
     const line = el('div', `decision ${e.allowed ? 'allow' : e.decision}`,
-      `· ${e.method} ${e.target} → ${e.allowed ? 'allow' : e.decision === 'ask' ? 'ask → deny' : 'deny'}${e.allowed ? '' : ` (${e.reason})`}`);
+      `· ${e.method} ${shownText(e.target)} → ${e.allowed ? 'allow' : e.decision === 'ask' ? 'ask → deny' : 'deny'}${e.allowed ? '' : ` (${shownReason(e.target, e.reason)})`}`);
     entry.querySelector('.decisions').append(line);
   });
 
@@ -101,7 +101,7 @@ export function agentPanel($, host, { onFilesChanged }) {
     const turn = allowedInTurn;
     return askQuestion(question, [
       ['Allow once', 'once', 'allow-once'],
-      ['Allow for the rest of this turn', 'turn', 'allow-turn', `${question.tool} may ${question.method} ${question.target} again without asking until this turn ends`],
+      ['Allow for the rest of this turn', 'turn', 'allow-turn', `${shownText(question.tool)} may ${question.method} ${shownText(question.target)} again without asking until this turn ends`],
       ['Deny', false, 'deny'],
     ], add, { tag: 'li' }).then((answer) => {
       if (answer === 'turn') turn.add(key);

@@ -6,7 +6,7 @@
 // `window.jpHost` offers writeFile, readFile, listFiles, listTools, callTool, setPolicy and
 // agentSend; `body.dataset.ready` is "true" once everything is loaded. `?db=NAME` picks the
 // database (default: jp-playground).
-import { Host, resultText } from './jp.js';
+import { Host, resultText, shownReason, shownText } from './jp.js';
 import { FAULT_TOOLS } from './fault-tools.js';
 import { KNOWLEDGE_BASE } from './subjects.js';
 import { schemaForm } from './schema-form.js';
@@ -64,7 +64,8 @@ async function main() {
   host.onEvent((e) => {
     const li = document.createElement('li');
     li.className = e.allowed ? 'allow' : e.decision;
-    li.textContent = `${e.allowed ? 'allow' : e.decision === 'ask' ? 'ask→deny' : 'deny'} ${e.tool} ${e.method} ${e.target} — ${e.reason}`;
+    // The tool's words escaped as jp shows them everywhere (line breaks, bidi, invisible).
+    li.textContent = `${e.allowed ? 'allow' : e.decision === 'ask' ? 'ask→deny' : 'deny'} ${shownText(e.tool)} ${e.method} ${shownText(e.target)} — ${shownReason(e.target, e.reason)}`;
     $('log').append(li);
     li.scrollIntoView({ block: 'nearest' });
   });

@@ -175,6 +175,7 @@ export class Host {
    * component's `/subjects`, read-only through wasi:filesystem, and its metadata `_topic`.
    */
   async registerComponent(name, module, cores = null, tools = null, { knowledgeBase = null } = {}) {
+    if (this.components.has(name)) throw new Error(`a component named '${name}' is registered already; register this one under another name`);
     let source = null;
     let coreBytes = null;
     if (module instanceof Uint8Array || module instanceof ArrayBuffer) {
@@ -268,7 +269,8 @@ export class Host {
         worker.terminate();
         resolve(value);
       };
-      const onAbort = () => finish(error(`tool '${name}' was cancelled; nothing it did was written`));
+      let committing = false;
+      const onAbort = () => { if (!committing) finish(error(`tool '${name}' was cancelled; nothing it did was written`)); };
       if (signal?.aborted) return onAbort();
       signal?.addEventListener('abort', onAbort);
       arm();
@@ -294,7 +296,9 @@ export class Host {
           const { outcome, changes } = data.done;
           let changed = [];
           if (outcome.tag === 'success') {
-            try { changed = await this.inner.commitChanges(changes); } catch (e) {
+            if (stop.signal.aborted) return; // stopped meanwhile: nothing is written
+            committing = true; // from here the call's end is the commit's
+            try { changed = await this.inner.commitChanges(changes, name); } catch (e) {
               return finish(error(`tool '${name}' succeeded but its changes could not be stored: ${e?.message ?? e}`));
             }
           }

@@ -138,11 +138,13 @@ const isProjectChanged = (e) => e?.name === 'ProjectChanged';
  * - `env(name)`: a variable of the engine's environment (a string, or undefined), for the
  *   secrets the operator's policy names (`network.envs`);
  * - `stateKey`: the secret MCP requestStates are sealed with (JP_EDGE_STATE_KEY; default: a key
- *   derived from `token`, else from `tokens`).
+ *   derived from the operator's `token`; with neither, nobody is asked through input_required).
  */
 export function createHandler({ jp, components, storage = () => null, token = '', tokens = '', policy = '', allowedOrigins = '', hosts = null, limits = {}, bench = false, env = () => undefined, stateKey = '' }) {
   const access = accessControl({ token, tokens, allowedOrigins, hosts });
-  const states = requestStates({ secret: stateKey || token || String(tokens ?? '') });
+  // Only a secret nobody else holds seals a state: the operator's key or token, never a project
+  // token (whose holder could rebuild the key) and never a binding stringified.
+  const states = requestStates({ secret: typeof stateKey === 'string' && stateKey ? stateKey : (typeof token === 'string' ? token : '') });
   let secrets = null; // { names, values: { NAME: value } } of the operator's `network.envs`, read once
   let described = null; // the tools each component described, once
   const queues = new Map(); // project id → the tail of its calls: one at a time per project
@@ -322,6 +324,7 @@ export function createHandler({ jp, components, storage = () => null, token = ''
         },
         // requestStates bound to this caller (its bearer token) and project.
         states: {
+          ready: states.ready,
           seal: (state) => states.seal({ ...state, bearer: principal.bearer, project }),
           open: (text, call) => states.open(text, { ...call, bearer: principal.bearer, project }),
         },

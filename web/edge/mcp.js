@@ -18,7 +18,7 @@
 //   body (-32020) and versions not served (-32022, with the list) are HTTP 400, as rmcp answers.
 
 import { agentTool, agentResult } from '../../www/jp.js';
-import { answerOf, answering, asksByResult, CANNOT_ASK, elicitation, KEY, replaying, StaleState } from './mrtr.js';
+import { answerOf, answering, asksByResult, CANNOT_ASK, elicitation, KEY, NO_STATE_KEY, replaying, StaleState } from './mrtr.js';
 
 /** The protocol versions served with `initialize`, newest first; a client asking for another
  * gets the newest. */
@@ -157,10 +157,12 @@ export async function answer(message, session, header = () => null) {
           throw e;
         }
       }
-      if (!asksByResult(modern.capabilities)) {
-        // A client without form elicitation cannot be asked: denied at once, saying why.
+      if (!asksByResult(modern.capabilities) || !session.states.ready) {
+        // A client without form elicitation cannot be asked, nor anybody where no key seals the
+        // state: denied at once, saying why.
         const answer = answering(answers);
-        const inquirer = (q) => answer(q) ?? CANNOT_ASK;
+        const why = session.states.ready ? CANNOT_ASK : NO_STATE_KEY;
+        const inquirer = (q) => answer(q) ?? why;
         return done(agentResult(name, await session.call(name, args, { inquirer })));
       }
       const run = replaying(answers);

@@ -36,6 +36,8 @@ export const STATE_TTL_MS = 300_000;
 const MAX_ANSWERS = 16;
 
 /** Why no inquirer can reach a 2026-07-28 client (native elicit.rs's words). */
+/** Why nobody is asked where no key seals a requestState. */
+export const NO_STATE_KEY = 'nobody could be asked: this edge function has no key to seal the question\'s requestState with (set JP_EDGE_STATE_KEY or JP_EDGE_TOKEN); allow it in the operator\'s policy';
 export const CANNOT_ASK = 'nobody could be asked: the MCP client does not support elicitation; allow it in the tool\'s configuration';
 
 /** Whether a client with these capabilities (2026-07-28: from the request's `_meta`) is asked
@@ -160,6 +162,8 @@ export function requestStates({ secret, now = () => Date.now() }) {
   const argsHash = async (args) => hex(await crypto.subtle.digest('SHA-256', encoder.encode(canonical(args ?? {}))));
 
   return {
+    /** Whether states can be sealed here: a key was configured. */
+    ready: Boolean(secret),
     /** The state for a call of `tool` with `args` by `bearer` on `project` that was answered
      * `answers` and now asks `asking`. */
     async seal({ tool, args, bearer, project, answers, asking }) {

@@ -10,7 +10,6 @@ import { pathToFileURL } from 'node:url';
 import { Host, loadJp } from '../../www/jp.js';
 
 await loadJp(await WebAssembly.compile(await readFile(new URL('../../www/pkg/jp_web_bg.wasm', import.meta.url))));
-const host = await Host.create({});
 const tools = {};
 for (const spec of process.argv.slice(2)) {
   const eq = spec.indexOf('=');
@@ -22,6 +21,8 @@ for (const spec of process.argv.slice(2)) {
   try {
     const cores = {};
     for (const f of JSON.parse(await readFile(join(dir, 'cores.json'), 'utf8'))) cores[f] = await WebAssembly.compile(await readFile(join(dir, f)));
+    // A host of its own: a name another component serves is for the build to refuse (components.mjs).
+    const host = await Host.create({});
     tools[name] = await host.registerComponent(name, pathToFileURL(join(dir, `${name}.js`)), cores);
   } catch (e) {
     console.error(`component '${name}' (${dir}) could not be described: ${e?.message ?? e}; its jp:tool/describe must answer {"tools": [{name, summary, description, parameters}]} (RFD D06)`);

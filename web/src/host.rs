@@ -232,17 +232,44 @@ impl JpHost {
     }
 
     /// Write a call's changes, `{ path: Uint8Array | null }` (null deletes), all together: one
-    /// transaction or batch. Returns the paths.
+    /// transaction or batch. Returns the paths. With `tool` (the changes of that tool's call in a
+    /// Worker), each is decided again by the policy here — create, update or delete, `.jp/`
+    /// protected — and one the policy denies refuses them all (`ChangesRefused`): what a Worker
+    /// hands back is not trusted to have been decided there.
     #[wasm_bindgen(js_name = commitChanges)]
-    pub async fn commit_changes(&self, changes: Object) -> Result<Vec<String>, JsValue> {
+    pub async fn commit_changes(&self, changes: Object, tool: Option<String>) -> Result<Vec<String>, JsValue> {
         let mut list = Vec::new();
+        let mut refused = Vec::new();
+        let policy = self.policy.borrow().clone();
         for entry in Object::entries(&changes).iter() {
             let entry = Array::from(&entry);
             let path = entry.get(0).as_string().unwrap_or_default();
             let p = WorkspacePath::parse(&path).map_err(|e| err(format!("changed path '{path}': {e}")))?;
             let value = entry.get(1);
             let bytes = if value.is_null() { None } else { Some(content_bytes(&value)?) };
+            if tool.is_some() {
+                let exists = self.with_files(async |f| f.exists(&p).await).await.unwrap_or(false);
+                let cap = match (&bytes, exists) {
+                    (None, _) => Capability::Delete,
+                    (Some(_), true) => Capability::Update,
+                    (Some(_), false) => Capability::Create,
+                };
+                // A question was the Worker's to ask (the page's inquirer answered it); a denial
+                // stands whatever the Worker says.
+                if let Decision::Deny(why) = policy.check_fs_by_caller(cap, &p) {
+                    refused.push(format!("{path}: {why}"));
+                }
+            }
             list.push((p, bytes));
+        }
+        if !refused.is_empty() {
+            let e = js_sys::Error::new(&format!(
+                "the changes of tool '{}' may not be written under the policy: {}",
+                tool.unwrap_or_default(),
+                refused.join("; ")
+            ));
+            e.set_name("ChangesRefused");
+            return Err(e.into());
         }
         if !list.is_empty() {
             self.store.apply(&list).await?;

@@ -140,6 +140,15 @@ impl JpHost {
             if name.is_empty() {
                 return Err(err(format!("a tool of component '{component}' has no name")).into());
             }
+            // A tool keeps its name: a later component cannot take it over (nor the approvals
+            // given to it by name).
+            if let Some(other) = self.tools.borrow().get(&name).filter(|t| t.component != component) {
+                return Err(err(format!(
+                    "tool '{name}' of component '{component}' is served already by component '{}'; rename one of them",
+                    other.component
+                ))
+                .into());
+            }
             let input_schema = match tool.get("inputSchema") {
                 Some(s) => s.clone(),
                 None => {

@@ -129,8 +129,16 @@ impl DispatcherBuilder {
 
     /// Finish.
     pub fn build(mut self) -> Dispatcher {
-        let mut secrets: Vec<String> =
-            self.inner.env.iter().filter(|(k, _)| !is_base_env(k)).map(|(_, v)| v.clone()).collect();
+        // Every value a `${VAR}` may carry is a secret, a base variable's too when the policy
+        // names it (`network.envs = ["LC_TOKEN"]`); the base variables it does not name are not.
+        let named: std::collections::BTreeSet<&str> = self.inner.policy.resolvable_env().collect();
+        let mut secrets: Vec<String> = self
+            .inner
+            .env
+            .iter()
+            .filter(|(k, _)| !is_base_env(k) || named.contains(k.as_str()))
+            .map(|(_, v)| v.clone())
+            .collect();
         secrets.append(&mut self.secret_names);
         self.inner.scrubber = Scrubber::new(secrets);
         self.inner
@@ -614,6 +622,18 @@ mod tests {
         ));
         let text = String::from_utf8(line).unwrap();
         assert!(text.contains("\"encoding\":\"base64\"") && !text.contains("s3cr3t"), "{text}");
+    }
+
+    #[test]
+    fn a_base_variable_the_policy_names_is_a_secret() {
+        // `network.envs` naming LC_TOKEN (a base variable's name): its value is scrubbed; PATH,
+        // which the policy does not name, is not a secret.
+        let sb: SandboxConfig =
+            toml::from_str(r#"network = { allow = ["https://api.example.com"], envs = ["LC_TOKEN"] }"#).unwrap();
+        let policy = Arc::new(AccessPolicy::from_config(Some(&sb), None).unwrap());
+        let env = [("LC_TOKEN", "lc-secret-1"), ("PATH", "/usr/bin")].map(|(k, v)| (k.to_owned(), v.to_owned()));
+        let d = Dispatcher::builder("t", policy, Arc::new(InMemoryProjectFiles::new())).env(env.into()).build();
+        assert_eq!(d.scrubber().scrub_str("a lc-secret-1 b /usr/bin"), "a [REDACTED] b /usr/bin");
     }
 
     #[test]

@@ -101,6 +101,17 @@ impl WitOutcome {
                     }
                 }
             }
+            Self::Error(e) if e.message.len() + e.trace.iter().map(String::len).sum::<usize>() > max_output => {
+                return over(&format!(
+                    "an error of {}",
+                    e.message.len() + e.trace.iter().map(String::len).sum::<usize>()
+                ));
+            }
+            Self::NeedsInput(q)
+                if q.text.len() + q.answer_type.len() + q.default.as_ref().map_or(0, String::len) > max_output =>
+            {
+                return over(&format!("a question of {}", q.text.len()));
+            }
             Self::Error(e) => {
                 let error = ToolError { message: e.message, trace: e.trace, transient: e.transient };
                 return ExecutionOutcome::Completed { id: id.to_owned(), result: Err(error) };
@@ -430,6 +441,15 @@ mod tests {
         assert_eq!(out["content"][2]["resource"]["blob"], "/w==");
         assert_eq!(out["content"][3]["size"], 7);
         assert_eq!(out["structuredContent"], json!({ "n": 2 }));
+    }
+
+    #[test]
+    fn an_error_or_a_question_over_the_output_limit_is_refused_like_a_result() {
+        let error = WitOutcome::Error(WitError { message: "x".repeat(100), ..WitError::default() });
+        let ExecutionOutcome::Completed { result: Err(e), .. } = error.into_outcome("1", "t", 64) else { panic!() };
+        assert!(e.message.contains("an error of 100 bytes, over the 64-byte output limit"), "{}", e.message);
+        let question = WitOutcome::NeedsInput(WitQuestion { text: "?".repeat(100), ..WitQuestion::default() });
+        assert!(matches!(question.into_outcome("1", "t", 64), ExecutionOutcome::Completed { result: Err(_), .. }));
     }
 
     #[test]
