@@ -1,7 +1,7 @@
 //! One tool call in the page and at the edge, through the core's call path — the same one the
 //! native `App` takes: the arguments checked against the tool's whole schema
-//! (`jp_core::runtime::call::check_arguments`), the component run on a call session whose
-//! requests the core dispatcher decides, its answer mapped once (`state::component::WitOutcome`),
+//! (`jp_core::runtime::call::check_arguments`), the component run — a `ToolRuntime` of its own,
+//! `JcoRuntime` — on a call session whose requests the core dispatcher decides, its answer mapped once (`state::component::WitOutcome`),
 //! a question of the tool's own answered and the tool run again (`run_answered`), and the
 //! session's files committed only when the call succeeded.
 //!
@@ -14,7 +14,7 @@ use std::rc::Rc;
 
 use jp_core::BoxFuture;
 use jp_core::runtime::call::{Answerer, NoAnswerer, check_arguments, run_answered};
-use jp_core::runtime::{ExecutionOutcome, RuntimeError, ToolCall};
+use jp_core::runtime::{Execution, ExecutionOutcome, RuntimeError, ToolCall, ToolConfig, ToolRuntime};
 use jp_core::schema::{ArgumentSchema, ToolDefinition, ToolSchema};
 use jp_core::state::Question;
 use jp_core::state::component::{WitOutcome, WitSuccess};
@@ -213,65 +213,92 @@ impl JpHost {
             Some(f) => Box::new(JsAnswerer(f)),
             None => Box::new(NoAnswerer),
         };
-        // What the runs left: the paths the committing run changed, whether its result was
-        // blocks, and a failure to write the project (thrown to the caller).
-        let changed: RefCell<Vec<String>> = RefCell::default();
-        let blocks = RefCell::new(false);
-        let failure: RefCell<Option<JsValue>> = RefCell::default();
-        let call = ToolCall::new(name.clone(), "", arguments);
-        let run = |call: ToolCall| -> BoxFuture<'_, Result<ExecutionOutcome, RuntimeError>> {
-            let (name, component, files, inquirer, runner) = (&name, &component, &files, &inquirer, &runner);
-            let (changed, blocks, failure) = (&changed, &blocks, &failure);
-            Box::pin(async move {
-                // A refusal of the caller's files (`FilesRefused`) or a storage failure is the
-                // caller's to see as it is.
-                let session = match self.begin_call(name.clone(), files.clone(), inquirer.clone()).await {
-                    Ok(s) => s,
-                    Err(e) => {
-                        let message = message_of(&e);
-                        *failure.borrow_mut() = Some(e);
-                        return Err(RuntimeError::Other(message));
-                    }
-                };
-                let arguments = Value::Object(call.arguments.clone()).to_string();
-                let answers = Value::Object(call.answers.clone()).to_string();
-                let ran = runner
-                    .call3(&JsValue::NULL, &session.clone().into(), &arguments.into(), &answers.into())
-                    .and_then(|p| p.dyn_into::<Promise>().map_err(|_| err("the runner must return a promise").into()));
-                let raw = match ran {
-                    Ok(p) => JsFuture::from(p).await,
-                    Err(e) => Err(e),
-                };
-                let outcome = match raw {
-                    Err(e) => ExecutionOutcome::failed("", message_of(&e)),
-                    Ok(raw) => match serde_wasm_bindgen::from_value::<WitOutcome>(raw) {
-                        Ok(plain) => {
-                            *blocks.borrow_mut() = matches!(plain, WitOutcome::Success(WitSuccess::Content(_)));
-                            plain.into_outcome("", name, MAX_OUTPUT)
-                        }
-                        Err(e) => ExecutionOutcome::failed(
-                            "",
-                            format!(
-                                "tool '{name}' of component '{component}' answered with an outcome jp cannot read: {e}"
-                            ),
-                        ),
-                    },
-                };
-                let commit = matches!(outcome, ExecutionOutcome::Completed { result: Ok(_), .. });
-                match session.finish(commit).await {
-                    Ok(paths) => *changed.borrow_mut() = paths,
-                    Err(e) => *failure.borrow_mut() = Some(e),
-                }
-                Ok(outcome)
-            })
+        let runtime = JcoRuntime {
+            host: self,
+            component,
+            files,
+            inquirer,
+            runner,
+            changed: RefCell::default(),
+            blocks: RefCell::new(false),
+            failure: RefCell::default(),
         };
+        let config: ToolConfig = toml::from_str("").map_err(|e| err(format!("the tool's configuration: {e}")))?;
+        let call = ToolCall::new(name, "", arguments);
+        let run = |call: ToolCall| runtime.execute(call, &config);
         let outcome = run_answered(call, answerer.as_ref(), run)
             .await
             .unwrap_or_else(|e| ExecutionOutcome::failed("", e.to_string()));
-        if let Some(e) = failure.take() {
+        if let Some(e) = runtime.failure.take() {
             return Err(e);
         }
-        outcome_js(&outcome, *blocks.borrow(), &changed.borrow())
+        outcome_js(&outcome, *runtime.blocks.borrow(), &runtime.changed.borrow())
+    }
+}
+
+/// A jco component as the core's [`ToolRuntime`]: each execution is one run of the component —
+/// by the JS `runner` (instantiate, imports, deadline, Worker) — on a fresh call session of
+/// `host`, whose files are committed only when the run succeeded. What the last run left (the
+/// paths it changed, whether its result was blocks, a failure to write the project) is kept for
+/// the caller.
+struct JcoRuntime<'h> {
+    host: &'h JpHost,
+    component: String,
+    files: Option<Object>,
+    inquirer: Option<Function>,
+    runner: Function,
+    changed: RefCell<Vec<String>>,
+    blocks: RefCell<bool>,
+    failure: RefCell<Option<JsValue>>,
+}
+
+impl ToolRuntime for JcoRuntime<'_> {
+    fn execute<'a>(&'a self, call: ToolCall, _config: &'a ToolConfig) -> Execution<'a> {
+        Box::pin(async move {
+            let name = &call.name;
+            // A refusal of the caller's files (`FilesRefused`) or a storage failure is the
+            // caller's to see as it is.
+            let session = match self.host.begin_call(name.clone(), self.files.clone(), self.inquirer.clone()).await {
+                Ok(s) => s,
+                Err(e) => {
+                    let message = message_of(&e);
+                    *self.failure.borrow_mut() = Some(e);
+                    return Err(RuntimeError::Other(message));
+                }
+            };
+            let arguments = Value::Object(call.arguments.clone()).to_string();
+            let answers = Value::Object(call.answers.clone()).to_string();
+            let ran = self
+                .runner
+                .call3(&JsValue::NULL, &session.clone().into(), &arguments.into(), &answers.into())
+                .and_then(|p| p.dyn_into::<Promise>().map_err(|_| err("the runner must return a promise").into()));
+            let raw = match ran {
+                Ok(p) => JsFuture::from(p).await,
+                Err(e) => Err(e),
+            };
+            let outcome = match raw {
+                Err(e) => ExecutionOutcome::failed("", message_of(&e)),
+                Ok(raw) => match serde_wasm_bindgen::from_value::<WitOutcome>(raw) {
+                    Ok(plain) => {
+                        *self.blocks.borrow_mut() = matches!(plain, WitOutcome::Success(WitSuccess::Content(_)));
+                        plain.into_outcome("", name, MAX_OUTPUT)
+                    }
+                    Err(e) => ExecutionOutcome::failed(
+                        "",
+                        format!(
+                            "tool '{name}' of component '{}' answered with an outcome jp cannot read: {e}",
+                            self.component
+                        ),
+                    ),
+                },
+            };
+            let commit = matches!(outcome, ExecutionOutcome::Completed { result: Ok(_), .. });
+            match session.finish(commit).await {
+                Ok(paths) => *self.changed.borrow_mut() = paths,
+                Err(e) => *self.failure.borrow_mut() = Some(e),
+            }
+            Ok(outcome)
+        })
     }
 }
 
