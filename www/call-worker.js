@@ -4,6 +4,7 @@
 // which the page commits. The page terminates the Worker at the deadline or on cancel, so a
 // runaway component never blocks the page.
 import { Host, loadJp } from './jp.js';
+import { transpile } from './instance.js';
 
 // Questions go to the page (which asks the person) and wait for its answer.
 let asked = 0;
@@ -26,9 +27,11 @@ self.onmessage = async ({ data }) => {
     try {
       await loadJp(new URL(data.jpUrl));
       const host = await Host.create({ limits: data.limits, inWorker: true });
-      const { name, source, coreBytes } = data.describe;
-      await host.registerComponent(name, { source, coreBytes });
-      self.postMessage({ described: host.listTools().map(({ component: _c, inputSchema: _s, ...t }) => t) });
+      const { name, bytes, tools } = data.describe;
+      const { source, coreBytes } = await transpile(name, bytes);
+      await host.registerComponent(name, { source, coreBytes }, null, tools);
+      const described = host.listTools().map(({ component: _c, inputSchema: _s, ...t }) => t);
+      self.postMessage({ described: { source, coreBytes, described } });
     } catch (e) {
       self.postMessage({ failed: String(e?.message ?? e) });
     }

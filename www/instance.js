@@ -133,7 +133,8 @@ export function hostImports(session, subjects = null) {
  * the JS module's text and its core modules' bytes by file name.
  */
 export async function transpile(name, bytes) {
-  const jco = await import('@bytecodealliance/jco-transpile/component');
+  // Bundled by the build beside this file (www/jco/): loads in a Worker and in Node alike.
+  const jco = await import(new URL('./jco/js-component-bindgen-component.js', import.meta.url).href);
   await jco.$init;
   let files;
   try {

@@ -178,7 +178,18 @@ export class Host {
     if (this.components.has(name)) throw new Error(`a component named '${name}' is registered already; register this one under another name`);
     let source = null;
     let coreBytes = null;
-    if (module instanceof Uint8Array || module instanceof ArrayBuffer) {
+    let described = tools;
+    const bytes = module instanceof Uint8Array || module instanceof ArrayBuffer;
+    if (bytes && !this.inWorker) {
+      // No loop checks, and code generated from the user's bytes: transpiled, evaluated and
+      // described in a Worker stopped at the deadline, never on this thread.
+      if (!this.worker) throw new Error(`component '${name}' was given as bytes and has no loop checks, so it runs only in a Worker; create the host with Host.create({ worker })`);
+      ({ source, coreBytes, described } = await this.describeInWorker(name, new Uint8Array(module), tools));
+      this.components.set(name, { name, module: null, getCoreModule: null, moduleUrl: null, coresUrl: null, source, coreBytes, knowledgeBase });
+      for (const tool of this.inner.addTools(name, described)) this.tools.set(tool.name, tool);
+      return described.map((t) => t.name);
+    }
+    if (bytes) {
       ({ source, coreBytes } = await transpile(name, new Uint8Array(module)));
     } else if (module?.source !== undefined && module?.coreBytes !== undefined) {
       ({ source, coreBytes } = module); // transpiled already (a Worker given the page's)
@@ -195,12 +206,6 @@ export class Host {
     const coresUrl = cores instanceof URL || typeof cores === 'string' ? new URL(cores).href : null;
     const getCoreModule = coreModules(cores);
     const component = { name, module, getCoreModule, moduleUrl, coresUrl, source, coreBytes, knowledgeBase };
-    let described = tools;
-    if (!described && source !== null && !this.inWorker) {
-      // No loop checks: it describes itself in a Worker, stopped at the deadline.
-      if (!this.worker) throw new Error(`component '${name}' was given as bytes and has no loop checks, so it runs only in a Worker; create the host with Host.create({ worker })`);
-      described = await this.describeInWorker(name, source, coreBytes);
-    }
     if (!described) {
       const limits = new CallLimits(`${name} (describe)`, this.limits.deadlineMs ?? DEFAULT_DEADLINE_MS);
       const probe = await module.instantiate(getCoreModule, hostImports(nullSession),
@@ -215,21 +220,23 @@ export class Host {
     return described.map((t) => t.name);
   }
 
-  /** The tools a component given as bytes describes, asked in a Worker that is terminated at
-   * the deadline (its code has no loop checks). */
-  describeInWorker(name, source, coreBytes) {
+  /** A component given as bytes, transpiled and described in a Worker that is terminated at
+   * the deadline (its code has no loop checks): `{ source, coreBytes, described }`. */
+  describeInWorker(name, bytes, tools = null) {
     const deadlineMs = this.limits.deadlineMs ?? DEFAULT_DEADLINE_MS;
     const worker = new Worker(this.worker, { type: 'module' });
     return new Promise((resolve, reject) => {
       const done = (f) => (value) => { clearTimeout(timer); worker.terminate(); f(value); };
       const [ok, fail] = [done(resolve), done(reject)];
-      const timer = setTimeout(() => fail(new Error(`component '${name}' ran past the deadline of ${deadlineMs} ms while describing itself and was stopped`)), deadlineMs);
+      // Transpiling takes its own time (jco, 3.5 MB, compiled on first use): the deadline is
+      // the component's, on top of a minute for that.
+      const timer = setTimeout(() => fail(new Error(`component '${name}' ran past the deadline of ${deadlineMs} ms while describing itself and was stopped`)), deadlineMs + 60_000);
       worker.onerror = (e) => fail(new Error(`component '${name}' failed while describing itself: ${e.message ?? e}`));
       worker.onmessage = ({ data }) => {
         if (data.described) ok(data.described);
         if (data.failed) fail(new Error(data.failed));
       };
-      worker.postMessage({ jpUrl: new URL('./pkg/jp_web_bg.wasm', import.meta.url).href, describe: { name, source, coreBytes }, limits: this.limits });
+      worker.postMessage({ jpUrl: new URL('./pkg/jp_web_bg.wasm', import.meta.url).href, describe: { name, bytes, tools }, limits: this.limits });
     });
   }
 

@@ -12,7 +12,7 @@
 // none. `--served-out DIR` builds only the --component ones, into DIR with their registry, and
 // leaves www/ as it is: for a set served apart (JP_EDGE_SERVED=DIR npm run edge) and for tests.
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ALWAYS_SERVED, BUILTIN_COMPONENTS, BuildError, checkExports, describeComponents, removeServed, transpileComponent, userComponents, writeServed } from './components.mjs';
@@ -106,9 +106,21 @@ async function main() {
   await build({
     entryPoints: [join(root, 'www/call-worker.js')], bundle: true, format: 'esm', platform: 'browser',
     outfile: join(root, 'www/call-worker.bundle.js'), logLevel: 'warning',
-    // A Worker is handed components the page transpiled; it never loads jco itself.
-    external: ['@bytecodealliance/jco-transpile/component'],
   });
+  // jco's transpiler, for a component given as bytes (`registerComponent(name, bytes)`): bundled
+  // with the browser WASI shim into www/jco/, beside its core modules, so that a Worker (which
+  // gets no import map) and Node load it alike — on first use only (3.5 MB).
+  const vendor = join(root, 'node_modules/@bytecodealliance/jco-transpile/vendor');
+  rmSync(join(root, 'www/jco'), { recursive: true, force: true });
+  mkdirSync(join(root, 'www/jco'), { recursive: true });
+  await build({
+    entryPoints: [join(vendor, 'js-component-bindgen-component.js')], bundle: true, format: 'esm', platform: 'browser',
+    outfile: join(root, 'www/jco/js-component-bindgen-component.js'), logLevel: 'error',
+    external: ['node:*'], // its Node branch (reading its core modules from disk) stays Node's
+  });
+  for (const f of readdirSync(vendor).filter((f) => f.startsWith('js-component-bindgen-component.') && f.endsWith('.wasm'))) {
+    copyFileSync(join(vendor, f), join(root, 'www/jco', f));
+  }
   console.log(`built www/pkg, www/components${user.length ? ` (served: ${user.map((c) => c.name).join(', ')})` : ''} and www/call-worker.bundle.js`);
 }
 
