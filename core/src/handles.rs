@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use crate::cancel::{CancelReason, CancellationToken, or_cancelled};
 use crate::maybe::{BoxFuture, MaybeSend};
 use crate::state::{ToolCommand, ToolError, ToolState};
 
@@ -69,8 +70,16 @@ pub enum HandleError {
     #[error("'spawn' creates a handle through the tool's runtime; register the result instead")]
     Spawn,
     /// Another call is working with the handle right now.
-    #[error("handle '{id}' is busy with another call; try again when that call has returned")]
+    #[error("handle '{id}' is busy with another call; try again when that call has returned, or abort it")]
     Busy {
+        /// The id.
+        id: String,
+    },
+    /// `abort` of a handle another call is working with: that call's command is stopped where
+    /// it stands and the tool aborted by it (RFD 009: abort preempts). Not a failure: the handle
+    /// is `stopped`.
+    #[error("handle '{id}' is aborted: the command another call was running on it was stopped")]
+    Preempted {
         /// The id.
         id: String,
     },
@@ -83,8 +92,9 @@ pub enum HandleError {
 #[derive(Default)]
 pub struct HandleRegistry {
     handles: BTreeMap<u64, ToolHandle>,
-    /// Handles checked out by a call in progress, with their tool.
-    busy: BTreeMap<u64, String>,
+    /// Handles checked out by a call in progress, with their tool and what preempts its
+    /// command (an `abort` from another call).
+    busy: BTreeMap<u64, (String, CancellationToken)>,
     next_id: u64,
 }
 
@@ -94,6 +104,8 @@ pub struct HandleRegistry {
 pub struct Checkout {
     key: u64,
     handle: ToolHandle,
+    /// Fired by an `abort` of this handle from another call.
+    preempt: CancellationToken,
 }
 
 impl std::fmt::Debug for Checkout {
@@ -113,7 +125,7 @@ impl Checkout {
     pub async fn run(&mut self, command: ToolCommand) -> Result<ToolState, HandleError> {
         let handle = &mut self.handle;
         let next = match command {
-            ToolCommand::Fetch { .. } => handle.inner.fetch().await,
+            ToolCommand::Fetch { .. } => or_cancelled(handle.inner.fetch(), &self.preempt).await,
             ToolCommand::Apply { input, .. } => {
                 let input = match &handle.state {
                     ToolState::Waiting { question, .. } => {
@@ -121,13 +133,22 @@ impl Checkout {
                     }
                     _ => ApplyInput::Data(input),
                 };
-                handle.inner.apply(input).await
+                or_cancelled(handle.inner.apply(input), &self.preempt).await
             }
             ToolCommand::Abort { .. } => {
                 handle.inner.abort().await;
-                Ok(ToolState::Stopped { result: Err(ToolError::new("aborted")) })
+                Ok(Ok(ToolState::Stopped { result: Err(ToolError::new("aborted")) }))
             }
             ToolCommand::Spawn { .. } => return Err(HandleError::Spawn),
+        };
+        let next = match next {
+            Ok(next) => next,
+            // Another call aborted the handle while this command ran: the command is dropped
+            // where it stood and the tool stopped.
+            Err(_) => {
+                handle.inner.abort().await;
+                Err(ToolError::new("aborted by another call while this command ran"))
+            }
         };
         let state = next.unwrap_or_else(|e| ToolState::Stopped { result: Err(e) });
         handle.state = state.clone();
@@ -195,17 +216,23 @@ impl HandleRegistry {
     }
 
     /// Take handle `id` of `tool` out of the registry to run one command on it; give it back
-    /// with [`checkin`](Self::checkin). Meanwhile the id is busy: another command on it is
-    /// refused, other handles are unaffected.
+    /// with [`checkin`](Self::checkin). Meanwhile the id is busy: another `fetch` or `apply` on
+    /// it is refused ([`HandleError::Busy`]), an `abort` preempts the running command — it is
+    /// stopped where it stands and the tool aborted — and answers [`HandleError::Preempted`];
+    /// other handles are unaffected.
     pub fn checkout(&mut self, tool: &str, command: &ToolCommand) -> Result<Checkout, HandleError> {
         let id = match command {
             ToolCommand::Spawn { .. } => return Err(HandleError::Spawn),
             ToolCommand::Fetch { id } | ToolCommand::Apply { id, .. } | ToolCommand::Abort { id } => id.clone(),
         };
         let key = parse_id(&id).ok_or_else(|| HandleError::NotFound { id: id.clone(), live: self.ids() })?;
-        if let Some(owner) = self.busy.get(&key) {
+        if let Some((owner, preempt)) = self.busy.get(&key) {
             if owner != tool {
                 return Err(HandleError::WrongTool { id, owner: owner.clone(), tool: tool.into() });
+            }
+            if matches!(command, ToolCommand::Abort { .. }) {
+                preempt.cancel_with(CancelReason::Cancelled("aborted".into()));
+                return Err(HandleError::Preempted { id });
             }
             return Err(HandleError::Busy { id });
         }
@@ -217,8 +244,9 @@ impl HandleRegistry {
             return Err(HandleError::WrongTool { id, owner, tool: tool.into() });
         }
         let handle = self.handles.remove(&key).ok_or_else(|| HandleError::NotFound { id, live: Vec::new() })?;
-        self.busy.insert(key, owner);
-        Ok(Checkout { key, handle })
+        let preempt = CancellationToken::new();
+        self.busy.insert(key, (owner, preempt.clone()));
+        Ok(Checkout { key, handle, preempt })
     }
 
     /// Give a checked-out handle back; one that reached `stopped` is dropped.
@@ -240,7 +268,10 @@ impl HandleRegistry {
 
     /// Take every live handle out (to abort them without holding the registry).
     pub fn drain(&mut self) -> Vec<Checkout> {
-        std::mem::take(&mut self.handles).into_iter().map(|(key, handle)| Checkout { key, handle }).collect()
+        std::mem::take(&mut self.handles)
+            .into_iter()
+            .map(|(key, handle)| Checkout { key, handle, preempt: CancellationToken::new() })
+            .collect()
     }
 
     /// Abort every live handle (end of turn, host exit).
@@ -344,5 +375,48 @@ mod tests {
                 "ids are never reused"
             );
         });
+    }
+
+    /// A tool whose `fetch` and `apply` never answer (a command stuck in a busy tool).
+    struct Stuck {
+        log: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl AnyToolHandle for Stuck {
+        fn fetch(&mut self) -> BoxFuture<'_, Result<ToolState, ToolError>> {
+            Box::pin(std::future::pending())
+        }
+        fn apply(&mut self, _: ApplyInput) -> BoxFuture<'_, Result<ToolState, ToolError>> {
+            Box::pin(std::future::pending())
+        }
+        fn abort(&mut self) -> BoxFuture<'_, ()> {
+            Box::pin(async move { self.log.lock().unwrap().push("abort".into()) })
+        }
+    }
+
+    #[test]
+    fn abort_preempts_a_command_in_progress_while_a_second_fetch_is_refused() {
+        use std::future::Future;
+        use std::task::{Context, Waker};
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let mut reg = HandleRegistry::new();
+        let h = reg.register("repl", running("ready"), Box::new(Stuck { log: log.clone() }));
+        let fetch = ToolCommand::Fetch { id: h.clone() };
+        let mut checkout = reg.checkout("repl", &fetch).unwrap();
+        let state = {
+            let mut run = std::pin::pin!(checkout.run(fetch.clone()));
+            assert!(run.as_mut().poll(&mut Context::from_waker(Waker::noop())).is_pending(), "the fetch waits");
+            // Another call: a second fetch is refused as busy; an abort preempts the first.
+            assert!(matches!(reg.checkout("repl", &fetch), Err(HandleError::Busy { .. })));
+            assert!(matches!(
+                reg.checkout("repl", &ToolCommand::Abort { id: h.clone() }),
+                Err(HandleError::Preempted { .. })
+            ));
+            block_on(run).unwrap()
+        };
+        assert!(state.is_stopped(), "{state:?}");
+        assert_eq!(*log.lock().unwrap(), ["abort"], "the tool was aborted by the preempted command");
+        reg.checkin(checkout);
+        assert!(reg.ids().is_empty(), "a stopped handle is not kept");
     }
 }

@@ -79,7 +79,7 @@ fn the_python_sdk_drives_jp_mcp_over_stdio() {
     let ws = workspace();
     let mut c = Command::new(python());
     c.arg(repo().join("tests/mcp/python_client.py")).arg(JP).arg(ws.path());
-    run_client(c, 16);
+    run_client(c, 17);
     // The last writer of staged.txt is the one-shot run (answers yes, yes, no).
     assert_eq!(std::fs::read_to_string(ws.path().join("staged.txt")).unwrap(), "one\ntwo\n");
 }

@@ -185,6 +185,24 @@ async def session_checks():
             assert r.structured_content["state"] == "stopped" and not alive(sleeper), r
             ok("run: abort kills its process group")
 
+            # Abort preempts a busy handle (RFD 009): a fetch waiting on it (up to the fetch
+            # wait) is stopped where it stands, the abort answers `stopped` at once, not "busy".
+            r = await s.call_tool("run", {"action": "spawn", "program": "sh", "args": ["-c", "echo pid $$; exec sleep 100"]})
+            hid = r.structured_content["id"]
+            seen = r.structured_content.get("content", "")
+            while not re.search(r"^pid \d+$", seen, re.M):
+                seen += (await s.call_tool("run", {"action": "fetch", "id": hid})).structured_content.get("content", "")
+            sleeper = int(re.search(r"^pid (\d+)$", seen, re.M).group(1))
+            waiting = asyncio.create_task(s.call_tool("run", {"action": "fetch", "id": hid}))
+            await asyncio.sleep(0.3)
+            r = await s.call_tool("run", {"action": "abort", "id": hid})
+            assert (r.structured_content or {}).get("state") == "stopped", r  # not "busy with another call"
+            f = await waiting
+            # (On a machine slow enough that the fetch ended first, the abort was not a preemption.)
+            assert f.structured_content["state"] == "running" or "aborted by another call" in json.dumps(f.structured_content), f
+            assert not alive(sleeper)
+            ok("run: abort preempts a fetch in progress on the same handle")
+
             # A secret the command prints in two halves, a fetch in between: still replaced.
             half = len(SECRET) // 2
             script = f'printf %s "$(echo $JP_TEST_SECRET | cut -c1-{half})"; sleep 2; echo "$JP_TEST_SECRET" | cut -c{half + 1}-'

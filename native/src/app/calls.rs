@@ -10,7 +10,7 @@ use std::time::Duration;
 use jp_core::BoxFuture;
 use jp_core::agent::surface::{AgentTool, ToolFacts};
 use jp_core::cancel::CancellationToken;
-use jp_core::handles::{AnyToolHandle, ApplyInput, HandleRegistry};
+use jp_core::handles::{AnyToolHandle, ApplyInput, HandleError, HandleRegistry};
 use jp_core::runtime::call::run_answered;
 use jp_core::runtime::{ExecutionOutcome, RuntimeError, ToolCall};
 use jp_core::schema::{StatefulAction, flat_stateful_schema, stateful_schema};
@@ -98,7 +98,16 @@ impl Handles {
             ToolCommand::Fetch { id } | ToolCommand::Apply { id, .. } | ToolCommand::Abort { id } => id.clone(),
             ToolCommand::Spawn { .. } => String::new(),
         };
-        let mut checkout = self.lock().checkout(tool, &command).map_err(|e| RuntimeError::Input(e.to_string()))?;
+        let checked_out = self.lock().checkout(tool, &command);
+        let mut checkout = match checked_out {
+            Ok(c) => c,
+            // An abort of a handle another call is running a command on: that command stopped
+            // it (RFD 009: abort preempts).
+            Err(HandleError::Preempted { .. }) => {
+                return Ok(ToolState::Stopped { result: Err(ToolError::new("aborted")) });
+            }
+            Err(e) => return Err(RuntimeError::Input(e.to_string())),
+        };
         let state = tokio::select! {
             s = checkout.run(command) => Some(s),
             () = cancel.cancelled() => None,
