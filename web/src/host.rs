@@ -149,18 +149,7 @@ impl JpHost {
             None => Some(self.store.snapshot().await?),
         };
         let files = self.files(snapshot.as_ref());
-        let mut builder = Dispatcher::builder(tool.clone(), self.policy.borrow().clone(), files)
-            .http(Arc::new(FetchHttpClient::default()))
-            .process(Arc::new(Unavailable::new(NO_PROCESSES)))
-            .env(self.secrets.borrow().clone())
-            .inquirer(Arc::new(NoOneToAsk(NOBODY.into())));
-        if let Some(callback) = self.inquirer.borrow().clone() {
-            // `Arc` because the core's traits take one; one thread here.
-            #[allow(clippy::arc_with_non_send_sync)]
-            let inquirer = Arc::new(JsInquirer::new(callback));
-            builder = builder.inquirer(inquirer);
-        }
-        let dispatcher = builder.build();
+        let dispatcher = self.dispatcher(&tool, files, FetchHttpClient::default(), None);
         let events = JsEvents { tool, callback: self.events.borrow().clone() };
         let id = {
             let mut n = self.requests.borrow_mut();
@@ -335,25 +324,12 @@ impl JpHost {
         }
         // The caller's files, committed with the tool's changes (or not at all).
         let seeded = snapshot.take_changes();
-        let policy = self.policy.borrow().clone();
         let cancel = CancellationToken::new();
         let fetches = web_sys::AbortController::new().ok();
         let http = FetchHttpClient { signal: fetches.as_ref().map(|c| c.signal()) };
-        let mut builder = Dispatcher::builder(tool.clone(), policy, snapshot.files.clone())
-            .http(Arc::new(http))
-            .process(Arc::new(Unavailable::new(NO_PROCESSES)))
-            .env(self.secrets.borrow().clone());
-        // The call's own inquirer, else the host's; without either, inquiries are denied at
-        // once with the reason, as under `--no-interaction`.
-        builder = builder.inquirer(Arc::new(NoOneToAsk(NOBODY.into())));
-        if let Some(callback) = inquirer.or_else(|| self.inquirer.borrow().clone()) {
-            // `Arc` because the core's traits take one; one thread here.
-            #[allow(clippy::arc_with_non_send_sync)]
-            let inquirer = Arc::new(JsInquirer::new(callback));
-            builder = builder.inquirer(inquirer);
-        }
+        let dispatcher = self.dispatcher(&tool, snapshot.files.clone(), http, inquirer);
         let events = JsEvents { tool, callback: self.events.borrow().clone() };
-        Ok(CallSession::new(builder.build(), events, snapshot, seeded, self.store.clone(), cancel, fetches))
+        Ok(CallSession::new(dispatcher, events, snapshot, seeded, self.store.clone(), cancel, fetches))
     }
 
     /// The secrets a tool's `${VAR}` headers may use: `{ NAME: value }` (the page: what the
@@ -384,6 +360,30 @@ impl JpHost {
 }
 
 impl JpHost {
+    /// The dispatcher of `tool`'s requests over `files`: the policy in force, HTTP through `http`,
+    /// no processes, the host's secrets, and questions to `inquirer`, else the host's; without
+    /// either, inquiries are denied at once with the reason, as under `--no-interaction`.
+    fn dispatcher(
+        &self,
+        tool: &str,
+        files: Arc<dyn ProjectFiles>,
+        http: FetchHttpClient,
+        inquirer: Option<js_sys::Function>,
+    ) -> Dispatcher {
+        let mut builder = Dispatcher::builder(tool, self.policy.borrow().clone(), files)
+            .http(Arc::new(http))
+            .process(Arc::new(Unavailable::new(NO_PROCESSES)))
+            .env(self.secrets.borrow().clone())
+            .inquirer(Arc::new(NoOneToAsk(NOBODY.into())));
+        if let Some(callback) = inquirer.or_else(|| self.inquirer.borrow().clone()) {
+            // `Arc` because the core's traits take one; one thread here.
+            #[allow(clippy::arc_with_non_send_sync)]
+            let inquirer = Arc::new(JsInquirer::new(callback));
+            builder = builder.inquirer(inquirer);
+        }
+        builder.build()
+    }
+
     /// The files a host operation works on: the store's own, or `snapshot`'s copy.
     fn files(&self, snapshot: Option<&Snapshot>) -> Arc<dyn ProjectFiles> {
         match (self.store.direct(), snapshot) {
