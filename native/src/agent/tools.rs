@@ -61,7 +61,7 @@ impl NativeTools {
         Ok(Self {
             app,
             tools,
-            handles: Arc::new(Handles::new()),
+            handles: Arc::new(Handles::default()),
             interactive,
             always: Mutex::default(),
             asking: tokio::sync::Mutex::new(()),

@@ -85,7 +85,7 @@ pub(crate) async fn call(app: &Arc<App>, args: &CallArgs, interactive: bool, jso
         if interactive { Box::new(terminal::TerminalAnswerer) } else { Box::new(NoAnswerer) };
     // A stateful command (`action`) gets a handle that lives as long as this process: the reply
     // shows its state, and the handle is aborted before jp exits.
-    let handles = Handles::new();
+    let handles = Handles::default();
     let result = app.agent_call(call, &handles, answerer.as_ref()).await;
     handles.close().await;
     let result = match result {

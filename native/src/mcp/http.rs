@@ -15,11 +15,19 @@ use hyper_util::rt::TokioIo;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
+use jp_core::handles::{HandleOwners, SessionLimits, StatefulTools};
+
 use super::{JpMcp, McpOptions, ServeError, TaskStore};
 use crate::app::{App, Handles};
 
 /// The endpoint's path.
 pub const PATH: &str = "/mcp";
+
+/// Scopes of stateless requests that may hold live handles at once.
+const MAX_SCOPES: usize = 64;
+
+/// How often idle handles are looked for.
+const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Where and how to serve.
 #[derive(Debug, Clone)]
@@ -83,9 +91,13 @@ pub async fn serve(
     // request only): one store for the server, each task bound to its session or to the token.
     let tasks = TaskStore::new();
     let factory_tasks = tasks.clone();
+    // Handles of stateless requests outlive them too: one set for the server, by scope.
+    let owners = Arc::new(HandleOwners::new(SessionLimits::default(), MAX_SCOPES));
+    let factory_owners = owners.clone();
     let service = StreamableHttpService::new(
         move || {
-            let server = JpMcp::shared(factory_app.clone(), slots.clone(), factory_tasks.clone());
+            let server =
+                JpMcp::shared(factory_app.clone(), slots.clone(), factory_tasks.clone(), factory_owners.clone());
             let mut all = factory_sessions.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             all.retain(|w| w.strong_count() > 0);
             all.push(Arc::downgrade(server.handles()));
@@ -100,6 +112,26 @@ pub async fn serve(
     }
     let token: Arc<str> = http.token.into();
     let own_origins = Arc::new(own_origins);
+    // Idle handles are aborted even when nobody calls again.
+    let sweeper = {
+        let (owners, sessions, app) = (owners.clone(), sessions.clone(), app.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(SWEEP_EVERY).await;
+                let now = StatefulTools::now(&*app);
+                owners.expire(now).await;
+                let live: Vec<Arc<Handles>> = sessions
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .iter()
+                    .filter_map(std::sync::Weak::upgrade)
+                    .collect();
+                for handles in live {
+                    handles.expire(now).await;
+                }
+            }
+        })
+    };
     tokio::pin!(shutdown);
     loop {
         let (stream, _) = tokio::select! {
@@ -114,7 +146,9 @@ pub async fn serve(
                     .iter()
                     .filter_map(std::sync::Weak::upgrade)
                     .collect();
+                sweeper.abort();
                 tasks.close(None).await;
+                owners.close().await;
                 for handles in live {
                     handles.close().await;
                 }

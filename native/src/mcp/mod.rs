@@ -35,6 +35,7 @@ use std::time::Duration;
 
 use jp_core::agent::surface;
 use jp_core::cancel::CancellationToken;
+use jp_core::handles::HandleOwners;
 use jp_core::runtime::{RuntimeError, ToolCall};
 use jp_core::schema::SchemaError;
 use rmcp::model::{
@@ -51,6 +52,10 @@ use crate::runtime::mcp::{ask, content, forward};
 
 /// How often a call with a `progressToken` reports that it is still running.
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+
+/// The `_meta` key of a stateless request naming whose handles it uses (see
+/// [`JpMcp::handles_for`]).
+pub const SCOPE_META: &str = "jp-host/scope";
 
 /// How `jp mcp` serves.
 #[derive(Debug, Clone, Copy)]
@@ -71,6 +76,9 @@ impl Default for McpOptions {
 pub struct JpMcp {
     app: Arc<App>,
     handles: Arc<Handles>,
+    /// Over HTTP: the handles of stateless requests (2026-07-28, no session), by the scope the
+    /// request names (see [`JpMcp::handles_for`]).
+    owners: Option<Arc<HandleOwners>>,
     slots: Arc<Semaphore>,
     /// This session's client, as wrapped servers' messages see it.
     session: Arc<forward::AgentSession>,
@@ -117,14 +125,37 @@ impl JpMcp {
 
     /// A session of an HTTP server: call slots and MCP tasks shared with the server's other
     /// sessions (each task still bound to its session).
-    pub fn shared(app: Arc<App>, slots: Arc<Semaphore>, tasks: Arc<TaskStore>) -> Self {
-        Self::with_tasks(app, slots, tasks::SessionTasks::shared(tasks))
+    pub fn shared(app: Arc<App>, slots: Arc<Semaphore>, tasks: Arc<TaskStore>, owners: Arc<HandleOwners>) -> Self {
+        let mut server = Self::with_tasks(app, slots, tasks::SessionTasks::shared(tasks));
+        server.owners = Some(owners);
+        server
     }
 
     fn with_tasks(app: Arc<App>, slots: Arc<Semaphore>, tasks: tasks::SessionTasks) -> Self {
-        let handles = Arc::new(Handles::new());
+        let handles = Arc::new(Handles::default());
         let end = Arc::new(SessionEnd { handles: handles.clone(), tasks: tasks.clone() });
-        Self { app, slots, session: Arc::default(), tasks, _session: end, handles }
+        Self { app, slots, session: Arc::default(), tasks, _session: end, handles, owners: None }
+    }
+
+    /// Whose handles `ctx`'s request uses: its session's — or, for a stateless request over
+    /// HTTP (protocol 2026-07-28, no `initialize`, a server that lives for that request only),
+    /// those of the principal (holders of the server's bearer token) in the scope the request
+    /// names in `_meta["jp-host/scope"]` (none: the principal's default scope). A handle spawned
+    /// in one stateless request is found by later requests of the same scope and by nobody else:
+    /// another scope, or a session, hears what an unknown id gets.
+    pub(crate) async fn handles_for(&self, ctx: &RequestContext<RoleServer>) -> Result<Arc<Handles>, RuntimeError> {
+        let stateless = ctx.protocol_version().is_some_and(|v| !v.has_initialize());
+        let Some(owners) = self.owners.as_ref().filter(|_| stateless) else { return Ok(self.handles.clone()) };
+        let scope = match ctx.meta.get(SCOPE_META) {
+            None => "",
+            Some(serde_json::Value::String(s)) if s.len() <= 128 && !s.chars().any(char::is_control) => s.as_str(),
+            Some(_) => {
+                return Err(RuntimeError::Input(format!(
+                    "_meta[\"{SCOPE_META}\"] must be a string of at most 128 characters without control characters (it names whose handles this request uses)"
+                )));
+            }
+        };
+        owners.session(&format!("principal/{scope}"), jp_core::handles::StatefulTools::now(&*self.app)).await
     }
 
     /// This session's handles.
@@ -149,7 +180,8 @@ impl JpMcp {
         // A wrapped server's progress and questions go to this call (see `forward`).
         let caller = forward::Caller::new(&self.session, ctx, questions.clone());
         let answerer = elicit::Elicitor::new(ctx, questions);
-        let work = forward::CALLER.scope(caller.clone(), self.app.agent_call(call, &self.handles, &answerer));
+        let handles = self.handles_for(ctx).await?;
+        let work = forward::CALLER.scope(caller.clone(), self.app.agent_call(call, &handles, &answerer));
         if !caller.wants_progress() {
             return work.await;
         }

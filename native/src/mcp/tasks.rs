@@ -542,9 +542,11 @@ pub(crate) async fn call(
     quiet.meta.remove("progressToken");
     let caller = forward::Caller::new(&server.session, &quiet, questions.clone());
     let answerer = elicit::Elicitor::new(ctx, questions);
-    let (app, handles) = (server.app.clone(), server.handles.clone());
+    let app = server.app.clone();
+    let handles = server.handles_for(ctx).await;
     let work = tokio::spawn(async move {
         let _slot = slot;
+        let handles = handles?;
         forward::CALLER.scope(caller, app.agent_call(call, &handles, &answerer)).await
     });
     let mut running = Running { work, questions: asked };
