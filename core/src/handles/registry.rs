@@ -216,9 +216,9 @@ impl std::fmt::Debug for HandleRegistry {
 /// `90 s`, `10 min`, `2 h`: a duration as an error message says it.
 fn spoken(d: Duration) -> String {
     let s = d.as_secs();
-    if s >= 3600 && s % 3600 == 0 {
+    if s >= 3600 && s.is_multiple_of(3600) {
         format!("{} h", s / 3600)
-    } else if s >= 60 && s % 60 == 0 {
+    } else if s >= 60 && s.is_multiple_of(60) {
         format!("{} min", s / 60)
     } else {
         format!("{s} s")
