@@ -8,7 +8,9 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{AnswerType, ContentBlock, Question, ResourceContents, ResourceLink, ToolError, ToolResult, encode_base64};
+use super::{
+    AnswerType, ContentBlock, Question, ResourceContents, ResourceLink, ToolError, ToolResult, ToolState, encode_base64,
+};
 use crate::json_shape::{self, TOO_DEEP};
 use crate::runtime::ExecutionOutcome;
 
@@ -63,6 +65,104 @@ pub struct WitQuestion {
     pub default: Option<String>,
 }
 
+impl WitQuestion {
+    /// The core's question (an answer type jp does not know is free text).
+    pub fn into_question(self) -> Question {
+        Question {
+            id: self.id,
+            text: self.text,
+            answer_type: AnswerType::from_wit(&self.answer_type).unwrap_or(AnswerType::Text),
+            default: self.default.and_then(|d| serde_json::from_str(&d).ok()),
+        }
+    }
+
+    fn size(&self) -> usize {
+        self.text.len() + self.answer_type.len() + self.default.as_ref().map_or(0, String::len)
+    }
+}
+
+/// WIT `tool-state` of `jp:tool/stateful` (`wit/tool/stateful.wit`): what a live session of a
+/// component is doing, in the shape jco gives it (`{tag, val}`; the stopped result as
+/// `{tag: "ok" | "err", val}`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum WitToolState {
+    /// Working, with output since the last state.
+    Running(Option<String>),
+    /// Waiting on a question.
+    Waiting {
+        /// Output so far.
+        content: Option<String>,
+        /// The question.
+        question: WitQuestion,
+    },
+    /// Ended.
+    Stopped(Result<String, WitError>),
+}
+
+impl<'de> Deserialize<'de> for WitToolState {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        #[derive(Deserialize)]
+        struct Tagged {
+            tag: String,
+            #[serde(default)]
+            val: Option<Value>,
+        }
+        #[derive(Deserialize)]
+        struct Waiting {
+            #[serde(default)]
+            content: Option<String>,
+            question: WitQuestion,
+        }
+        let t = Tagged::deserialize(d)?;
+        let val = t.val.unwrap_or(Value::Null);
+        match t.tag.as_str() {
+            "running" => Ok(Self::Running(serde_json::from_value(val).map_err(D::Error::custom)?)),
+            "waiting" => {
+                let w: Waiting = serde_json::from_value(val).map_err(D::Error::custom)?;
+                Ok(Self::Waiting { content: w.content, question: w.question })
+            }
+            "stopped" => {
+                let r: Tagged = serde_json::from_value(val).map_err(D::Error::custom)?;
+                let val = r.val.unwrap_or(Value::Null);
+                match r.tag.as_str() {
+                    "ok" => Ok(Self::Stopped(Ok(serde_json::from_value(val).map_err(D::Error::custom)?))),
+                    "err" => Ok(Self::Stopped(Err(serde_json::from_value(val).map_err(D::Error::custom)?))),
+                    other => Err(D::Error::custom(format!("a stopped result is ok or err, not {other:?}"))),
+                }
+            }
+            other => Err(D::Error::custom(format!("a tool-state is running, waiting or stopped, not {other:?}"))),
+        }
+    }
+}
+
+impl WitToolState {
+    /// The state as the core's, for `tool`: content, a question or an error of more than
+    /// `max_output` bytes stops the session with an error that says so.
+    pub fn into_state(self, tool: &str, max_output: usize) -> ToolState {
+        let size = match &self {
+            Self::Running(c) => c.as_ref().map_or(0, String::len),
+            Self::Waiting { content, question } => content.as_ref().map_or(0, String::len) + question.size(),
+            Self::Stopped(Ok(r)) => r.len(),
+            Self::Stopped(Err(e)) => e.message.len() + e.trace.iter().map(String::len).sum::<usize>(),
+        };
+        if size > max_output {
+            let message = format!(
+                "tool '{tool}' returned a state of {size} bytes, over the {max_output}-byte output limit; ask it for less"
+            );
+            return ToolState::Stopped { result: Err(ToolError::new(message)) };
+        }
+        match self {
+            Self::Running(content) => ToolState::Running { content },
+            Self::Waiting { content, question } => ToolState::Waiting { content, question: question.into_question() },
+            Self::Stopped(Ok(r)) => ToolState::Stopped { result: Ok(r) },
+            Self::Stopped(Err(e)) => ToolState::Stopped {
+                result: Err(ToolError { message: e.message, trace: e.trace, transient: e.transient }),
+            },
+        }
+    }
+}
+
 impl WitOutcome {
     /// The outcome as the core's, for call `id` of `tool`: a result of more than `max_output`
     /// bytes as it is sent on (images and audio in base64) is a failure that says so, and so is
@@ -107,9 +207,7 @@ impl WitOutcome {
                     e.message.len() + e.trace.iter().map(String::len).sum::<usize>()
                 ));
             }
-            Self::NeedsInput(q)
-                if q.text.len() + q.answer_type.len() + q.default.as_ref().map_or(0, String::len) > max_output =>
-            {
+            Self::NeedsInput(q) if q.size() > max_output => {
                 return over(&format!("a question of {}", q.text.len()));
             }
             Self::Error(e) => {
@@ -117,13 +215,7 @@ impl WitOutcome {
                 return ExecutionOutcome::Completed { id: id.to_owned(), result: Err(error) };
             }
             Self::NeedsInput(q) => {
-                let question = Question {
-                    id: q.id,
-                    text: q.text,
-                    answer_type: AnswerType::from_wit(&q.answer_type).unwrap_or(AnswerType::Text),
-                    default: q.default.and_then(|d| serde_json::from_str(&d).ok()),
-                };
-                return ExecutionOutcome::NeedsInput { id: id.to_owned(), question };
+                return ExecutionOutcome::NeedsInput { id: id.to_owned(), question: q.into_question() };
             }
         };
         if size > max_output {
@@ -416,6 +508,37 @@ mod tests {
     /// What jco hands over, as JSON (bytes as a number array).
     fn from_jco(value: Value) -> WitToolResult {
         serde_json::from_value(value).expect("the jco shape")
+    }
+
+    #[test]
+    fn a_stateful_sessions_states_in_the_jco_shape() {
+        let state = |v: Value| serde_json::from_value::<WitToolState>(v).map(|s| s.into_state("calc", 64));
+        assert_eq!(state(json!({"tag": "running"})).unwrap(), ToolState::Running { content: None });
+        assert_eq!(
+            state(json!({"tag": "running", "val": "= 7"})).unwrap(),
+            ToolState::Running { content: Some("= 7".into()) }
+        );
+        let waiting = state(
+            json!({"tag": "waiting", "val": {"question": {"id": "clear", "text": "Forget?", "answerType": "boolean"}}}),
+        );
+        let ToolState::Waiting { question, .. } = waiting.unwrap() else { panic!() };
+        assert_eq!((question.id.as_str(), question.answer_type), ("clear", AnswerType::Boolean));
+        assert_eq!(
+            state(json!({"tag": "stopped", "val": {"tag": "ok", "val": "bye"}})).unwrap(),
+            ToolState::Stopped { result: Ok("bye".into()) }
+        );
+        let ToolState::Stopped { result: Err(e) } =
+            state(json!({"tag": "stopped", "val": {"tag": "err", "val": {"message": "boom", "trace": [], "transient": true}}})).unwrap()
+        else {
+            panic!()
+        };
+        assert!(e.transient && e.message == "boom");
+        let ToolState::Stopped { result: Err(e) } = state(json!({"tag": "running", "val": "x".repeat(65)})).unwrap()
+        else {
+            panic!()
+        };
+        assert!(e.message.contains("65 bytes, over the 64-byte output limit"), "{}", e.message);
+        assert!(state(json!({"tag": "sleeping"})).is_err());
     }
 
     #[test]
