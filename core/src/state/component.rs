@@ -63,6 +63,20 @@ pub struct WitQuestion {
     pub default: Option<String>,
 }
 
+impl WitQuestion {
+    /// The question as the core's (an unknown answer type is free text; a default that is not
+    /// JSON is dropped) — the one mapping for `outcome`'s `needs-input` and a session's
+    /// `waiting` state alike.
+    pub fn into_question(self) -> Question {
+        Question {
+            id: self.id,
+            text: self.text,
+            answer_type: AnswerType::from_wit(&self.answer_type).unwrap_or(AnswerType::Text),
+            default: self.default.and_then(|d| serde_json::from_str(&d).ok()),
+        }
+    }
+}
+
 impl WitOutcome {
     /// The outcome as the core's, for call `id` of `tool`: a result of more than `max_output`
     /// bytes as it is sent on (images and audio in base64) is a failure that says so, and so is
@@ -117,13 +131,7 @@ impl WitOutcome {
                 return ExecutionOutcome::Completed { id: id.to_owned(), result: Err(error) };
             }
             Self::NeedsInput(q) => {
-                let question = Question {
-                    id: q.id,
-                    text: q.text,
-                    answer_type: AnswerType::from_wit(&q.answer_type).unwrap_or(AnswerType::Text),
-                    default: q.default.and_then(|d| serde_json::from_str(&d).ok()),
-                };
-                return ExecutionOutcome::NeedsInput { id: id.to_owned(), question };
+                return ExecutionOutcome::NeedsInput { id: id.to_owned(), question: q.into_question() };
             }
         };
         if size > max_output {

@@ -188,7 +188,7 @@ impl App {
         match self.tool(name) {
             Ok(e) => self
                 .runtime_of(&e)
-                .stateful_actions()
+                .stateful_actions(name, &e.config)
                 .unwrap_or_else(|| e.config.stateful.as_ref().map(|s| s.actions()).unwrap_or_default()),
             Err(_) => Vec::new(),
         }
@@ -232,7 +232,7 @@ impl App {
     /// Whether a stateful tool keeps a live process between commands (its runtime says: VFS
     /// tools and `run`); the others are run again with answers.
     fn live(&self, name: &str) -> bool {
-        self.tool(name).is_ok_and(|entry| self.runtime_of(&entry).live())
+        self.tool(name).is_ok_and(|entry| self.runtime_of(&entry).live(name, &entry.config))
     }
 
     /// Start a stateful tool: its first state, and its handle unless it stopped at once.
@@ -247,7 +247,7 @@ impl App {
         let mut call = call;
         call.policy = Some(entry.policy());
         let runtime = self.runtime_of(&entry);
-        if runtime.live() {
+        if runtime.live(&name, &entry.config) {
             return runtime.spawn(call, &entry.config, self.fetch_wait).await;
         }
         let state = state_of(self.call(call.clone()).await?);
