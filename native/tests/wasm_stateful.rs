@@ -24,7 +24,8 @@ fn workspace() -> tempfile::TempDir {
             .unwrap();
     }
     let config = "[conversation.tools.calc]\nsource = \"local\"\nwasm = \".jp/tools/calc.wasm\"\n\n\
-                  [conversation.tools.stuck]\nsource = \"local\"\nwasm = \".jp/tools/stuck.wasm\"\n";
+                  [conversation.tools.stuck]\nsource = \"local\"\nwasm = \".jp/tools/stuck.wasm\"\n\
+                  parameters = { note = { type = \"string\", required = false } }\n";
     std::fs::write(w.join(".jp/config.toml"), config).unwrap();
     approve_config(w);
     ws
