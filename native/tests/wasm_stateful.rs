@@ -135,3 +135,38 @@ fn a_session_command_over_the_deadline_or_memory_limit_or_trapping_stops_only_it
     drop(s.child.stdin.take());
     assert!(s.child.wait().unwrap().success());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_seed_run_export_of_calc_runs_a_program_and_asks_before_clearing() {
+    use std::sync::Arc;
+
+    use jp_core::runtime::{Config, ExecutionOutcome, ToolCall};
+    use jp_native::files::FsProjectFiles;
+    use jp_native::runtime::wasm::{WasmEngine, WasmRuntime};
+
+    let ws = workspace();
+    let files = Arc::new(FsProjectFiles::open(ws.path()).unwrap());
+    let rt = WasmRuntime::new(WasmEngine::shared().unwrap(), files, ws.path());
+    let text = "[conversation.tools.calc]\nsource = \"local\"\nwasm = \".jp/tools/calc.wasm\"\n";
+    let config = Config::from_toml(text, "t.toml").unwrap().conversation.tools.remove("calc").unwrap();
+    let call = |args: Value, answers: Value| {
+        let mut c = ToolCall::new("calc", "c", args.as_object().cloned().unwrap());
+        c.answers = answers.as_object().cloned().unwrap();
+        c
+    };
+    let program = json!({"program": "a = 2\nb = a * 21\nclear\nvars"});
+    match rt.run(call(program.clone(), json!({})), &config, None).await.unwrap() {
+        ExecutionOutcome::NeedsInput { question, .. } => assert_eq!(question.text, "Forget all 2 bindings?"),
+        other => panic!("expected the question, got {other:?}"),
+    }
+    match rt.run(call(program, json!({"clear": false})), &config, None).await.unwrap() {
+        ExecutionOutcome::Completed { result: Ok(r), .. } => {
+            assert_eq!(r.to_text(), "a = 2\nb = 42\nkept 2 bindings\na = 2\nb = 42")
+        }
+        other => panic!("expected the output, got {other:?}"),
+    }
+    let schema = rt.describe("calc", jp_native::runtime::wasm::ComponentSource::File(ws.path().join(".jp/tools/calc.wasm")));
+    let schema: Value = serde_json::from_str(&schema.await.unwrap().unwrap()).unwrap();
+    assert_eq!(schema["tools"][0]["name"], "calc");
+    assert_eq!(schema["tools"][0]["parameters"]["program"]["required"], false);
+}
