@@ -165,7 +165,8 @@ async fn the_seed_run_export_of_calc_runs_a_program_and_asks_before_clearing() {
         }
         other => panic!("expected the output, got {other:?}"),
     }
-    let schema = rt.describe("calc", jp_native::runtime::wasm::ComponentSource::File(ws.path().join(".jp/tools/calc.wasm")));
+    let schema =
+        rt.describe("calc", jp_native::runtime::wasm::ComponentSource::File(ws.path().join(".jp/tools/calc.wasm")));
     let schema: Value = serde_json::from_str(&schema.await.unwrap().unwrap()).unwrap();
     assert_eq!(schema["tools"][0]["name"], "calc");
     assert_eq!(schema["tools"][0]["parameters"]["program"]["required"], false);

@@ -17,10 +17,10 @@ use std::time::Duration;
 
 use jp_core::BoxFuture;
 use jp_core::handles::AnyToolHandle;
-use jp_core::schema::StatefulAction;
 use jp_core::runtime::{
     Execution, RuntimeChoice, RuntimeError, SpawnResult, ToolCall, ToolConfig, ToolRuntime, ToolRuntimeKind,
 };
+use jp_core::schema::StatefulAction;
 
 use super::{LEARN, RUN};
 use crate::files::FsProjectFiles;

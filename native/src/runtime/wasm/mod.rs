@@ -27,11 +27,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use jp_core::BoxFuture;
 use jp_core::cancel::CancellationToken;
 use jp_core::files::ProjectFiles;
 use jp_core::host::{DispatchEvents, Dispatcher, NoEvents};
 use jp_core::policy::AccessPolicy;
-use jp_core::BoxFuture;
 use jp_core::runtime::{
     ComponentError, Execution, ExecutionOutcome, RuntimeError, SpawnResult, ToolCall, ToolConfig, ToolRuntime,
 };

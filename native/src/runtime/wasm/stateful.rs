@@ -9,9 +9,9 @@
 
 use std::time::Instant;
 
+use jp_core::BoxFuture;
 use jp_core::cancel::CancellationToken;
 use jp_core::handles::{AnyToolHandle, ApplyInput};
-use jp_core::BoxFuture;
 use jp_core::runtime::{ComponentError, RuntimeError, SpawnResult, ToolCall, ToolConfig};
 use jp_core::schema::StatefulAction;
 use jp_core::state::component::WitQuestion;
@@ -30,8 +30,8 @@ pub(super) mod bindings {
     });
 }
 
-use bindings::exports::jp::tool::stateful::{Answer, Guest, Input, ToolState as WitState};
 pub(super) use bindings::exports::jp::tool::stateful::GuestIndices;
+use bindings::exports::jp::tool::stateful::{Answer, Guest, Input, ToolState as WitState};
 use bindings::jp::tool::types::{Action, Context};
 
 /// How long a component may take to say which actions its tool offers.
@@ -104,8 +104,12 @@ impl WasmRuntime {
         };
         // From here on the handle's commands are stopped by dropping them, not by this call's token.
         store.data_mut().cancel = CancellationToken::new();
-        let mut handle =
-            SessionHandle { live: Some(Live { store, guest, session }), name: call.name.clone(), limits: self.limits, interrupted: false };
+        let mut handle = SessionHandle {
+            live: Some(Live { store, guest, session }),
+            name: call.name.clone(),
+            limits: self.limits,
+            interrupted: false,
+        };
         let state = handle.command(None).await.unwrap_or_else(|e| ToolState::Stopped { result: Err(e) });
         let handle = (!state.is_stopped()).then(|| Box::new(handle) as Box<dyn AnyToolHandle>);
         Ok((state, handle))
@@ -182,7 +186,9 @@ impl AnyToolHandle for SessionHandle {
     fn apply(&mut self, input: ApplyInput) -> BoxFuture<'_, Result<ToolState, ToolError>> {
         let input = match input {
             ApplyInput::Data(v) => Input::Data(v.to_string()),
-            ApplyInput::Answer { question_id, value } => Input::Answer(Answer { question_id, value: value.to_string() }),
+            ApplyInput::Answer { question_id, value } => {
+                Input::Answer(Answer { question_id, value: value.to_string() })
+            }
         };
         Box::pin(self.command(Some(input)))
     }

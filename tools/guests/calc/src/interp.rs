@@ -117,7 +117,8 @@ fn lex(line: &str) -> Result<Vec<Tok>, String> {
                     end = j + 1;
                     chars.next();
                 }
-                let n = line[i..end].parse().map_err(|_| format!("number {} is too large for 64 bits", &line[i..end]))?;
+                let n =
+                    line[i..end].parse().map_err(|_| format!("number {} is too large for 64 bits", &line[i..end]))?;
                 out.push(Tok::Num(n));
             }
             c if c.is_ascii_alphabetic() || c == '_' => {

@@ -123,10 +123,16 @@ impl Machine {
     pub fn answer(&mut self, id: &str, value: &str) -> Shown {
         match (self.pending, id, serde_json::from_str::<serde_json::Value>(value)) {
             (None, _, _) => self.say("error: no question is pending; send lines as data instead"),
-            (Some(_), id, _) if id != "clear" => self.say(&format!("error: no question '{id}'; the pending one is 'clear'")),
+            (Some(_), id, _) if id != "clear" => {
+                self.say(&format!("error: no question '{id}'; the pending one is 'clear'"))
+            }
             (Some(_), _, Ok(serde_json::Value::Bool(yes))) => {
                 self.pending = None;
-                let text = if yes { format!("forgot {}", plural(self.calc.clear())) } else { format!("kept {}", plural(self.calc.vars.len())) };
+                let text = if yes {
+                    format!("forgot {}", plural(self.calc.clear()))
+                } else {
+                    format!("kept {}", plural(self.calc.vars.len()))
+                };
                 self.say(&text);
                 self.pump();
             }
@@ -217,7 +223,11 @@ mod component {
     }
 
     fn only_calc(name: &str) -> Result<(), ErrorInfo> {
-        if name == "calc" { Ok(()) } else { Err(error(format!("this component has no tool '{name}'; it serves: calc"))) }
+        if name == "calc" {
+            Ok(())
+        } else {
+            Err(error(format!("this component has no tool '{name}'; it serves: calc")))
+        }
     }
 
     impl stateful::Guest for Calculator {
@@ -287,7 +297,10 @@ mod tests {
         assert_eq!(m.state(), Shown::Running(Some(format!("{GREETING}\na = 1"))));
         assert_eq!(m.data(r#""x = 2 * 3\nx + 1""#), Shown::Running(Some("x = 6\n= 7".into())));
         assert_eq!(m.data(r#""1 / 0""#), Shown::Running(Some("error: division by zero in 1 / 0".into())));
-        assert_eq!(m.answer("clear", "true"), Shown::Running(Some("error: no question is pending; send lines as data instead".into())));
+        assert_eq!(
+            m.answer("clear", "true"),
+            Shown::Running(Some("error: no question is pending; send lines as data instead".into()))
+        );
         assert_eq!(m.data(r#""clear\nvars""#), Shown::Waiting(None, 2));
         assert!(matches!(m.data(r#""1""#), Shown::Waiting(Some(e), 2) if e.contains("waiting for the answer")));
         let saved = m.save();
