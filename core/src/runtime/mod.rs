@@ -196,16 +196,19 @@ pub trait ToolRuntime: MaybeSend + MaybeSync {
         None
     }
 
-    /// The RFD 009 actions its tool declares by itself, whatever the tool's table says (`None`:
-    /// the table's `stateful` actions, if any). The builtin `run` declares all four.
-    fn stateful_actions(&self) -> Option<Vec<StatefulAction>> {
+    /// The RFD 009 actions tool `name` (configured by `config`) declares by itself, whatever
+    /// its table says (`None`: the table's `stateful` actions, if any). The builtin `run`
+    /// declares all four; a component that exports `jp:tool/stateful` answers for its tools.
+    fn stateful_actions(&self, name: &str, config: &ToolConfig) -> Option<Vec<StatefulAction>> {
+        let _ = (name, config);
         None
     }
 
-    /// Whether a stateful tool on it keeps a live process between commands — started by
-    /// [`spawn`](Self::spawn), then fetched and applied through its handle (VFS tools, `run`).
-    /// Otherwise a stateful tool is run again with the answers.
-    fn live(&self) -> bool {
+    /// Whether stateful tool `name` keeps a live process between commands — started by
+    /// [`spawn`](Self::spawn), then fetched and applied through its handle (VFS tools, `run`,
+    /// components with live sessions). Otherwise a stateful tool is run again with the answers.
+    fn live(&self, name: &str, config: &ToolConfig) -> bool {
+        let _ = (name, config);
         false
     }
 

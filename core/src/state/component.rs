@@ -66,7 +66,9 @@ pub struct WitQuestion {
 }
 
 impl WitQuestion {
-    /// The core's question (an answer type jp does not know is free text).
+    /// The question as the core's (an unknown answer type is free text; a default that is not
+    /// JSON is dropped) — the one mapping for `outcome`'s `needs-input` and a session's
+    /// `waiting` state alike.
     pub fn into_question(self) -> Question {
         Question {
             id: self.id,

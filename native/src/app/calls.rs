@@ -36,7 +36,7 @@ impl StatefulTools for App {
     }
 
     fn live(&self, tool: &str) -> bool {
-        self.tool(tool).is_ok_and(|entry| self.runtime_of(&entry).live())
+        self.tool(tool).is_ok_and(|entry| self.runtime_of(&entry).live(tool, &entry.config))
     }
 
     fn spawn(&self, call: ToolCall) -> BoxFuture<'_, SpawnResult> {
@@ -76,7 +76,7 @@ impl App {
         match self.tool(name) {
             Ok(e) => self
                 .runtime_of(&e)
-                .stateful_actions()
+                .stateful_actions(name, &e.config)
                 .unwrap_or_else(|| e.config.stateful.as_ref().map(|s| s.actions()).unwrap_or_default()),
             Err(_) => Vec::new(),
         }

@@ -20,6 +20,7 @@ use jp_core::handles::AnyToolHandle;
 use jp_core::runtime::{
     Execution, RuntimeChoice, RuntimeError, SpawnResult, ToolCall, ToolConfig, ToolRuntime, ToolRuntimeKind,
 };
+use jp_core::schema::StatefulAction;
 
 use super::{LEARN, RUN};
 use crate::files::FsProjectFiles;
@@ -70,6 +71,19 @@ impl LazyWasm {
 impl ToolRuntime for LazyWasm {
     fn execute<'a>(&'a self, call: ToolCall, config: &'a ToolConfig) -> Execution<'a> {
         Box::pin(async move { self.get()?.run(call, config, None).await })
+    }
+
+    /// A component that exports `jp:tool/stateful` answers for its tools.
+    fn stateful_actions(&self, name: &str, config: &ToolConfig) -> Option<Vec<StatefulAction>> {
+        self.get().ok()?.stateful_actions(name, config)
+    }
+
+    fn live(&self, name: &str, config: &ToolConfig) -> bool {
+        self.get().is_ok_and(|w| w.live(name, config))
+    }
+
+    fn spawn<'a>(&'a self, call: ToolCall, config: &'a ToolConfig, wait: Duration) -> BoxFuture<'a, SpawnResult> {
+        Box::pin(async move { self.get()?.spawn(call, config, wait).await })
     }
 }
 
@@ -141,7 +155,7 @@ impl ToolRuntime for Vfs {
         })
     }
 
-    fn live(&self) -> bool {
+    fn live(&self, _: &str, _: &ToolConfig) -> bool {
         true
     }
 

@@ -124,11 +124,11 @@ impl ToolRuntime for RunRuntime {
         })
     }
 
-    fn stateful_actions(&self) -> Option<Vec<StatefulAction>> {
+    fn stateful_actions(&self, _: &str, _: &ToolConfig) -> Option<Vec<StatefulAction>> {
         Some(StatefulAction::ALL.to_vec())
     }
 
-    fn live(&self) -> bool {
+    fn live(&self, _: &str, _: &ToolConfig) -> bool {
         true
     }
 

@@ -24,6 +24,10 @@ pub(super) struct Loaded {
     pub(super) describe: Option<ComponentExportIndex>,
     /// The `jp:tool/content` export, when the component has it: it is called instead of `run`.
     pub(super) content: Option<super::content::GuestIndices>,
+    /// The `jp:tool/stateful` export, when the component has it: its tools may keep live sessions.
+    pub(super) stateful: Option<super::stateful::GuestIndices>,
+    /// Its answers to `stateful.actions(name)`, by tool name (asked once).
+    pub(super) actions: Mutex<HashMap<String, Vec<jp_core::schema::StatefulAction>>>,
 }
 
 /// What identifies a component file's content without reading it: if none of these changed,
@@ -282,7 +286,16 @@ impl WasmEngine {
                 interface: "jp:tool/content",
                 why: format!("{e:#}"),
             })?;
-        let loaded = Arc::new(Loaded { pre, tool, describe, content });
+        let stateful = component
+            .get_export_index(None, "jp:tool/stateful@0.1.0")
+            .map(|_| super::stateful::GuestIndices::new(&pre))
+            .transpose()
+            .map_err(|e| ComponentError::WrongTypes {
+                what: what.to_string(),
+                interface: "jp:tool/stateful",
+                why: format!("{e:#}"),
+            })?;
+        let loaded = Arc::new(Loaded { pre, tool, describe, content, stateful, actions: Mutex::new(HashMap::new()) });
         if let Ok(mut c) = self.components.lock() {
             c.insert(key, loaded.clone());
         }

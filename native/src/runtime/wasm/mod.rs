@@ -18,6 +18,7 @@ mod content;
 mod engine;
 pub mod fs;
 mod imports;
+mod stateful;
 
 use engine::Loaded;
 pub use engine::{WasmEngine, cache_dir, engine_config};
@@ -26,11 +27,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use jp_core::BoxFuture;
 use jp_core::cancel::CancellationToken;
 use jp_core::files::ProjectFiles;
 use jp_core::host::{DispatchEvents, Dispatcher, NoEvents};
 use jp_core::policy::AccessPolicy;
-use jp_core::runtime::{ComponentError, Execution, ExecutionOutcome, RuntimeError, ToolCall, ToolConfig, ToolRuntime};
+use jp_core::runtime::{
+    ComponentError, Execution, ExecutionOutcome, RuntimeError, SpawnResult, ToolCall, ToolConfig, ToolRuntime,
+};
+use jp_core::schema::StatefulAction;
 use jp_core::state::component::{WitError, WitOutcome, WitQuestion, WitSuccess};
 use wasmtime::component::ResourceTable;
 use wasmtime::{Store, StoreLimits, StoreLimitsBuilder, UpdateDeadline};
@@ -212,14 +217,7 @@ impl WasmRuntime {
             Some(s) => s,
             None => self.source(&call, config)?,
         };
-        let policy = if let Some(resolved) = &call.policy {
-            resolved.clone()
-        } else if config.sandbox.is_none() && config.access.is_none() {
-            self.stdio_default.clone()
-        } else {
-            let default = jp_core::runtime::default_policy(&call.name, config, false);
-            Arc::new(config.policy(default)?)
-        };
+        let policy = self.policy(&call, config)?;
         let (loaded, mounts, host_dispatcher) = self.prepare(&call, &source, policy)?;
         let arguments = serde_json::to_string(&call.arguments).unwrap_or_default();
         let answers = serde_json::to_string(&call.answers).unwrap_or_default();
@@ -255,6 +253,19 @@ impl WasmRuntime {
             return Ok(ExecutionOutcome::failed(&call.id, format!("tool '{}' finished but {e}", call.name)));
         }
         Ok(self.outcome(call, answer))
+    }
+
+    /// The policy `call` runs under: the one resolved at load, else the table's, else seed
+    /// 002's default for a component.
+    fn policy(&self, call: &ToolCall, config: &ToolConfig) -> Result<Arc<AccessPolicy>, RuntimeError> {
+        Ok(if let Some(resolved) = &call.policy {
+            resolved.clone()
+        } else if config.sandbox.is_none() && config.access.is_none() {
+            self.stdio_default.clone()
+        } else {
+            let default = jp_core::runtime::default_policy(&call.name, config, false);
+            Arc::new(config.policy(default)?)
+        })
     }
 
     /// A call's end as the core sees it, the result held to the output limit — the core's
@@ -394,28 +405,40 @@ impl WasmRuntime {
     }
 
     fn failed(&self, call: &ToolCall, state: &CallState, e: wasmtime::Error) -> Result<ExecutionOutcome, RuntimeError> {
-        match state.stop {
-            Some(Stop::Cancelled) => Ok(ExecutionOutcome::Cancelled { id: call.id.clone() }),
-            Some(Stop::Deadline) => {
-                Err(RuntimeError::Timeout { tool: call.name.clone(), seconds: self.limits.deadline.as_secs().max(1) })
-            }
-            None => {
-                let text = format!("{e:#}");
-                let message = if text.contains("memory") && text.contains("grow") {
-                    format!("Wasm tool '{}' exceeded its memory limit of {} MiB", call.name, self.limits.memory >> 20)
+        failed_with(&call.name, &call.id, &self.limits, state, e)
+    }
+}
+
+/// Why call `id` of tool `name` stopped early, as its outcome: cancelled, over its deadline or
+/// memory limit, or trapped (with the end of its stderr).
+fn failed_with(
+    name: &str,
+    id: &str,
+    limits: &WasmLimits,
+    state: &CallState,
+    e: wasmtime::Error,
+) -> Result<ExecutionOutcome, RuntimeError> {
+    match state.stop {
+        Some(Stop::Cancelled) => Ok(ExecutionOutcome::Cancelled { id: id.to_owned() }),
+        Some(Stop::Deadline) => {
+            Err(RuntimeError::Timeout { tool: name.to_owned(), seconds: limits.deadline.as_secs().max(1) })
+        }
+        None => {
+            let text = format!("{e:#}");
+            let message = if text.contains("memory") && text.contains("grow") {
+                format!("Wasm tool '{}' exceeded its memory limit of {} MiB", name, limits.memory >> 20)
+            } else {
+                // The guest's own words (a Rust panic message) say more than the backtrace.
+                let stderr = String::from_utf8_lossy(&state.stderr.contents()).trim().to_owned();
+                let tail: String = stderr.chars().rev().take(2000).collect::<Vec<_>>().into_iter().rev().collect();
+                let trap = text.lines().last().unwrap_or(&text).to_owned();
+                if tail.is_empty() {
+                    format!("Wasm tool '{}' trapped: {trap}", name)
                 } else {
-                    // The guest's own words (a Rust panic message) say more than the backtrace.
-                    let stderr = String::from_utf8_lossy(&state.stderr.contents()).trim().to_owned();
-                    let tail: String = stderr.chars().rev().take(2000).collect::<Vec<_>>().into_iter().rev().collect();
-                    let trap = text.lines().last().unwrap_or(&text).to_owned();
-                    if tail.is_empty() {
-                        format!("Wasm tool '{}' trapped: {trap}", call.name)
-                    } else {
-                        format!("Wasm tool '{}' trapped: {trap}; stderr ends with:\n{tail}", call.name)
-                    }
-                };
-                Ok(ExecutionOutcome::failed(&call.id, message))
-            }
+                    format!("Wasm tool '{}' trapped: {trap}; stderr ends with:\n{tail}", name)
+                }
+            };
+            Ok(ExecutionOutcome::failed(id, message))
         }
     }
 }
@@ -423,5 +446,17 @@ impl WasmRuntime {
 impl ToolRuntime for WasmRuntime {
     fn execute<'a>(&'a self, call: ToolCall, config: &'a ToolConfig) -> Execution<'a> {
         Box::pin(self.run(call, config, None))
+    }
+
+    fn stateful_actions(&self, name: &str, config: &ToolConfig) -> Option<Vec<StatefulAction>> {
+        self.stateful_actions_of(name, config)
+    }
+
+    fn live(&self, name: &str, config: &ToolConfig) -> bool {
+        self.stateful_actions_of(name, config).is_some_and(|a| !a.is_empty())
+    }
+
+    fn spawn<'a>(&'a self, call: ToolCall, config: &'a ToolConfig, _wait: Duration) -> BoxFuture<'a, SpawnResult> {
+        Box::pin(self.spawn_session(call, config))
     }
 }
