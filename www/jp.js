@@ -11,6 +11,7 @@ import init, { JpHost, runAgentTurn, describeCall, policyExceeds, agentTool, ask
 // shownText, inquiryElicitation: a tool's text as jp shows it, a policy question as `jp mcp` asks it.
 export { describeCall, policyExceeds, agentTool, askBeforeCall, agentResult, resultText, shownText, shownReason, inquiryElicitation };
 import { learnCall } from './subjects.js';
+import { localRunner, workerRunner, withActions } from './live.js';
 import {
   CallLimits, DeadlineExceeded, DEFAULT_DEADLINE_MS, POOLED_MEMORY_MAX, coreModules, hostImports, instantiate,
   memoryBytes, memoryNote, nullSession, shimRefused, transpile,
@@ -93,6 +94,8 @@ export class Host {
     this.components = new Map();
     this.tools = new Map();
     this.listeners = new Set();
+    // The Workers of live handles (a page's stateful components), terminated on abort.
+    this.liveWorkers = new Set();
     inner.onEvent((event) => {
       for (const listener of this.listeners) listener(event);
     });
@@ -212,7 +215,8 @@ export class Host {
         (m, imports) => WebAssembly.instantiate(m, limits.imports(m, imports)));
       const schema = probe.describe?.schema ?? probe['jp:tool/describe@0.1.0']?.schema;
       if (!schema) throw new Error(`component ${name} does not describe itself; pass its tools to registerComponent`);
-      described = JSON.parse(schema()).tools;
+      // A stateful component (jp:tool/stateful) says which RFD 009 actions each tool offers.
+      described = withActions(probe, JSON.parse(schema()).tools);
     }
     this.components.set(name, component);
     // The core compiles each tool's schema once and checks every call against it.
@@ -329,6 +333,50 @@ export class Host {
     return this.inner.checkArguments(name, args);
   }
 
+  /**
+   * A call of a stateful tool (RFD 009; its component exports `jp:tool/stateful`) through the
+   * core's handle session, its handles kept for `owner` (the page's agent panel: one per turn;
+   * the edge: one per caller's token, project and scope): `args.action` = `spawn` (resolves to
+   * `{ tag: 'handle', val: { id: 'h_1', state: 'running', content } }`), `fetch` / `apply` /
+   * `abort` with `id` (and `input`); without `action` the tool runs to its end, its questions
+   * going to `answerer`. Each handle is a live instance of its own — in a Worker of its own when
+   * the host has one — and each command's file changes are committed when it ends. Another
+   * owner's ids are unknown here. `callTool` comes here for stateful tools.
+   */
+  async agentCall(name, args = {}, { owner = 'default', inquirer = null, answerer = null } = {}) {
+    const tool = this.tools.get(name);
+    if (!tool) throw new Error(`no tool '${name}'; registered: ${[...this.tools.keys()].join(', ') || 'none'}`);
+    const component = this.components.get(tool.component);
+    const deadlineMs = this.limits.deadlineMs ?? DEFAULT_DEADLINE_MS;
+    const ask = inquirer ?? this.inquirer;
+    const answer = answerer ?? this.answerer;
+    const portable = (component.moduleUrl && component.coresUrl) || component.source !== null;
+    let stateful = null;
+    if (this.worker && portable) {
+      const tools = [...this.tools.values()].filter((t) => t.component === component.name)
+        .map(({ component: _c, inputSchema: _s, ...t }) => t);
+      stateful = workerRunner(this, component, { deadlineMs, tools, inquirer: ask, answerer: answer });
+    } else if (component.source === null || this.inWorker) {
+      stateful = localRunner(component, { deadlineMs, memoryMiB: this.limits.memoryMiB ?? null });
+    }
+    // A stateful tool always runs as a live session; its one-shot `run` is not used here.
+    const runner = async () => { throw new Error(`tool '${name}' runs as a live session, not one-shot`); };
+    return this.inner.agentCall(owner, name, args, ask ?? undefined, answer ?? undefined, runner, stateful ?? undefined, deadlineMs);
+  }
+
+  /** Start stateful tool `name`: `{ tag: 'handle', val: { id, state, … } }`. */
+  spawn(name, args = {}, options = {}) { return this.agentCall(name, { ...args, action: 'spawn' }, options); }
+  /** The state of handle `id` of tool `name`. */
+  fetchHandle(name, id, options = {}) { return this.agentCall(name, { action: 'fetch', id }, options); }
+  /** Send `input` to handle `id` (data for a running tool, the answer for a waiting one). */
+  applyHandle(name, id, input, options = {}) { return this.agentCall(name, { action: 'apply', id, input }, options); }
+  /** Stop handle `id`: its instance is dropped, its Worker terminated. */
+  abortHandle(name, id, options = {}) { return this.agentCall(name, { action: 'abort', id }, options); }
+  /** The live handles of `owner`: `[{ id, tool, state, question? }]`. */
+  handles(owner = 'default') { return this.inner.handles(owner); }
+  /** End `owner`'s handles (a turn ended): each is aborted, a command running on one stopped. */
+  closeHandles(owner = 'default') { return this.inner.closeHandles(owner); }
+
   /** Every registered tool: name, summary, description, parameters, component. */
   listTools() {
     return [...this.tools.values()];
@@ -346,11 +394,12 @@ export class Host {
    * naming each argument and the fix (MCP SEP-1303: the model reads it and corrects its call);
    * the tool does not run and nothing is written.
    */
-  async callTool(name, args = {}, { files = null, signal = null, inquirer = null, answerer = null } = {}) {
+  async callTool(name, args = {}, { files = null, signal = null, inquirer = null, answerer = null, owner = 'default' } = {}) {
     const tool = this.tools.get(name);
     if (!tool) {
       throw new Error(`no tool '${name}'; registered: ${[...this.tools.keys()].join(', ') || 'none'}`);
     }
+    if (tool.actions?.length && !files) return this.agentCall(name, args, { owner, inquirer, answerer });
     const component = this.components.get(tool.component);
     const portable = (component.moduleUrl && component.coresUrl) || component.source !== null;
     if (this.worker && portable && !files) {

@@ -20,6 +20,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const BUILTIN_COMPONENTS = [
   ['fs', 'jp_fs_component.wasm'], ['learn', 'jp_tool_learn.wasm'], ['faults', 'jp_tool_faults.wasm'],
   ['bench', 'jp_tool_bench.wasm'], ['media', 'jp_tool_media.wasm'], ['fetch', 'jp_tool_fetch.wasm'],
+  ['calc', 'jp_tool_calc.wasm'], ['faults-stateful', 'jp_tool_faults_stateful.wasm'],
 ];
 /** The builtin components every engine and the playground serve, whatever else they serve. */
 export const ALWAYS_SERVED = ['fs', 'learn'];

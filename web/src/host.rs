@@ -42,6 +42,7 @@ fn content_bytes(value: &JsValue) -> Result<Vec<u8>, JsError> {
 
 /// A jp-host in a page or an edge function.
 #[wasm_bindgen]
+#[derive(Clone)]
 pub struct JpHost {
     store: Store,
     policy: Rc<RefCell<Arc<AccessPolicy>>>,
@@ -50,6 +51,11 @@ pub struct JpHost {
     secrets: Rc<RefCell<BTreeMap<String, String>>>,
     requests: Rc<RefCell<i64>>,
     pub(crate) tools: crate::run::Tools,
+    /// The live handles of stateful tools, by owner (a page's turn, an edge caller's scope).
+    pub(crate) owners: Rc<jp_core::handles::HandleOwners>,
+    /// Paths the handle commands of this host changed, gathered for the reply of the call that
+    /// ran them (see `handles`).
+    pub(crate) handle_changes: Rc<RefCell<Vec<String>>>,
 }
 
 const NO_PROCESSES: &str = "process.run is not available in the browser: there are no processes";
@@ -82,6 +88,11 @@ impl JpHost {
             secrets: Rc::default(),
             requests: Rc::default(),
             tools: Rc::default(),
+            owners: Rc::new(jp_core::handles::HandleOwners::new(
+                jp_core::handles::SessionLimits::default(),
+                crate::handles::MAX_OWNERS,
+            )),
+            handle_changes: Rc::default(),
         })
     }
 

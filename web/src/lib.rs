@@ -8,6 +8,8 @@
 //!   `schema`: argument schemas checked as `jp` checks them (`ArgumentSchema`, `toolInputSchema`).
 //! - `run`: `JpHost.call`, one tool call through the core's call path (arguments checked, the
 //!   component run by a JS runner on a call session, its answer mapped, its questions answered).
+//! - `handles`: stateful tools (RFD 009) — `JpHost.agentCall` through the core's handle
+//!   session, a live component instance per handle (run by JS: `www/jp.js`), owners kept apart.
 //! - `store::Store`: where a host keeps its project — IndexedDB, memory, or the embedder's
 //!   `ProjectStorage` (edge functions) — and the snapshot/commit every call runs on.
 //! - `agent`: `runAgentTurn`, the core turn loop in the page (model through `fetch`, tool calls
@@ -22,6 +24,7 @@
 pub mod agent;
 pub mod call;
 pub mod files;
+pub mod handles;
 pub mod host;
 pub mod http;
 mod js;

@@ -15,7 +15,7 @@ use std::rc::Rc;
 use jp_core::BoxFuture;
 use jp_core::runtime::call::{Answerer, NoAnswerer, check_arguments, run_answered};
 use jp_core::runtime::{Execution, ExecutionOutcome, RuntimeError, ToolCall, ToolConfig, ToolRuntime};
-use jp_core::schema::{ArgumentSchema, ToolDefinition, ToolSchema};
+use jp_core::schema::{ArgumentSchema, StatefulAction, ToolDefinition, ToolSchema, flat_stateful_schema};
 use jp_core::state::Question;
 use jp_core::state::component::{WitOutcome, WitSuccess};
 use js_sys::{Array, Function, Object, Promise};
@@ -30,21 +30,30 @@ use crate::js::{err, obj};
 /// The largest result a component may give, as it is sent on (natively: the output limit).
 pub const MAX_OUTPUT: usize = 10 << 20;
 
-/// A registered tool: its component and its compiled argument schema (or why it has none).
+/// A registered tool: its component, its compiled argument schema (or why it has none) — a
+/// stateful tool's is that of `spawn` — and the RFD 009 actions it offers (none: one-shot).
 pub(crate) struct WebTool {
     component: String,
     schema: Result<Rc<ArgumentSchema>, String>,
+    pub(crate) actions: Vec<StatefulAction>,
+}
+
+impl WebTool {
+    /// The component that serves it.
+    pub(crate) fn component(&self) -> &str {
+        &self.component
+    }
 }
 
 /// The registered tools, by name.
 pub(crate) type Tools = Rc<RefCell<BTreeMap<String, WebTool>>>;
 
 /// A JS value from a Rust one, objects as plain objects.
-fn to_value(value: &impl Serialize) -> Result<JsValue, JsValue> {
+pub(crate) fn to_value(value: &impl Serialize) -> Result<JsValue, JsValue> {
     value.serialize(&serde_wasm_bindgen::Serializer::json_compatible()).map_err(|e| err(e.to_string()).into())
 }
 
-fn message_of(e: &JsValue) -> String {
+pub(crate) fn message_of(e: &JsValue) -> String {
     js_sys::Reflect::get(e, &JsValue::from_str("message"))
         .ok()
         .and_then(|m| m.as_string())
@@ -54,7 +63,7 @@ fn message_of(e: &JsValue) -> String {
 
 /// A tool's own questions answered by `callback({tool, question: {id, text, answerType,
 /// default}})` → (a promise of) the answer, or `undefined`/`null` for none.
-struct JsAnswerer(Function);
+pub(crate) struct JsAnswerer(pub(crate) Function);
 
 impl Answerer for JsAnswerer {
     fn answer<'a>(&'a self, tool: &'a str, question: &'a Question) -> BoxFuture<'a, Option<Value>> {
@@ -76,7 +85,7 @@ impl Answerer for JsAnswerer {
 
 /// A core outcome in the shape `Host.callTool` resolves to (jco's, plus `result` — MCP's
 /// `CallToolResult` — for a component's content blocks), with the paths the call changed.
-fn outcome_js(outcome: &ExecutionOutcome, blocks: bool, changed: &[String]) -> Result<JsValue, JsValue> {
+pub(crate) fn outcome_js(outcome: &ExecutionOutcome, blocks: bool, changed: &[String]) -> Result<JsValue, JsValue> {
     let changed: Array = changed.iter().map(|p| JsValue::from_str(p)).collect();
     let error = |message: &str, trace: &[String], transient: bool| -> Result<JsValue, JsValue> {
         Ok(obj(&[
@@ -149,7 +158,9 @@ impl JpHost {
                 ))
                 .into());
             }
-            let input_schema = match tool.get("inputSchema") {
+            // A stateful tool listed before (`listTools`) carries its spawn schema beside the
+            // flat one it is listed with.
+            let input_schema = match tool.get("spawnSchema").or_else(|| tool.get("inputSchema")) {
                 Some(s) => s.clone(),
                 None => {
                     let d06: ToolSchema = serde_json::from_value::<ToolSchema>(Value::Object(tool.clone()))
@@ -166,10 +177,31 @@ impl JpHost {
                 }
             };
             let schema = ArgumentSchema::compile(&input_schema).map(Rc::new).map_err(|e| e.to_string());
-            tool.insert("inputSchema".into(), input_schema);
+            // A stateful component's tool (`jp:tool/stateful`'s `actions`): listed in RFD
+            // 009's flat form, its spawn parameters checked on `spawn`.
+            let actions: Vec<StatefulAction> = match tool.get("actions") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(a) => serde_json::from_value(a.clone()).map_err(|e| {
+                    err(format!(
+                        "tool '{name}' of component '{component}': its actions must be a list of \"spawn\", \"fetch\", \"apply\", \"abort\" ({e})"
+                    ))
+                })?,
+            };
+            if !actions.is_empty() && !actions.contains(&StatefulAction::Spawn) {
+                return Err(err(format!(
+                    "tool '{name}' of component '{component}' offers actions without \"spawn\"; a stateful tool starts with spawn"
+                ))
+                .into());
+            }
+            if actions.is_empty() {
+                tool.insert("inputSchema".into(), input_schema);
+            } else {
+                tool.insert("inputSchema".into(), flat_stateful_schema(&input_schema, &actions));
+                tool.insert("spawnSchema".into(), input_schema);
+            }
             tool.insert("component".into(), Value::String(component.clone()));
             listing.push(&to_value(&tool)?);
-            self.tools.borrow_mut().insert(name, WebTool { component: component.clone(), schema });
+            self.tools.borrow_mut().insert(name, WebTool { component: component.clone(), schema, actions });
         }
         Ok(listing)
     }
@@ -214,7 +246,7 @@ impl JpHost {
             None => Box::new(NoAnswerer),
         };
         let runtime = JcoRuntime {
-            host: self,
+            host: self.clone(),
             component,
             files,
             inquirer,
@@ -241,18 +273,18 @@ impl JpHost {
 /// `host`, whose files are committed only when the run succeeded. What the last run left (the
 /// paths it changed, whether its result was blocks, a failure to write the project) is kept for
 /// the caller.
-struct JcoRuntime<'h> {
-    host: &'h JpHost,
-    component: String,
-    files: Option<Object>,
-    inquirer: Option<Function>,
-    runner: Function,
-    changed: RefCell<Vec<String>>,
-    blocks: RefCell<bool>,
-    failure: RefCell<Option<JsValue>>,
+pub(crate) struct JcoRuntime {
+    pub(crate) host: JpHost,
+    pub(crate) component: String,
+    pub(crate) files: Option<Object>,
+    pub(crate) inquirer: Option<Function>,
+    pub(crate) runner: Function,
+    pub(crate) changed: RefCell<Vec<String>>,
+    pub(crate) blocks: RefCell<bool>,
+    pub(crate) failure: RefCell<Option<JsValue>>,
 }
 
-impl ToolRuntime for JcoRuntime<'_> {
+impl ToolRuntime for JcoRuntime {
     fn execute<'a>(&'a self, call: ToolCall, _config: &'a ToolConfig) -> Execution<'a> {
         Box::pin(async move {
             let name = &call.name;
@@ -304,19 +336,22 @@ impl ToolRuntime for JcoRuntime<'_> {
 
 impl JpHost {
     /// `args` as arguments of tool `name`, or why they do not fit its schema.
-    fn argument_problem(&self, name: &str, args: &JsValue) -> Result<Map<String, Value>, String> {
+    pub(crate) fn argument_problem(&self, name: &str, args: &JsValue) -> Result<Map<String, Value>, String> {
         let arguments: Map<String, Value> = serde_wasm_bindgen::from_value(args.clone())
             .map_err(|e| format!("tool '{name}': the arguments must be an object of the tool's parameters ({e})"))?;
-        let tools = self.tools.borrow();
-        let Some(tool) = tools.get(name) else { return Ok(arguments) };
-        match &tool.schema {
-            Ok(schema) => check_arguments(name, schema, &arguments, "").map_err(|e| e.to_string())?,
-            Err(why) => {
-                return Err(format!(
-                    "tool '{name}': the tool's argument schema cannot be used ({why}); fix the tool's parameters"
-                ));
-            }
-        }
+        self.check_parameters(name, &arguments)?;
         Ok(arguments)
+    }
+
+    /// Why `arguments` do not fit tool `name`'s schema (a stateful tool's: that of `spawn`).
+    pub(crate) fn check_parameters(&self, name: &str, arguments: &Map<String, Value>) -> Result<(), String> {
+        let tools = self.tools.borrow();
+        let Some(tool) = tools.get(name) else { return Ok(()) };
+        match &tool.schema {
+            Ok(schema) => check_arguments(name, schema, arguments, "").map_err(|e| e.to_string()),
+            Err(why) => Err(format!(
+                "tool '{name}': the tool's argument schema cannot be used ({why}); fix the tool's parameters"
+            )),
+        }
     }
 }

@@ -25,6 +25,9 @@ pub(crate) struct PageTool {
     pub description: Option<String>,
     #[serde(default)]
     pub input_schema: Value,
+    /// The RFD 009 actions of a stateful tool (its `inputSchema` is then the flat form).
+    #[serde(default)]
+    pub actions: Option<Vec<String>>,
 }
 
 /// `host.policyHints()`: `{writes, destructive, network, commands}`.
@@ -54,7 +57,7 @@ impl PageTool {
             description: self.description.as_deref(),
             input_schema: self.input_schema,
             hints,
-            stateful: false,
+            stateful: self.actions.as_ref().is_some_and(|a| !a.is_empty()),
             unconfined: false,
             run_mode: None,
         })
@@ -112,6 +115,10 @@ pub fn agent_result(name: &str, outcome: JsValue) -> Result<JsValue, JsValue> {
         None => String::new(),
     };
     let outcome = match outcome.get("tag").and_then(Value::as_str) {
+        // A stateful command (`agentCall`): its reply was made by the core's surface already.
+        Some("handle") if outcome.get("result").is_some_and(Value::is_object) => {
+            return Ok(to_js(&outcome["result"]));
+        }
         // A component with `jp:tool/content` answered with blocks (`result`, MCP's shape).
         Some("success") if outcome.get("result").is_some_and(Value::is_object) => {
             let result = ToolResult::deserialize(&outcome["result"]).map_err(|e| {
@@ -127,7 +134,7 @@ pub fn agent_result(name: &str, outcome: JsValue) -> Result<JsValue, JsValue> {
         },
         other => {
             return Err(JsError::new(&format!(
-                "tool '{name}': an outcome's tag is success, error or needs-input, not {other:?}"
+                "tool '{name}': an outcome's tag is success, error, needs-input or handle, not {other:?}"
             ))
             .into());
         }

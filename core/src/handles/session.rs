@@ -559,6 +559,20 @@ impl HandleOwners {
         Ok(s)
     }
 
+    /// The live handles of `owner` (none when it has no session).
+    pub fn list(&self, owner: &str) -> Vec<LiveHandle> {
+        self.lock().get(owner).map(|s| s.list()).unwrap_or_default()
+    }
+
+    /// End `owner`'s session (a turn ended, an MCP session was deleted): its handles are
+    /// aborted; its next call starts a new session.
+    pub async fn close_owner(&self, owner: &str) {
+        let session = self.lock().remove(owner);
+        if let Some(s) = session {
+            s.close().await;
+        }
+    }
+
     /// Abort idle handles of every owner.
     pub async fn expire(&self, now: Duration) {
         let all: Vec<Arc<HandleSession>> = self.lock().values().cloned().collect();

@@ -1,0 +1,119 @@
+// Stateful components (RFD 009, wit/tool/stateful.wit) off the page's thread-less engines — the
+// same Host the edge runs: the calc example (tools/guests/calc) keeps its bindings across
+// commands through the core's handle session (`agentCall`), its question answered by `apply`;
+// owners are kept apart; ending an owner aborts its handles; a session that spins or traps is
+// stopped alone, with the limit named, and the host keeps serving. Chromium runs the page's
+// Worker-per-handle path (playground.test.mjs).
+import { test, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { Host, loadJp, agentResult, agentTool } from '../../www/jp.js';
+
+const component = {};
+
+async function load(name) {
+  const dir = new URL(`../../www/components/${name}/`, import.meta.url);
+  const cores = {};
+  for (const f of JSON.parse(await readFile(new URL('cores.json', dir), 'utf8'))) cores[f] = await WebAssembly.compile(await readFile(new URL(f, dir)));
+  component[name] = { module: await import(new URL(`${name}.js`, dir).href), cores };
+}
+
+before(async () => {
+  await loadJp(await WebAssembly.compile(await readFile(new URL('../../www/pkg/jp_web_bg.wasm', import.meta.url))));
+  await load('calc');
+  await load('faults-stateful');
+});
+
+async function host({ deadlineMs = 5_000 } = {}) {
+  const h = await Host.create({ limits: { deadlineMs } });
+  await h.registerComponent('calc', component.calc.module, component.calc.cores);
+  return h;
+}
+
+const content = (out) => {
+  assert.equal(out.tag, 'handle', JSON.stringify(out));
+  return out.val;
+};
+
+test('calc is listed in the flat stateful form and a session keeps its bindings across commands', async () => {
+  const h = await host();
+  const calc = h.listTools().find((t) => t.name === 'calc');
+  assert.deepEqual(calc.actions, ['spawn', 'fetch', 'apply', 'abort']);
+  assert.deepEqual(calc.inputSchema.properties.action.enum, ['spawn', 'fetch', 'apply', 'abort']);
+  const listed = agentTool(calc, h.policyHints());
+  assert.equal(listed.annotations.idempotentHint, undefined, 'a stateful tool is never idempotent');
+
+  const spawned = content(await h.spawn('calc', {}));
+  assert.deepEqual([spawned.id, spawned.state], ['h_1', 'running']);
+  assert.match(spawned.content, /^calc: integer expressions/);
+  assert.match(content(await h.applyHandle('calc', 'h_1', 'x = 2 * 3')).content ?? '', /x = 6/);
+  assert.equal(content(await h.applyHandle('calc', 'h_1', 'x + 1')).content, '= 7');
+  // A bad line is an error in the content; the session lives on.
+  const bad = content(await h.applyHandle('calc', 'h_1', '1 / 0'));
+  assert.equal(bad.state, 'running');
+  assert.match(bad.content, /division by zero/);
+  // `clear` asks; the answer is routed to the question by the core session.
+  const asks = content(await h.applyHandle('calc', 'h_1', 'clear'));
+  assert.equal(asks.state, 'waiting', JSON.stringify(asks));
+  assert.match(asks.question.text, /Forget all 1 binding/);
+  assert.deepEqual(h.handles(), [{ id: 'h_1', tool: 'calc', state: 'waiting', question: asks.question.text }]);
+  assert.match(content(await h.applyHandle('calc', 'h_1', true)).content, /forgot 1 binding/);
+  assert.match(content(await h.applyHandle('calc', 'h_1', 'vars')).content, /no bindings/);
+  // MCP's CallToolResult of a command, as `jp mcp` answers it.
+  const mcp = agentResult('calc', await h.fetchHandle('calc', 'h_1'));
+  assert.equal(mcp.structuredContent.id, 'h_1');
+  assert.equal(mcp.isError, false);
+  const quit = content(await h.applyHandle('calc', 'h_1', 'quit'));
+  assert.deepEqual([quit.state, quit.result], ['stopped', 'bye: 0 bindings']);
+  const gone = await h.fetchHandle('calc', 'h_1');
+  assert.equal(gone.tag, 'error');
+  assert.equal(gone.val.message, "no live handle 'h_1'; no handles are live");
+});
+
+test('owners are kept apart, and ending an owner aborts its handles', async () => {
+  const h = await host();
+  const mine = content(await h.spawn('calc', { prelude: 'secret = 42' }, { owner: 'alice' }));
+  assert.equal(mine.id, 'h_1');
+  const theirs = await h.applyHandle('calc', 'h_1', 'secret', { owner: 'mallory' });
+  const unknown = await h.applyHandle('calc', 'h_7', 'secret', { owner: 'mallory' });
+  assert.equal(theirs.tag, 'error');
+  assert.equal(theirs.val.message.replace('h_1', 'h_7'), unknown.val.message, 'no oracle: just unknown');
+  assert.equal(content(await h.applyHandle('calc', 'h_1', 'secret', { owner: 'alice' })).content, '= 42');
+  assert.deepEqual(h.handles('mallory'), []);
+  await h.closeHandles('alice');
+  assert.deepEqual(h.handles('alice'), []);
+  const after = await h.fetchHandle('calc', 'h_1', { owner: 'alice' });
+  assert.equal(after.tag, 'error', 'aborted with its owner');
+});
+
+test('without action calc runs to its end; a question nobody answers is the outcome', async () => {
+  const h = await host();
+  const out = await h.callTool('calc', { prelude: 'n = 6\nn * 7\nquit' });
+  assert.equal(out.tag, 'success', JSON.stringify(out));
+  assert.match(out.val, /= 42/);
+  const asks = await h.callTool('calc', { prelude: 'n = 1\nclear' });
+  assert.equal(asks.tag, 'needs-input', JSON.stringify(asks));
+  const answered = await h.callTool('calc', { prelude: 'n = 1\nclear\nvars\nquit' }, { answerer: () => false });
+  assert.equal(answered.tag, 'success', JSON.stringify(answered));
+  assert.match(answered.val, /kept 1 binding/);
+  assert.deepEqual(h.handles(), [], 'nothing left live');
+});
+
+test('a session that spins or traps is stopped alone, the limit named, and the host serves on', async () => {
+  const h = await Host.create({ limits: { deadlineMs: 1_000 } });
+  await h.registerComponent('faults-stateful', component['faults-stateful'].module, component['faults-stateful'].cores,
+    [{ name: 'fault_session', summary: 'faults', parameters: {}, actions: ['spawn', 'fetch', 'apply', 'abort'] }]);
+  await h.registerComponent('calc', component.calc.module, component.calc.cores);
+  const a = content(await h.spawn('fault_session', {}));
+  const b = content(await h.spawn('fault_session', {}));
+  assert.equal(content(await h.applyHandle('fault_session', a.id, 'hello')).state, 'running');
+  const spun = content(await h.applyHandle('fault_session', a.id, 'spin'));
+  assert.equal(spun.state, 'stopped');
+  assert.match(spun.error.message, /ran past its deadline of 1000 ms and was stopped; nothing it did was written; the session has stopped/);
+  const trapped = content(await h.applyHandle('fault_session', b.id, 'trap'));
+  assert.equal(trapped.state, 'stopped');
+  assert.match(trapped.error.message, /trapped/);
+  assert.deepEqual(h.handles(), []);
+  // The host goes on serving.
+  assert.equal(content(await h.spawn('calc', {})).state, 'running');
+});
