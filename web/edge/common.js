@@ -39,9 +39,10 @@ export function memoryStorage() {
  * project's KNOWLEDGE_BASE: see `knowledgeBase`) always; the test components — `faults`
  * (misbehaving on purpose, for the limits), `media` (answers with content blocks) and `fetch`
  * (issue 34's example: `api_get`, an HTTP GET with `Authorization: Bearer ${API_TOKEN}`, and
- * `read_env`, a read of `.env`, which asks) — only when asked for (JP_EDGE_FAULTS=1). */
+ * `read_env`, a read of `.env`, which asks) and `calc` (issue 35's stateful example: a session
+ * that keeps its bindings across requests) — only when asked for (JP_EDGE_FAULTS=1). */
 export function componentNames(withFaults) {
-  return withFaults ? ['fs', 'learn', 'faults', 'media', 'fetch'] : ['fs', 'learn'];
+  return withFaults ? ['fs', 'learn', 'faults', 'media', 'fetch', 'calc'] : ['fs', 'learn'];
 }
 
 /** The knowledge base a builtin component reads its topic from (`learn`), or null. */

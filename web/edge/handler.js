@@ -314,8 +314,16 @@ export function createHandler({ jp, components, storage = () => null, token = ''
         hints: () => h.policyHints(),
         // `inquirer`: null denies every question at once with the reason; `signal` stops the
         // call (mcp.js stops one at a question it asks by result: nothing is committed).
-        call: async (name, args, { inquirer = null, signal = null } = {}) => {
+        call: async (name, args, { inquirer = null, signal = null, scope = '' } = {}) => {
+          // A stateful tool's handles belong to the caller: its token, this project, and the
+          // scope it names (`_meta["jp-host/scope"]`); without a project nothing outlives the
+          // request, so a handle cannot be kept.
+          const stateful = h.tools.get(name)?.actions?.length > 0;
+          if (stateful && project === null && typeof args.action === 'string') {
+            return { tag: 'error', val: { message: `tool '${name}': handles are kept only for a project; call /mcp?project=ID`, trace: [], transient: false }, changed: [] };
+          }
           try {
+            if (stateful) return await h.callTool(name, args, { inquirer, owner: `${await principal.owner()}/${scope}` });
             return await h.callTool(name, args, { inquirer, signal });
           } catch (e) {
             if (!isProjectChanged(e)) throw e;
@@ -468,8 +476,11 @@ export function accessControl({ token = '', tokens = '', allowedOrigins = '', ho
         return refuse(415, `send the body as Content-Type: application/json (got ${type ? `'${type}'` : 'none'})`);
       }
     }
-    // The token that called: a requestState is bound to it (mrtr.js).
-    return { principal: { ...principal, bearer: given }, cors };
+    // The token that called: a requestState is bound to it (mrtr.js), and so are the handles
+    // of stateful tools (`owner()`: a digest of it, never the token itself).
+    const owner = () => crypto.subtle.digest('SHA-256', new TextEncoder().encode(given))
+      .then((d) => [...new Uint8Array(d)].map((b) => b.toString(16).padStart(2, '0')).join(''));
+    return { principal: { ...principal, bearer: given, owner }, cors };
   }
   return { gate };
 }

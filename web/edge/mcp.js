@@ -42,6 +42,10 @@ const META_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
 
 /** `tools/list` on 2026-07-28: fresh for a minute, for this client only (as `jp mcp`). */
 const LISTS_TTL_MS = 60_000;
+/** The `_meta` key naming whose handles a request uses (as `jp mcp --http` reads it). */
+const SCOPE_META = 'jp-host/scope';
+/** Why a stateful command's policy question is denied at the edge. */
+const STATEFUL_CANNOT_ASK = 'a command on a live handle cannot be asked about mid-way here (asking by result would send it to the session twice); allow it in the policy';
 
 const SERVER_INFO = { name: 'jp-edge', version: '0.1.0' };
 const INSTRUCTIONS = 'jp-host tools at the edge: every call runs sandboxed, its file requests decided by the access policy. `?project=ID` selects the project whose files the tools see.';
@@ -141,9 +145,19 @@ export async function answer(message, session, header = () => null) {
       if (!session.tools().some((t) => t.name === name)) {
         return ok(failure(id, INVALID_PARAMS, `no tool '${name}'; available: ${session.tools().map((t) => t.name).join(', ')}`));
       }
+      // Whose handles a stateful tool's command uses: the caller's, in the scope it names.
+      const scope = params._meta?.[SCOPE_META] ?? '';
+      if (typeof scope !== 'string' || scope.length > 128 || /\p{Cc}/u.test(scope)) {
+        return done({ content: [{ type: 'text', text: `_meta["${SCOPE_META}"] must be a string of at most 128 characters without control characters (it names whose handles this request uses)` }], isError: true });
+      }
       // Older versions ask nobody (and know no requestState): a question is denied at once
-      // with the reason, as on `POST /`.
-      if (!modern) return done(agentResult(name, await session.call(name, args, { inquirer: null })));
+      // with the reason, as on `POST /`. So is a stateful tool's: asking by result re-runs the
+      // call, and a command sent to a live session twice (each committed) would be done twice.
+      if (!modern) return done(agentResult(name, await session.call(name, args, { inquirer: null, scope })));
+      if (session.tools().find((t) => t.name === name)?.actions?.length) {
+        const inquirer = () => STATEFUL_CANNOT_ASK;
+        return done(agentResult(name, await session.call(name, args, { inquirer, scope })));
+      }
       // The retry of a call that asked: its answers so far, and the one to the question it
       // asked last. A state that resumes nothing is invalid params (SEP-2322: a server rejects
       // state it cannot verify with a JSON-RPC error).

@@ -16,6 +16,8 @@ import * as mediaModule from '../../www/components/media/media.js';
 import mediaCores from '../../www/components/media/cores.js';
 import * as fetchModule from '../../www/components/fetch/fetch.js';
 import fetchCores from '../../www/components/fetch/cores.js';
+import * as calcModule from '../../www/components/calc/calc.js';
+import calcCores from '../../www/components/calc/cores.js';
 // The user's own components (`npm run build -- --component PATH.wasm`): the registry every build
 // writes, `{ name: { module, cores } }` (empty without --component).
 import served from '../../www/components/served.js';
@@ -29,6 +31,7 @@ const components = (env) => ({
       faults: { module: faultsModule, cores: faultsCores, tools: FAULT_TOOLS },
       media: { module: mediaModule, cores: mediaCores },
       fetch: { module: fetchModule, cores: fetchCores },
+      calc: { module: calcModule, cores: calcCores },
     }
     : {}),
   ...served,

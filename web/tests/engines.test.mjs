@@ -599,6 +599,50 @@ for (const engine of ENGINES) {
       }
     });
 
+    test('a calc session (RFD 009) is driven across separate /mcp requests by the npm SDK; another token or scope does not see it', async () => {
+      const connectAs = async (token) => {
+        const client = new Client({ name: 'engines-calc', version: '0' });
+        await client.connect(new StreamableHTTPClientTransport(new URL('mcp?project=mine', edge.url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+        return client;
+      };
+      const handle = (r) => { assert.ok(r.structuredContent, JSON.stringify(r)); return r.structuredContent; };
+      const scoped = (scope, args) => ({ name: 'calc', arguments: args, _meta: { 'jp-host/scope': scope } });
+      let mine = await connectAs(PROJECT_TOKEN);
+      const calc = (await mine.listTools()).tools.find((t) => t.name === 'calc');
+      assert.deepEqual(calc.inputSchema.properties.action.enum, ['spawn', 'fetch', 'apply', 'abort'], JSON.stringify(calc));
+      const h = handle(await mine.callTool(scoped('agent-1', { action: 'spawn', prelude: 'x = 20' })));
+      assert.equal(h.state, 'running', JSON.stringify(h));
+      await mine.close();
+      // A later request on a new connection: the same live session.
+      mine = await connectAs(PROJECT_TOKEN);
+      const fed = handle(await mine.callTool(scoped('agent-1', { action: 'apply', id: h.id, input: 'x * 2 + 2' })));
+      assert.equal(fed.content, '= 42', JSON.stringify(fed));
+      // Another token (the operator's, which opens every project), another scope: unknown, as an
+      // id that never was.
+      const operator = await connectAs(TOKEN);
+      for (const [client, scope] of [[operator, 'agent-1'], [mine, 'agent-2'], [mine, '']]) {
+        const unknown = await client.callTool(scoped(scope, { action: 'fetch', id: 'h_999' }));
+        const r = await client.callTool(scoped(scope, { action: 'apply', id: h.id, input: 'x' }));
+        assert.equal(r.isError, true, JSON.stringify(r));
+        assert.equal(r.content[0].text.replace(h.id, 'h_999'), unknown.content[0].text, `scope '${scope}'`);
+        assert.equal(unknown.content[0].text, "no live handle 'h_999'; no handles are live");
+      }
+      await operator.close();
+      // The question travels as a state, its answer as apply — never as input_required.
+      const asks = handle(await mine.callTool(scoped('agent-1', { action: 'apply', id: h.id, input: 'clear' })));
+      assert.equal(asks.state, 'waiting', JSON.stringify(asks));
+      assert.match(handle(await mine.callTool(scoped('agent-1', { action: 'apply', id: h.id, input: false }))).content, /kept 1 binding/);
+      const aborted = handle(await mine.callTool(scoped('agent-1', { action: 'abort', id: h.id })));
+      assert.equal(aborted.state, 'stopped');
+      const gone = await mine.callTool(scoped('agent-1', { action: 'fetch', id: h.id }));
+      assert.equal(gone.isError, true);
+      // Without a project nothing outlives the request: a handle is refused, saying why.
+      const loose = await fetch(new URL('mcp', edge.url), { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'calc', arguments: { action: 'spawn' } } }) });
+      assert.match((await loose.json()).result.content[0].text, /handles are kept only for a project; call \/mcp\?project=ID/);
+      await mine.close();
+    });
+
     test('MCP 2026-07-28: a requestState that is altered, made up, or another token\'s, project\'s, tool\'s or arguments\' is -32602; its own retry still reads .env', async () => {
       const seeded = await fetch(edge.url, { method: 'POST', headers: as(PROJECT_TOKEN), body: JSON.stringify({ tool: 'fs_list_files', args: {}, project: 'mine', files: { '.env': ENV_FILE } }) });
       assert.equal(seeded.status, 200);
