@@ -399,6 +399,9 @@ export class Host {
     if (!tool) {
       throw new Error(`no tool '${name}'; registered: ${[...this.tools.keys()].join(', ') || 'none'}`);
     }
+    if (tool.actions?.length && files && typeof args?.action === 'string') {
+      return { tag: 'error', val: { message: `tool '${name}': a command on a live session takes no files; write them to the project first`, trace: [], transient: false }, changed: [] };
+    }
     if (tool.actions?.length && !files) return this.agentCall(name, args, { owner, inquirer, answerer });
     const component = this.components.get(tool.component);
     const portable = (component.moduleUrl && component.coresUrl) || component.source !== null;

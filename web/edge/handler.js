@@ -266,7 +266,16 @@ export function createHandler({ jp, components, storage = () => null, token = ''
       const unsubscribe = h.onEvent((e) => events.push(e));
       let result;
       try {
-        result = await h.callTool(tool, args, { files });
+        // A stateful tool's handles belong to the caller's token and the `scope` it names, in
+        // this project (without one they could not outlive the request).
+        const stateful = h.tools.get(tool)?.actions?.length > 0 && typeof args.action === 'string';
+        if (stateful && typeof project !== 'string') {
+          return json(400, { error: `tool '${tool}': handles are kept only for a project; send "project"` });
+        }
+        const scope = typeof parsed.scope === 'string' ? parsed.scope.slice(0, 128) : '';
+        result = stateful
+          ? await h.callTool(tool, args, { files, owner: `${await principal.owner()}/${scope}` })
+          : await h.callTool(tool, args, { files });
       } catch (e) {
         if (isProjectChanged(e)) return json(409, { error: e.message });
         // The request's own files are writes too, decided by the same (bounded) policy.

@@ -229,10 +229,16 @@ for (const engine of ENGINES) {
 
     test(persistent[engine] ? 'the project survives a restart of the engine' : 'projects live in memory (no restart test)', async () => {
       if (!persistent[engine]) return;
+      const spawned = await post({ tool: 'calc', args: { action: 'spawn' }, project: 'p1' });
+      assert.equal(spawned.body.outcome.val?.id, 'h_1', JSON.stringify(spawned.body));
       await edge.stop();
       await start();
       const r = await post({ tool: 'fs_read_file', args: { path: 'notes/a.md' }, project: 'p1' });
       assert.equal(r.body.outcome.val, 'kept\n', JSON.stringify(r.body));
+      // A live session does not survive the engine: a command on it says so.
+      const lost = await post({ tool: 'calc', args: { action: 'fetch', id: 'h_1' }, project: 'p1' });
+      assert.equal(lost.body.outcome.tag, 'error', JSON.stringify(lost.body));
+      assert.match(lost.body.outcome.val.message, /^no live handle 'h_1': no handle was issued to you since this host started \(a handle from before it restarted is gone: spawn the tool again\)/);
     });
 
     test('a read-only policy denies the write; nothing of the call is stored', async () => {
@@ -625,7 +631,7 @@ for (const engine of ENGINES) {
         const r = await client.callTool(scoped(scope, { action: 'apply', id: h.id, input: 'x' }));
         assert.equal(r.isError, true, JSON.stringify(r));
         assert.equal(r.content[0].text.replace(h.id, 'h_999'), unknown.content[0].text, `scope '${scope}'`);
-        assert.equal(unknown.content[0].text, "no live handle 'h_999'; no handles are live");
+        assert.equal(unknown.content[0].text, "no live handle 'h_999': no handle was issued to you since this host started (a handle from before it restarted is gone: spawn the tool again); no handles are live");
       }
       await operator.close();
       // The question travels as a state, its answer as apply — never as input_required.

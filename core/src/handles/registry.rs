@@ -72,6 +72,21 @@ pub enum HandleError {
         /// The tool named in the call.
         tool: String,
     },
+    /// An id past every one this owner was given since the host started: a handle from before
+    /// a restart of the host (gone with it), or a made-up one.
+    #[error(
+        "no live handle '{id}': {} since this host started (a handle from before it restarted is gone: spawn the tool again){}",
+        if *issued == 0 { "no handle was issued to you".to_string() } else { format!("only h_1…h_{issued} were issued to you") },
+        if live.is_empty() { "; no handles are live".to_string() } else { format!("; live handles: {}", live.join(", ")) }
+    )]
+    NeverIssued {
+        /// The id.
+        id: String,
+        /// How many ids this owner was issued.
+        issued: u64,
+        /// The ids that are live.
+        live: Vec<String>,
+    },
     /// The handle was stopped by the host (idle too long, its owner's end), not by the tool.
     #[error("handle '{id}' is gone: {why}")]
     Gone {
@@ -302,6 +317,11 @@ impl HandleRegistry {
     fn not_found(&self, id: String, key: Option<u64>) -> HandleError {
         match key.and_then(|k| self.gone.iter().rev().find(|(g, _)| *g == k)) {
             Some((_, why)) => HandleError::Gone { id, why: why.clone() },
+            // An id this registry never issued: made up — or issued before the host restarted
+            // (an edge engine evicting the project), whose handles did not survive it.
+            None if key.is_some_and(|k| k > self.next_id) => {
+                HandleError::NeverIssued { id, issued: self.next_id, live: self.ids() }
+            }
             None => HandleError::NotFound { id, live: self.ids() },
         }
     }
