@@ -7,8 +7,11 @@
 // core): paths, commands and URLs first and in full, the other fields cut and named. A tool's
 // question mid-call (a sensitive path, a request no rule of a `sandbox` table covers) shows in
 // the chat while the component waits, with three answers: once, for the rest of this turn (the
-// same request of the same tool), deny; Stop ends the call and its question. The API key lives in this tab's session
-// storage only and is never shown to a tool.
+// same request of the same tool), deny; Stop ends the call and its question. A stateful tool's
+// handles (RFD 009: `spawn`, then `fetch` / `apply` / `abort` on its id) belong to the turn that
+// spawned them: they are listed under the chat with their state (a waiting one's question) and
+// an Abort button, and end with the turn — done, failed or stopped — their Workers with them.
+// The API key lives in this tab's session storage only and is never shown to a tool.
 import { agentTurn, describeCall, askBeforeCall, agentResult, shownReason, shownText } from './jp.js';
 import { askQuestion } from './questions.js';
 
@@ -51,6 +54,9 @@ export function agentPanel($, host, { onFilesChanged }) {
   let allowedInTurn = new Set();
   const calls = new Map(); // call id → its chat entry
   let current = []; // the entries of the calls now running, for their decisions
+  let turns = 0;
+  let owner = null; // the running turn's owner of handles: `turn-<n>`
+  const handleTools = new Map(); // handle id → its tool, for one listed busy (a command on it)
 
   const add = (node) => { chat.append(node); node.scrollIntoView({ block: 'nearest' }); return node; };
 
@@ -61,6 +67,46 @@ export function agentPanel($, host, { onFilesChanged }) {
       `· ${e.method} ${shownText(e.target)} → ${e.allowed ? 'allow' : e.decision === 'ask' ? 'ask → deny' : 'deny'}${e.allowed ? '' : ` (${shownReason(e.target, e.reason)})`}`);
     entry.querySelector('.decisions').append(line);
   });
+
+  /**
+   * The running turn's live handles, shown again after every tool call: id, tool, state (a
+   * waiting one's question) and an Abort button, which ends the handle and its Worker. Hidden
+   * when there are none.
+   */
+  function showHandles() {
+    const list = $('handles');
+    const live = owner ? host.handles(owner) : [];
+    for (const h of live) if (h.tool) handleTools.set(h.id, h.tool);
+    list.replaceChildren(...live.map(({ id, state, question }) => {
+      const h = { id, state, question, tool: handleTools.get(id) ?? '' };
+      const li = el('li', `handle ${h.state}`);
+      li.dataset.id = h.id;
+      li.dataset.state = h.state;
+      li.append(el('code', 'id', h.id), ' ', el('span', 'tool', shownText(h.tool)), ' — ', el('span', 'state', h.state));
+      if (h.question) li.append(': ', el('span', 'question', shownText(h.question)));
+      const abort = el('button', 'abort', 'Abort');
+      abort.type = 'button';
+      abort.setAttribute('aria-label', `Abort ${h.id} (${h.tool})`);
+      abort.disabled = !h.tool;
+      const turn = owner;
+      abort.onclick = async () => {
+        abort.disabled = true;
+        // The model is not told: its next command on this id gets "no live handle".
+        let said;
+        try {
+          const outcome = await host.abortHandle(h.tool, h.id, { owner: turn });
+          said = outcome.tag === 'handle' ? 'aborted' : `not aborted: ${outcome.val?.message ?? outcome.tag}`;
+        } catch (e) {
+          said = `not aborted: ${e?.message ?? e}`;
+        }
+        add(el('li', 'note', `${h.id} (${shownText(h.tool)}) ${said}`));
+        if (turn === owner) showHandles();
+      };
+      li.append(' ', abort);
+      return li;
+    }));
+    $('agent-handles').hidden = live.length === 0;
+  }
 
   /** Ask the user whether `name` may run; resolves to true or false. */
   function ask(name, args) {
@@ -128,11 +174,13 @@ export function agentPanel($, host, { onFilesChanged }) {
     if (entry) current.push(entry);
     try {
       // Stop ends the call too (its Worker stopped, nothing it did written), and its question.
-      const outcome = await host.callTool(name, args, { inquirer: inquire, signal: running?.signal });
+      // A stateful tool's handles are the turn's (`owner`): another turn's ids are unknown.
+      const outcome = await host.callTool(name, args, { inquirer: inquire, signal: running?.signal, owner });
       if (outcome.changed?.length) await onFilesChanged();
       return agentResult(name, outcome);
     } finally {
       current = current.filter((c) => c !== entry);
+      showHandles();
     }
   }
 
@@ -195,6 +243,10 @@ export function agentPanel($, host, { onFilesChanged }) {
     add(el('li', 'user', text));
     running = new AbortController();
     allowedInTurn = new Set();
+    const turn = `turn-${++turns}`;
+    owner = turn;
+    // Stop ends the turn's handles at once: a command running on one stops where it stands.
+    running.signal.addEventListener('abort', () => host.closeHandles(turn).then(() => { if (owner === turn) showHandles(); }), { once: true });
     $('agent-send').disabled = true;
     $('agent-stop').disabled = false;
     const messages = [...conversation, { role: 'user', content: text }];
@@ -207,6 +259,11 @@ export function agentPanel($, host, { onFilesChanged }) {
       add(el('li', 'error', `the turn ended: ${e?.message ?? e}`));
       throw e;
     } finally {
+      // No handle, and no Worker, outlives its turn.
+      await host.closeHandles(turn);
+      owner = null;
+      handleTools.clear();
+      showHandles();
       running = null;
       $('agent-send').disabled = false;
       $('agent-stop').disabled = true;

@@ -3,9 +3,11 @@
 // any component the user loads from a .wasm file; a call form generated from each tool's schema, the policy
 // editor, the secrets the policy names, a live log of every host request with its decision, a
 // tool's questions mid-call, and the agent panel (agent-panel.js). For automation,
-// `window.jpHost` offers writeFile, readFile, listFiles, listTools, callTool, setPolicy and
-// agentSend; `body.dataset.ready` is "true" once everything is loaded. `?db=NAME` picks the
-// database (default: jp-playground).
+// `window.jpHost` offers writeFile, readFile, listFiles, listTools, callTool, setPolicy,
+// agentSend, handles(owner) (an owner's live handles: the agent panel's are `turn-<n>`'s) and
+// liveWorkers() (how many handle Workers run); `body.dataset.ready` is "true" once everything
+// is loaded. `?db=NAME` picks the database (default: jp-playground); `?calc` adds the stateful
+// calc, `?fetch`, `?media` and `?faults` their examples.
 import { Host, resultText, shownReason, shownText } from './jp.js';
 import { FAULT_TOOLS } from './fault-tools.js';
 import { KNOWLEDGE_BASE } from './subjects.js';
@@ -45,6 +47,10 @@ async function main() {
   if (params.has('fetch')) {
     // The example of issue 34: api_get sends the API_TOKEN secret, read_env asks first: ?fetch
     await host.registerComponent('fetch', new URL('./components/fetch/fetch.js', import.meta.url), new URL('./components/fetch/', import.meta.url));
+  }
+  if (params.has('calc')) {
+    // A stateful tool (RFD 009): the agent spawns a calculator session and keeps talking to it: ?calc
+    await host.registerComponent('calc', new URL('./components/calc/calc.js', import.meta.url), new URL('./components/calc/', import.meta.url));
   }
   // The user's components the build served, as every engine serves them (each lists its tools).
   const served = await fetch(new URL('./components/served.json', import.meta.url));
@@ -272,6 +278,8 @@ async function main() {
     callTool,
     setPolicy: async (text) => setPolicy(text),
     agentSend: (text) => agent.send(text),
+    handles: (owner) => host.handles(owner),
+    liveWorkers: () => host.liveWorkers.size,
   };
   $('status').textContent = `ready — ${tools.length} tools`;
   document.body.dataset.ready = 'true';

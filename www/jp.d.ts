@@ -30,6 +30,9 @@ export interface ToolInfo {
   /** The arguments' JSON Schema, as every jp-host surface shows it. */
   inputSchema: Record<string, unknown>;
   component: string;
+  /** A stateful tool's RFD 009 actions (its component exports `jp:tool/stateful`); `callTool`
+   * then routes its calls to `agentCall`. */
+  actions?: StatefulAction[];
 }
 
 export interface ErrorInfo { message: string; trace: string[]; transient: boolean; }
@@ -41,6 +44,54 @@ export type ToolOutcome = (
   | { tag: 'error'; val: ErrorInfo }
   | { tag: 'needs-input'; val: Question }
 ) & { changed: string[] };
+
+/** RFD 009: what an agent may do with a stateful tool (its `action` argument). */
+export type StatefulAction = 'spawn' | 'fetch' | 'apply' | 'abort';
+/** A live handle's state: `running`, `waiting` (for the answer to `question`, given with
+ * `apply`) or `stopped` (its end: `result`, or `error`). */
+export type HandleStateName = 'running' | 'waiting' | 'stopped';
+
+/** What a stateful command answers (as `jp mcp` does): the handle's id and state. */
+export interface HandleResponse {
+  /** `h_1`, `h_2`, … — unique within the host, known only to its owner. */
+  id: string;
+  state: HandleStateName;
+  /** Output so far (running, waiting). */
+  content?: string;
+  /** The final output (stopped, succeeded). */
+  result?: string;
+  /** Why it stopped (stopped, failed). */
+  error?: ErrorInfo;
+  /** The pending question (waiting). */
+  question?: Question;
+}
+
+/** MCP's `CallToolResult`, as the agent gets it. */
+export interface CallToolResult { content: unknown[]; structuredContent?: unknown; isError: boolean }
+
+/** The reply of a stateful command (`spawn`, `fetch`, `apply`, `abort`): `result` is MCP's
+ * `CallToolResult` of it; `changed` the paths the host's handle commands changed since the
+ * previous reply. A command that could not reach a handle (unknown id, bad arguments) is an
+ * `error` outcome instead. */
+export interface HandleOutcome { tag: 'handle'; val: HandleResponse; result: CallToolResult; changed: string[] }
+
+/** A call through the core's handle session (`agentCall`): a stateful command's reply, or a
+ * call run to its end (`result`: MCP's `CallToolResult` when the component gives content blocks). */
+export type AgentOutcome = HandleOutcome | (ToolOutcome & { result?: CallToolResult });
+
+/** A live handle as `handles(owner)` lists it. `busy` while a command runs on it (its `tool`
+ * then empty); `question` is the text of a waiting one's question. */
+export interface LiveHandle { id: string; tool: string; state: HandleStateName | 'busy'; question?: string }
+
+/** Whose handles a call makes and reaches (the page's agent panel: `turn-<n>`; the edge: one
+ * per caller); another owner's ids are unknown. Default `default`. */
+export interface AgentCallOptions {
+  owner?: string;
+  /** This call's policy questions instead of `setInquirer`'s. */
+  inquirer?: ((inquiry: Inquiry) => InquiryAnswer | Promise<InquiryAnswer>) | null;
+  /** A stateful tool run to its end (no `action`): who answers its questions. */
+  answerer?: Answerer | null;
+}
 
 export type RequestResult =
   | { result: unknown }
@@ -114,7 +165,7 @@ export function agentTool(tool: ListedTool, hints: PolicyHints): { name: string;
 /** Whether the user is asked before a call of `tool` with `args` (RFD 009, as `jp query`). */
 export function askBeforeCall(tool: ListedTool, hints: PolicyHints, args: unknown): boolean;
 /** A `callTool` outcome as the agent gets it: MCP's `{content, structuredContent?, isError}`. */
-export function agentResult(name: string, outcome: { tag: string; val: unknown }): { content: unknown[]; structuredContent?: unknown; isError: boolean };
+export function agentResult(name: string, outcome: { tag: string; val: unknown; result?: CallToolResult }): CallToolResult;
 
 export class Host {
   /** Files in the IndexedDB database `db`, or in memory when `db` is null. `policy`: TOML or
@@ -171,5 +222,32 @@ export class Host {
     inquirer?: ((inquiry: Inquiry) => InquiryAnswer | Promise<InquiryAnswer>) | null;
     /** This call's tool questions instead of `setAnswerer`'s. */
     answerer?: Answerer | null;
-  }): Promise<ToolOutcome>;
+    /** A stateful tool's (one with `actions`) handles are this owner's; see `agentCall`. */
+    owner?: string;
+  }): Promise<AgentOutcome>;
+
+  /** The Workers of live handles in a page (`Host.create({ worker })`): one per handle,
+   * terminated when it is aborted or its owner's handles are closed. */
+  readonly liveWorkers: Set<Worker>;
+  /**
+   * One call of an agent (RFD 009) through the core's handle session, its handles kept for
+   * `owner`: `args.action` = `spawn` starts a live instance (in a Worker of its own when the host
+   * has one) and answers its handle; `fetch` / `apply` (with `input`: data for a running one, the
+   * answer for a waiting one) / `abort` reach it by `id`. Without `action` the tool runs to its
+   * end, its questions going to `answerer`. Each command's file changes are committed when it
+   * ends; a command runs under the host's deadline.
+   */
+  agentCall(name: string, args?: Record<string, unknown>, options?: AgentCallOptions): Promise<AgentOutcome>;
+  /** Start stateful tool `name` (`action: 'spawn'`). */
+  spawn(name: string, args?: Record<string, unknown>, options?: AgentCallOptions): Promise<AgentOutcome>;
+  /** The state of handle `id`. */
+  fetchHandle(name: string, id: string, options?: AgentCallOptions): Promise<AgentOutcome>;
+  /** Send `input` to handle `id`: data for a running tool, the answer for a waiting one. */
+  applyHandle(name: string, id: string, input: unknown, options?: AgentCallOptions): Promise<AgentOutcome>;
+  /** Stop handle `id`: its instance dropped, its Worker terminated. */
+  abortHandle(name: string, id: string, options?: AgentCallOptions): Promise<AgentOutcome>;
+  /** The live handles of `owner` (default `default`), oldest first. */
+  handles(owner?: string): LiveHandle[];
+  /** End `owner`'s handles (a turn ended): each aborted, a command running on one stopped. */
+  closeHandles(owner?: string): Promise<void>;
 }

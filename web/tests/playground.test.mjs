@@ -179,7 +179,8 @@ test("a component's content blocks are shown as what they are: an image, a playe
 
 /**
  * A scripted OpenAI-compatible model on 127.0.0.1 (CORS open, as a local llama.cpp or Ollama is
- * for a page): it answers request N with `replies[N]` and keeps every request it got.
+ * for a page): it answers request N with `replies[N]` and keeps every request it got. A reply's
+ * `hold` (a promise) keeps it back until it resolves: the page is then between two rounds.
  */
 async function scriptedModel(replies) {
   const { createServer } = await import('node:http');
@@ -192,6 +193,7 @@ async function scriptedModel(replies) {
     const body = JSON.parse(Buffer.concat(chunks).toString());
     seen.push({ url: req.url, authorization: req.headers.authorization, body });
     const reply = replies[seen.length - 1] ?? { content: 'no more replies in the script' };
+    if (reply.hold) await reply.hold;
     const calls = (reply.calls ?? []).map(([name, args], i) => ({ id: `call_${seen.length}_${i}`, name, arguments: JSON.stringify(args) }));
     const finish = calls.length ? 'tool_calls' : 'stop';
     if (body.stream) {
@@ -430,4 +432,153 @@ test("learn (seed 002) lists and loads the subjects of the project's knowledge b
   assert.equal(loaded.val, '## Subject: async/tokio\n\n```rust\nfn main() {}\n```', JSON.stringify(loaded));
   assert.match(await page.textContent('#result'), /fn main/);
   await context.close();
+});
+
+/** A promise and the function that resolves it. */
+function gate() {
+  let open;
+  const promise = new Promise((resolve) => { open = resolve; });
+  return { promise, open };
+}
+
+test('a stateful tool in the agent panel: calc spawned (asked first), its question answered by apply, a handle aborted, nothing left after the turn', async () => {
+  // Each hold keeps the model's next reply back until the test has looked at the page.
+  const afterSpawn = gate();
+  const afterClear = gate();
+  const afterSecond = gate();
+  const afterAborted = gate();
+  const model = await scriptedModel([
+    { content: 'A calculator.', calls: [['calc', { action: 'spawn' }]] },
+    { hold: afterSpawn.promise, calls: [['calc', { action: 'apply', id: 'h_1', input: 'x = 6 * 7' }]] },
+    { calls: [['calc', { action: 'apply', id: 'h_1', input: 'clear' }]] },
+    { hold: afterClear.promise, calls: [['calc', { action: 'apply', id: 'h_1', input: true }]] },
+    { calls: [['calc', { action: 'fetch', id: 'h_1' }]] },
+    { calls: [['calc', { action: 'spawn', prelude: 'y = 1' }]] },
+    { hold: afterSecond.promise, content: 'Two sessions.', calls: [['calc', { action: 'fetch', id: 'h_1' }]] },
+    { hold: afterAborted.promise, calls: [['calc', { action: 'fetch', id: 'h_2' }]] },
+    { content: 'Done with the calculator.' },
+  ]);
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  const handles = () => page.locator('#handles li').evaluateAll((lis) => lis.map((li) => li.textContent));
+  try {
+    await page.goto(`${server.url}?db=agent-calc-${Date.now()}&calc`);
+    await page.waitForSelector('body[data-ready="true"]', { timeout: 30_000 });
+    const workers = await page.evaluate(() => window.jpHost.liveWorkers());
+    assert.equal(await page.isVisible('#agent-handles'), false, 'no handles, no list');
+    await page.selectOption('#agent-kind', 'openai');
+    await page.fill('#agent-url', model.url);
+    await page.fill('#agent-model', 'scripted');
+    await page.fill('#agent-prompt', 'compute something');
+    await page.click('#agent-send');
+
+    // RFD 009: a spawn is asked first (the question card); commands on the handle are not.
+    await page.waitForSelector('#chat li.ask button.allow-once');
+    assert.match(await page.textContent('#chat li.ask .question'), /Allow calc\?/);
+    assert.equal(await page.evaluate(() => window.jpHost.liveWorkers()), workers, 'nothing runs before the answer');
+    await page.click('#chat li.ask button.allow-once');
+
+    // The handle is listed as soon as the spawn returned, with its state, in a Worker of its own.
+    await page.waitForSelector('#handles li[data-id="h_1"][data-state="running"]', { timeout: 20_000 });
+    assert.equal(await page.isVisible('#agent-handles'), true);
+    assert.deepEqual(await handles(), ['h_1 calc — running Abort']);
+    assert.equal(await page.getAttribute('#handles li[data-id="h_1"] button.abort', 'aria-label'), 'Abort h_1 (calc)');
+    assert.equal(await page.evaluate(() => window.jpHost.liveWorkers()), workers + 1);
+    assert.deepEqual(await page.evaluate(() => window.jpHost.handles('turn-1')), [{ id: 'h_1', tool: 'calc', state: 'running' }]);
+    afterSpawn.open();
+
+    // `clear` asks its own question: the handle waits, and the list shows the question.
+    await page.waitForSelector('#handles li[data-id="h_1"][data-state="waiting"]', { timeout: 20_000 });
+    assert.deepEqual(await handles(), ['h_1 calc — waiting: Forget all 1 binding? Abort']);
+    assert.match(await page.textContent('#chat li.tool:nth-last-child(1) .result'), /waiting/);
+    afterClear.open();
+
+    // The answer (`true`, by apply) runs the handle on; a second spawn is asked again.
+    await page.waitForFunction(() => document.querySelectorAll('#chat li.ask').length === 2, null, { timeout: 20_000 });
+    await page.click('#chat li.ask:nth-last-child(1) button.allow-once');
+    await page.waitForSelector('#handles li[data-id="h_2"]', { timeout: 20_000 });
+    assert.deepEqual(await handles(), ['h_1 calc — running Abort', 'h_2 calc — running Abort']);
+    assert.equal(await page.evaluate(() => window.jpHost.liveWorkers()), workers + 2);
+
+    // Abort, in the panel: the handle ends and its Worker is terminated; h_1 lives on.
+    await page.click('#handles li[data-id="h_2"] button.abort');
+    await page.waitForFunction(() => !document.querySelector('#handles li[data-id="h_2"]'));
+    assert.deepEqual(await handles(), ['h_1 calc — running Abort']);
+    assert.equal(await page.evaluate(() => window.jpHost.liveWorkers()), workers + 1);
+    assert.match(await page.textContent('#chat li.note:nth-last-child(1)'), /h_2 \(calc\) aborted/);
+    afterSecond.open();
+    // The model's next command reaches h_1; then it learns h_2 is gone.
+    await page.waitForFunction(() => document.querySelectorAll('#chat li.tool').length === 7, null, { timeout: 20_000 });
+    afterAborted.open();
+
+    await page.waitForSelector('#chat li.assistant:has-text("Done with the calculator.")', { timeout: 20_000 });
+    // Only the spawns were asked.
+    assert.equal(await page.locator('#chat li.ask').count(), 2, await page.textContent('#chat'));
+
+    // What the model got back, command by command (MCP's CallToolResult, as `jp mcp` answers).
+    const results = model.seen.slice(1).map((s) => s.body.messages.at(-1));
+    assert.ok(results.every((m) => m.role === 'tool'), JSON.stringify(results));
+    const got = results.slice(0, 7).map((m) => JSON.parse(m.content));
+    assert.deepEqual(got.map((r) => [r.id, r.state]), [['h_1', 'running'], ['h_1', 'running'], ['h_1', 'waiting'], ['h_1', 'running'], ['h_1', 'running'], ['h_2', 'running'], ['h_1', 'running']]);
+    assert.match(got[0].content, /^calc: integer expressions/);
+    assert.equal(got[1].content, 'x = 42');
+    assert.deepEqual([got[2].question.id, got[2].question.text], ['clear', 'Forget all 1 binding?']);
+    assert.equal(got[3].content, 'forgot 1 binding', 'the answer, by apply');
+    assert.match(results[7].content, /^no live handle 'h_2'.*live handles: h_1$/, 'aborted in the panel: unknown to the model now');
+    const calls = await page.locator('#chat li.tool .result').allTextContents();
+    assert.equal(calls.length, 8);
+    assert.match(calls[7], /^✗/);
+
+    // The turn ended: no handle and no Worker outlives it.
+    await page.waitForFunction(() => document.querySelector('#agent-send').disabled === false);
+    assert.deepEqual(await page.evaluate(() => window.jpHost.handles('turn-1')), []);
+    assert.equal(await page.locator('#handles li').count(), 0);
+    assert.equal(await page.isVisible('#agent-handles'), false);
+    assert.equal(await page.evaluate(() => window.jpHost.liveWorkers()), workers);
+    assert.deepEqual(errors, []);
+  } finally {
+    for (const g of [afterSpawn, afterClear, afterSecond, afterAborted]) g.open();
+    await context.close();
+    await model.close();
+  }
+});
+
+test('Stop ends the turn and its handles: the live Worker of a spawned tool is terminated', async () => {
+  const held = gate();
+  const model = await scriptedModel([
+    { calls: [['calc', { action: 'spawn', prelude: 'n = 1' }]] },
+    { hold: held.promise, content: 'The calculator is ready.' },
+  ]);
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  try {
+    await page.goto(`${server.url}?db=agent-calc-stop-${Date.now()}&calc`);
+    await page.waitForSelector('body[data-ready="true"]', { timeout: 30_000 });
+    const workers = await page.evaluate(() => window.jpHost.liveWorkers());
+    await page.selectOption('#agent-kind', 'openai');
+    await page.fill('#agent-url', model.url);
+    await page.fill('#agent-model', 'scripted');
+    await page.check('#agent-unattended');
+    await page.fill('#agent-prompt', 'start a calculator');
+    await page.click('#agent-send');
+    await page.waitForSelector('#handles li[data-id="h_1"]', { timeout: 20_000 });
+    assert.equal(await page.locator('#chat li.ask').count(), 0, 'unattended: nobody is asked');
+    assert.equal(await page.evaluate(() => window.jpHost.liveWorkers()), workers + 1);
+    // Stop ends the handles at once, while the turn still waits for the model's reply.
+    await page.click('#agent-stop');
+    await page.waitForFunction((n) => window.jpHost.liveWorkers() === n, workers, { timeout: 20_000 });
+    await page.waitForFunction(() => !document.querySelector('#handles li'));
+    assert.equal(await page.isVisible('#agent-handles'), false);
+    assert.deepEqual(await page.evaluate(() => window.jpHost.handles('turn-1')), []);
+    held.open();
+    await page.waitForFunction(() => document.querySelector('#agent-send').disabled === false, null, { timeout: 20_000 });
+    assert.equal(await page.evaluate(() => window.jpHost.liveWorkers()), workers);
+    assert.deepEqual(await page.evaluate(() => window.jpHost.handles('turn-1')), []);
+  } finally {
+    held.open();
+    await context.close();
+    await model.close();
+  }
 });
