@@ -2,7 +2,10 @@
 //!
 //! `vectors/policy/*.json` give a policy, an operation and a target, and the decision.
 //! `vectors/protocol/*.json` give a file set, a policy and backends, then requests (or raw lines)
-//! and the exact response each must get, plus the files afterwards. The files are embedded at
+//! and the exact response each must get, plus the files afterwards. `vectors/state/*.json` give
+//! scripted RFD 009 stateful tools, then agent calls and the exact reply each must get (the
+//! session, the handle registry, argument parsing and the handle JSON of jp-core; see the
+//! `state` module for the format); they need no backend, so every backend's run holds them too. The files are embedded at
 //! build time, so the native run (`cargo test -p jp-tests`) and the wasm32 run
 //! (`wasm-bindgen-test` under Node) execute byte-for-byte the same cases, and both check that
 //! they ran [`VECTOR_COUNT`] of them.
@@ -22,6 +25,8 @@
 //! as stopping goes (its own token); the group's "allow for the rest of this call" lasts across
 //! its cases. The pending question and the request are polled together by a hand-written join
 //! on one task — no runtime — so the wasm32 run does exactly what the native one does.
+
+mod state;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
@@ -139,6 +144,8 @@ pub async fn run_all_with(bless: bool, backend: &dyn Backend) -> Report {
             let name = group["name"].as_str().unwrap_or("?").to_owned();
             let result = if file.starts_with("policy/") {
                 run_policy_group(&group).map(|_| None)
+            } else if file.starts_with("state/") {
+                state::run_group(&group).await.map(|_| None)
             } else {
                 run_protocol_group(&mut group, bless, backend).await
             };

@@ -240,8 +240,11 @@ fn spoken(d: Duration) -> String {
     }
 }
 
+/// The key of a handle id, in exactly the form the registry hands out (`h_1`): `h_01` or `h_+1`
+/// name no handle, so that the id a reply echoes is always the handle's own.
 fn parse_id(id: &str) -> Option<u64> {
-    id.strip_prefix("h_")?.parse().ok()
+    let key: u64 = id.strip_prefix("h_")?.parse().ok()?;
+    (format!("h_{key}") == id).then_some(key)
 }
 
 impl HandleRegistry {
@@ -534,6 +537,24 @@ mod tests {
                 "h_4",
                 "ids are never reused"
             );
+        });
+    }
+
+    #[test]
+    fn only_the_ids_handed_out_name_a_handle() {
+        block_on(async {
+            let mut reg = HandleRegistry::new();
+            let log = Arc::new(Mutex::new(Vec::new()));
+            let states = vec![running("a"), running("b")];
+            let h = reg.register("git", running(""), Box::new(Scripted { states, log }), T0).ok().unwrap();
+            assert_eq!(h, "h_1");
+            for alias in ["h_01", "h_+1", "h_001", "h_1 ", " h_1", "H_1", "h_0", "h_-1", "h_18446744073709551617"] {
+                let e = reg.dispatch("git", ToolCommand::Fetch { id: alias.into() }, T0).await.unwrap_err();
+                assert_eq!(e.to_string(), format!("no live handle '{alias}'; live handles: h_1"));
+                assert!(reg.state(alias).is_none(), "{alias}");
+            }
+            let s = reg.dispatch("git", ToolCommand::Fetch { id: h }, T0).await.unwrap();
+            assert_eq!(s, running("a"), "the aliases reached nothing");
         });
     }
 

@@ -102,11 +102,15 @@ impl AnyToolHandle for Finished {
 struct Rerun {
     tools: Arc<dyn StatefulTools>,
     call: ToolCall,
+    /// The state of its last run (waiting: it is kept only while it asks).
+    state: ToolState,
 }
 
 impl AnyToolHandle for Rerun {
+    /// Nothing runs between answers: the state is the last run's, its question still open
+    /// (the handle stays for the `apply` that answers it).
     fn fetch(&mut self) -> BoxFuture<'_, Result<ToolState, ToolError>> {
-        Box::pin(async { Err(ToolError::new("the tool is waiting for an answer: send it with apply")) })
+        Box::pin(async { Ok(self.state.clone()) })
     }
     fn apply(&mut self, input: ApplyInput) -> BoxFuture<'_, Result<ToolState, ToolError>> {
         Box::pin(async move {
@@ -118,7 +122,8 @@ impl AnyToolHandle for Rerun {
             let mut call = self.call.clone();
             call.cancel = CancellationToken::new();
             let outcome = self.tools.call(call).await.map_err(|e| ToolError::new(e.to_string()))?;
-            Ok(state_of(outcome))
+            self.state = state_of(outcome);
+            Ok(self.state.clone())
         })
     }
     fn abort(&mut self) -> BoxFuture<'_, ()> {
@@ -141,8 +146,8 @@ async fn spawn(tools: &Arc<dyn StatefulTools>, call: ToolCall) -> SpawnResult {
         return tools.spawn(call).await;
     }
     let state = state_of(tools.call(call.clone()).await?);
-    let handle =
-        (!state.is_stopped()).then(|| Box::new(Rerun { tools: tools.clone(), call }) as Box<dyn AnyToolHandle>);
+    let handle = (!state.is_stopped())
+        .then(|| Box::new(Rerun { tools: tools.clone(), call, state: state.clone() }) as Box<dyn AnyToolHandle>);
     Ok((state, handle))
 }
 

@@ -168,6 +168,12 @@ fn a_one_shot_tool_that_asks_is_run_again_with_the_answer() {
         let (id, state) =
             handle(s.agent_call(&tools, call("oneshot", json!({"action":"spawn"})), &NoAnswerer).await.unwrap());
         assert_eq!(state.name(), "waiting");
+        // A fetch meanwhile: the question again, and the handle stays for the answer.
+        let (_, fetched) = handle(
+            s.agent_call(&tools, call("oneshot", json!({"action":"fetch","id":id})), &NoAnswerer).await.unwrap(),
+        );
+        assert_eq!(fetched, state);
+        assert_eq!(s.ids(), [id.as_str()]);
         let reply = s.agent_call(&tools, call("oneshot", json!({"action":"apply","id":id,"input":"yes"})), &NoAnswerer);
         let (_, state) = handle(reply.await.unwrap());
         assert_eq!(state, ToolState::Stopped { result: Ok("answered \"yes\"".into()) });
