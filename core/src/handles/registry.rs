@@ -76,7 +76,11 @@ pub enum HandleError {
     /// a restart of the host (gone with it), or a made-up one.
     #[error(
         "no live handle '{id}': {} since this host started (a handle from before it restarted is gone: spawn the tool again){}",
-        if *issued == 0 { "no handle was issued to you".to_string() } else { format!("only h_1…h_{issued} were issued to you") },
+        match *issued {
+            0 => "no handle was issued to you".to_string(),
+            1 => "only h_1 was issued to you".to_string(),
+            n => format!("only h_1…h_{n} were issued to you"),
+        },
         if live.is_empty() { "; no handles are live".to_string() } else { format!("; live handles: {}", live.join(", ")) }
     )]
     NeverIssued {
@@ -255,7 +259,18 @@ impl HandleRegistry {
 
     /// An empty registry keeping at most `max_live` live handles.
     pub fn with_limit(max_live: usize) -> Self {
-        Self { handles: BTreeMap::new(), busy: BTreeMap::new(), next_id: 0, max_live, gone: VecDeque::new() }
+        Self::continuing(max_live, 0)
+    }
+
+    /// An empty registry whose first id comes after `issued` (an owner's earlier session's
+    /// last): ids are never reused for one owner.
+    pub fn continuing(max_live: usize, issued: u64) -> Self {
+        Self { handles: BTreeMap::new(), busy: BTreeMap::new(), next_id: issued, max_live, gone: VecDeque::new() }
+    }
+
+    /// How many ids this registry (and those it continues) issued.
+    pub fn issued(&self) -> u64 {
+        self.next_id
     }
 
     /// Whether one more live handle fits.

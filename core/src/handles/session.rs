@@ -9,7 +9,7 @@
 //! isolate). Who owns a session is the platform's too — an MCP session, an agent turn, an
 //! authenticated principal's scope ([`HandleOwners`]); another owner's ids mean nothing here.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -209,11 +209,21 @@ pub struct LiveHandle {
 impl HandleSession {
     /// An empty session with these limits.
     pub fn new(limits: SessionLimits) -> Self {
+        Self::continuing(limits, 0)
+    }
+
+    /// An empty session whose ids follow the `issued` ones of its owner's earlier session.
+    pub fn continuing(limits: SessionLimits, issued: u64) -> Self {
         Self {
-            registry: Mutex::new(HandleRegistry::with_limit(limits.max_handles)),
+            registry: Mutex::new(HandleRegistry::continuing(limits.max_handles, issued)),
             closed: AtomicBool::new(false),
             limits,
         }
+    }
+
+    /// How many ids this session's owner was issued.
+    pub fn issued(&self) -> u64 {
+        self.lock().issued()
     }
 
     fn lock(&self) -> MutexGuard<'_, HandleRegistry> {
@@ -516,12 +526,18 @@ fn completed(id: String, gathered: String, state: ToolState) -> ExecutionOutcome
     ExecutionOutcome::Completed { id, result }
 }
 
+/// Owners whose issued-id count a [`HandleOwners`] remembers after their session is dropped.
+pub const REMEMBERED_OWNERS: usize = 4096;
+
 /// The handle sessions of many owners in one server (stateless MCP requests natively, the
 /// edge): each owner — an authenticated principal and the scope it named, never shown — gets
 /// its own session, so another owner's ids are unknown to it. Sessions with no handles left are
 /// dropped when the next owner is looked up (unless a call still holds them); at most `max_owners` are kept.
 pub struct HandleOwners {
     sessions: Mutex<BTreeMap<String, Arc<HandleSession>>>,
+    /// How many ids owners whose session was dropped had been issued, so that a later session
+    /// of theirs never reissues one (at most [`REMEMBERED_OWNERS`]; past it the oldest go).
+    issued: Mutex<(BTreeMap<String, u64>, VecDeque<String>)>,
     limits: SessionLimits,
     max_owners: usize,
 }
@@ -535,7 +551,7 @@ impl std::fmt::Debug for HandleOwners {
 impl HandleOwners {
     /// No owners yet; each gets a session with `limits`, and at most `max_owners` are kept.
     pub fn new(limits: SessionLimits, max_owners: usize) -> Self {
-        Self { sessions: Mutex::default(), limits, max_owners }
+        Self { sessions: Mutex::default(), issued: Mutex::default(), limits, max_owners }
     }
 
     fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Arc<HandleSession>>> {
@@ -547,8 +563,18 @@ impl HandleOwners {
     pub async fn session(&self, owner: &str, now: Duration) -> Result<Arc<HandleSession>, RuntimeError> {
         self.expire(now).await;
         let mut sessions = self.lock();
-        // Kept: sessions with handles, and those a call still holds (a spawn in progress).
-        sessions.retain(|key, s| key == owner || !s.is_empty() || Arc::strong_count(s) > 1);
+        // Kept: sessions with handles, and those a call still holds (a spawn in progress); the
+        // others are dropped, what they issued remembered.
+        let idle: Vec<String> = sessions
+            .iter()
+            .filter(|(key, s)| key.as_str() != owner && s.is_empty() && Arc::strong_count(s) == 1)
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in idle {
+            if let Some(s) = sessions.remove(&key) {
+                self.remember(key, s.issued());
+            }
+        }
         if let Some(s) = sessions.get(owner) {
             return Ok(s.clone());
         }
@@ -559,9 +585,23 @@ impl HandleOwners {
                 self.limits.max_idle.as_secs()
             )));
         }
-        let s = Arc::new(HandleSession::new(self.limits));
+        let issued = self.issued.lock().unwrap_or_else(PoisonError::into_inner).0.get(owner).copied().unwrap_or(0);
+        let s = Arc::new(HandleSession::continuing(self.limits, issued));
         sessions.insert(owner.to_owned(), s.clone());
         Ok(s)
+    }
+
+    fn remember(&self, owner: String, issued: u64) {
+        let mut guard = self.issued.lock().unwrap_or_else(PoisonError::into_inner);
+        let (counts, order) = &mut *guard;
+        if counts.insert(owner.clone(), issued).is_none() {
+            order.push_back(owner);
+            if order.len() > REMEMBERED_OWNERS {
+                if let Some(oldest) = order.pop_front() {
+                    counts.remove(&oldest);
+                }
+            }
+        }
     }
 
     /// The live handles of `owner` (none when it has no session).
@@ -574,6 +614,7 @@ impl HandleOwners {
     pub async fn close_owner(&self, owner: &str) {
         let session = self.lock().remove(owner);
         if let Some(s) = session {
+            self.remember(owner.to_owned(), s.issued());
             s.close().await;
         }
     }

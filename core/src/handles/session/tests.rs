@@ -274,9 +274,13 @@ fn owners_are_kept_apart_and_another_owner_hears_what_an_unknown_id_gets() {
         assert!(e.starts_with("2 scopes hold live handles on this server"), "{e}");
         drop(c);
         owners.session("token-d/x", tools.now()).await.expect("c held nothing and nobody holds it now");
-        owners.close().await;
+        owners.close_owner("token-a/scope-1").await;
         let a = owners.session("token-a/scope-1", tools.now()).await.unwrap();
         assert!(a.ids().is_empty(), "closing aborted them");
+        let (id, _) =
+            handle(a.agent_call(&tools, call("counter", json!({"action":"spawn"})), &NoAnswerer).await.unwrap());
+        assert_eq!(id, "h_2", "an owner's next session goes on from its last id: an old id never names a new handle");
+        owners.close().await;
     });
 }
 
