@@ -6,6 +6,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use jp_core::cancel::CancellationToken;
 use jp_core::handles::HandleRegistry;
@@ -75,26 +76,38 @@ async fn a_stateful_tool_lives_across_apply_cycles_in_the_registry() {
     let pid = pid_of(&state);
     assert!(matches!(&state, ToolState::Waiting { question, .. } if question.text == "Stage 'add a'?"), "{state:?}");
     let mut registry = HandleRegistry::new();
-    let id = registry.register("stager", state, Box::new(handle.expect("a live handle")));
+    let id = registry
+        .register("stager", state, Box::new(handle.expect("a live handle")), Duration::ZERO)
+        .ok()
+        .expect("room");
 
     // fetch shows the same question (its content went back with spawn); the same process
     // answers every apply.
-    let fetched = registry.dispatch("stager", ToolCommand::Fetch { id: id.clone() }).await.unwrap();
+    let fetched = registry.dispatch("stager", ToolCommand::Fetch { id: id.clone() }, Duration::ZERO).await.unwrap();
     assert!(
         matches!(&fetched, ToolState::Waiting { question, content: None } if question.text == "Stage 'add a'?"),
         "{fetched:?}"
     );
-    let next = registry.dispatch("stager", ToolCommand::Apply { id: id.clone(), input: json!("y") }).await.unwrap();
+    let next = registry
+        .dispatch("stager", ToolCommand::Apply { id: id.clone(), input: json!("y") }, Duration::ZERO)
+        .await
+        .unwrap();
     assert!(matches!(&next, ToolState::Waiting { question, .. } if question.text == "Stage 'remove b'?"), "{next:?}");
     assert_eq!(pid_of(&next), pid, "the process stays alive between applies");
-    registry.dispatch("stager", ToolCommand::Apply { id: id.clone(), input: json!("n") }).await.unwrap();
-    let last = registry.dispatch("stager", ToolCommand::Apply { id: id.clone(), input: json!(true) }).await.unwrap();
+    registry
+        .dispatch("stager", ToolCommand::Apply { id: id.clone(), input: json!("n") }, Duration::ZERO)
+        .await
+        .unwrap();
+    let last = registry
+        .dispatch("stager", ToolCommand::Apply { id: id.clone(), input: json!(true) }, Duration::ZERO)
+        .await
+        .unwrap();
     assert_eq!(last, ToolState::Stopped { result: Ok("Staged 2 of 3 changes.".into()) });
 
     // Its writes went through the dispatcher; the handle is gone and so is the process.
     assert_eq!(std::fs::read_to_string(ws.path().join("staged.txt")).unwrap(), "add a\nrename c\n");
     assert!(registry.is_empty());
-    assert!(registry.dispatch("stager", ToolCommand::Fetch { id }).await.is_err());
+    assert!(registry.dispatch("stager", ToolCommand::Fetch { id }, Duration::ZERO).await.is_err());
     assert!(!alive(pid), "the tool exited");
 }
 
@@ -109,10 +122,11 @@ async fn aborting_a_stateful_tool_ends_its_process() {
     let pid = pid_of(&state);
     assert!(alive(pid));
     let mut registry = HandleRegistry::new();
-    let id = registry.register("stager", state, Box::new(handle.unwrap()));
-    let other = registry.dispatch("other_tool", ToolCommand::Fetch { id: id.clone() }).await.unwrap_err();
+    let id = registry.register("stager", state, Box::new(handle.unwrap()), Duration::ZERO).ok().expect("room");
+    let other =
+        registry.dispatch("other_tool", ToolCommand::Fetch { id: id.clone() }, Duration::ZERO).await.unwrap_err();
     assert!(other.to_string().contains("belongs to tool 'stager'"), "{other}");
-    let end = registry.dispatch("stager", ToolCommand::Abort { id }).await.unwrap();
+    let end = registry.dispatch("stager", ToolCommand::Abort { id }, Duration::ZERO).await.unwrap();
     assert!(end.is_stopped());
     assert!(!alive(pid), "abort ended the process");
     assert!(!ws.path().join("staged.txt").exists(), "nothing was written");

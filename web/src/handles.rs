@@ -255,6 +255,8 @@ impl JpHost {
             }
         };
         let component = self.tools.borrow().get(&name).map(|t| t.component().to_owned()).unwrap_or_default();
+        // The core's session takes `Arc<dyn StatefulTools>`; one thread here.
+        #[allow(clippy::arc_with_non_send_sync)]
         let web = Arc::new(WebTools {
             oneshot: JcoRuntime {
                 host: self.clone(),

@@ -586,6 +586,8 @@ impl HandleOwners {
             )));
         }
         let issued = self.issued.lock().unwrap_or_else(PoisonError::into_inner).0.get(owner).copied().unwrap_or(0);
+        // Shared across threads natively; on wasm32 its handles hold JS values (one thread).
+        #[allow(clippy::arc_with_non_send_sync)]
         let s = Arc::new(HandleSession::continuing(self.limits, issued));
         sessions.insert(owner.to_owned(), s.clone());
         Ok(s)
@@ -596,10 +598,10 @@ impl HandleOwners {
         let (counts, order) = &mut *guard;
         if counts.insert(owner.clone(), issued).is_none() {
             order.push_back(owner);
-            if order.len() > REMEMBERED_OWNERS {
-                if let Some(oldest) = order.pop_front() {
-                    counts.remove(&oldest);
-                }
+            if order.len() > REMEMBERED_OWNERS
+                && let Some(oldest) = order.pop_front()
+            {
+                counts.remove(&oldest);
             }
         }
     }
