@@ -54,7 +54,7 @@ use crate::runtime::mcp::{ask, content, forward};
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
 /// The `_meta` key of a stateless request naming whose handles it uses (see
-/// [`JpMcp::handles_for`]).
+/// `JpMcp::handles_for`).
 pub const SCOPE_META: &str = "jp-host/scope";
 
 /// How `jp mcp` serves.
