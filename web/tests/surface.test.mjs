@@ -45,5 +45,5 @@ test('outcomes become MCP results: text, failures and unanswered questions as is
   const asked = agentResult('t', { tag: 'needs-input', val: { id: 'q', text: 'which one?' } });
   assert.equal(asked.isError, true);
   assert.match(asked.content[0].text, /^tool 't' asks: which one\? — nobody answered/);
-  assert.throws(() => agentResult('t', { tag: 'bogus', val: 1 }), /success, error or needs-input/);
+  assert.throws(() => agentResult('t', { tag: 'bogus', val: 1 }), /success, error, needs-input or handle/);
 });
