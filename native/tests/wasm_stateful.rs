@@ -172,17 +172,18 @@ async fn the_seed_run_export_of_calc_runs_a_program_and_asks_before_clearing() {
     assert_eq!(schema["tools"][0]["parameters"]["program"]["required"], false);
 }
 
-/// The README's calc example, as written: its configuration and both commands.
+/// The calc example of docs/tools.md (linked from the README), as written: its configuration and
+/// both commands.
 #[test]
-fn the_readmes_calc_example_runs_as_written() {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")).unwrap();
+fn the_documented_calc_example_runs_as_written() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/tools.md")).unwrap();
     let block = |fence: &str, marker: &str| -> String {
         readme
             .split(fence)
             .skip(1)
             .map(|b| b.split("```").next().unwrap_or_default())
             .find(|b| b.contains(marker))
-            .unwrap_or_else(|| panic!("the README has a {fence} block with {marker}"))
+            .unwrap_or_else(|| panic!("docs/tools.md has a {fence} block with {marker}"))
             .to_owned()
     };
     let config = block("```toml\n", "[conversation.tools.calc]");
@@ -192,7 +193,7 @@ fn the_readmes_calc_example_runs_as_written() {
     std::fs::copy(Path::new(GUESTS_DIR).join("jp_tool_calc.wasm"), ws.path().join(".jp/tools/calc.wasm")).unwrap();
     std::fs::write(ws.path().join(".jp/config.toml"), config).unwrap();
     support::approve_config(ws.path());
-    // Each command as the shell runs it (the README's `jp` is this one), its `#` comment dropped.
+    // Each command as the shell runs it (the doc's `jp` is this one), its `#` comment dropped.
     let script = commands.replace("jp tool call", &format!("{} tool call", env!("CARGO_BIN_EXE_jp")));
     let out = std::process::Command::new("sh").arg("-c").arg(&script).current_dir(ws.path()).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -449,7 +449,7 @@ impl HandleRegistry {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::state::{AnswerType, Question};
     use futures_executor::block_on;
@@ -574,8 +574,8 @@ mod tests {
     }
 
     /// A tool whose `fetch` and `apply` never answer (a command stuck in a busy tool).
-    struct Stuck {
-        log: Arc<Mutex<Vec<String>>>,
+    pub(crate) struct Stuck {
+        pub(crate) log: Arc<Mutex<Vec<String>>>,
     }
 
     impl AnyToolHandle for Stuck {

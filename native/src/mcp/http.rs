@@ -62,6 +62,16 @@ fn token_ok(req: &Request<Incoming>, token: &str) -> bool {
     given.len() == token.len() && given.bytes().zip(token.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
 }
 
+/// The handles of every session still open.
+fn live_sessions(sessions: &std::sync::Mutex<Vec<std::sync::Weak<Handles>>>) -> Vec<Arc<Handles>> {
+    sessions
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+        .filter_map(std::sync::Weak::upgrade)
+        .collect()
+}
+
 /// Serve until `shutdown` resolves. Prints the address (and a generated token) to stderr.
 pub async fn serve(
     app: Arc<App>,
@@ -120,12 +130,7 @@ pub async fn serve(
                 tokio::time::sleep(SWEEP_EVERY).await;
                 let now = StatefulTools::now(&*app);
                 owners.expire(now).await;
-                let live: Vec<Arc<Handles>> = sessions
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .iter()
-                    .filter_map(std::sync::Weak::upgrade)
-                    .collect();
+                let live = live_sessions(&sessions);
                 for handles in live {
                     handles.expire(now).await;
                 }
@@ -140,12 +145,7 @@ pub async fn serve(
                 Err(e) => { eprintln!("jp mcp: accept failed: {e}"); continue; }
             },
             () = &mut shutdown => {
-                let live: Vec<Arc<Handles>> = sessions
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .iter()
-                    .filter_map(std::sync::Weak::upgrade)
-                    .collect();
+                let live = live_sessions(&sessions);
                 sweeper.abort();
                 tasks.close(None).await;
                 owners.close().await;

@@ -284,20 +284,8 @@ fn owners_are_kept_apart_and_another_owner_hears_what_an_unknown_id_gets() {
     });
 }
 
-/// A tool whose commands never end (a busy handle).
-struct Stuck(Arc<Mutex<Vec<String>>>);
-
-impl AnyToolHandle for Stuck {
-    fn fetch(&mut self) -> BoxFuture<'_, Result<ToolState, ToolError>> {
-        Box::pin(std::future::pending())
-    }
-    fn apply(&mut self, _: ApplyInput) -> BoxFuture<'_, Result<ToolState, ToolError>> {
-        Box::pin(std::future::pending())
-    }
-    fn abort(&mut self) -> BoxFuture<'_, ()> {
-        Box::pin(async move { self.0.lock().unwrap().push("abort".into()) })
-    }
-}
+/// A tool whose commands never end (a busy handle): the registry's.
+use crate::handles::registry::tests::Stuck;
 
 #[test]
 fn close_preempts_a_command_in_progress_and_aborts_the_tool() {
@@ -307,8 +295,12 @@ fn close_preempts_a_command_in_progress_and_aborts_the_tool() {
     let s = HandleSession::default();
     let log = t.log.clone();
     block_on(async {
-        let id =
-            s.register("counter", &ToolState::Running { content: None }, Some(Box::new(Stuck(log.clone()))), t.now());
+        let id = s.register(
+            "counter",
+            &ToolState::Running { content: None },
+            Some(Box::new(Stuck { log: log.clone() })),
+            t.now(),
+        );
         assert_eq!(id.await.unwrap(), "h_1");
     });
     let fetch = call("counter", json!({"action":"fetch","id":"h_1"}));
