@@ -10,10 +10,10 @@ export const HOST_IMPORTS = [
   'jp:host/http@0.1.0#get', 'jp:host/http@0.1.0#post', 'jp:host/process@0.1.0#run',
 ];
 /** The exports that may wait: the seed's `run`, `jp:tool/content`'s, and a live session's
- * (`jp:tool/stateful`: spawn, restore and the session's fetch and apply). */
+ * (`jp:tool/stateful`: spawn, restore and the session's fetch, apply and save). */
 export const ASYNC_EXPORTS = [
   'run', 'jp:tool/content@0.1.0#run',
-  ...['spawn', 'restore', '[method]session.fetch', '[method]session.apply'].map((f) => `jp:tool/stateful@0.1.0#${f}`),
+  ...['spawn', 'restore', '[method]session.fetch', '[method]session.apply', '[method]session.save'].map((f) => `jp:tool/stateful@0.1.0#${f}`),
 ];
 /** The same as jco command-line flags. */
 export const JSPI_FLAGS = ['--async-mode', 'jspi', '--async-imports', ...HOST_IMPORTS, '--async-exports', ...ASYNC_EXPORTS];

@@ -1,9 +1,11 @@
 // Live sessions of stateful components (RFD 009, wit/tool/stateful.wit) for `JpHost.agentCall`
 // (web/src/handles.rs): `spawn(session, name, argumentsJson)` starts an instance of its own
 // for the handle and resolves to `{ state, handle }`, the handle being `{ fetch(session),
-// apply(session, input), abort() }`. Each command runs on the call session the core gives it
-// (its requests decided by the policy), under a fresh deadline; a trap or a stop ends the
-// instance for good. `abort` drops it — or terminates its Worker.
+// apply(session, input), save(session)?, abort() }`. Each command runs on the call session the
+// core gives it (its requests decided by the policy), under a fresh deadline; a trap or a stop
+// ends the instance for good. `abort` drops it — or terminates its Worker. On this thread,
+// `restore(session, name, saved)` rebuilds a handle from what its `save` returned (the edge,
+// after losing the instance: web/src/saved.rs) and resolves to `{ handle }`.
 import { instantiate, nullSession, DeadlineExceeded, memoryNote } from './instance.js';
 
 /** The `jp:tool/stateful` export of an instance, or undefined. */
@@ -34,59 +36,69 @@ function stoppedBy(e) {
  * like running out of it.
  */
 export function localRunner(component, { deadlineMs, memoryMiB = null }) {
-  return {
-    async spawn(session, name, argumentsJson) {
-      const live = await instantiate(component, name, deadlineMs);
-      const exported = statefulExport(live.instance);
-      if (!exported) throw new Error(`component '${component.name}' does not export jp:tool/stateful; build it against world stateful-tool of wit/tool`);
-      let dead = null; // why the instance may not run again
-      let running = null; // the session of the command in progress
-      let own = null; // the component's session resource
-      const command = async (session, f) => {
-        if (dead) throw new Error(dead);
-        running = session;
-        live.current.session = session;
-        live.limits.reset(name, deadlineMs);
-        const watchdog = live.limits.watch(() => {
-          live.limits.cancel(live.limits.expired());
-          session.expire(live.limits.expired());
-        });
-        try {
-          const state = await f();
-          if (live.limits.stopped) throw new DeadlineExceeded(live.limits.stopped);
-          return state;
-        } catch (e) {
-          const stopped = own === null ? stoppedBy(e) : null;
-          dead = stopped
-            ? 'the tool stopped'
-            : (e instanceof DeadlineExceeded
-              ? `${e.message}; the session has stopped`
-              : `tool '${name}' trapped: ${e?.message ?? e}${memoryNote(live.cores, memoryMiB)}; the session has stopped`);
-          if (stopped) return stopped;
-          throw new Error(dead);
-        } finally {
-          watchdog.stop();
-          live.current.session = nullSession;
-          running = null;
-        }
-      };
-      const ctx = { root: '/workspace', action: 'run' };
-      const state = await command(session, async () => {
-        own = await exported.spawn(ctx, name, argumentsJson);
-        return own.fetch();
+  /** A live instance of tool `name` whose session `open(exported, ctx)` makes; `first`: also
+   * fetch its first state (a spawn; a restored session's state is the one saved with it). */
+  async function start(session, name, open, first) {
+    const live = await instantiate(component, name, deadlineMs);
+    const exported = statefulExport(live.instance);
+    if (!exported) throw new Error(`component '${component.name}' does not export jp:tool/stateful; build it against world stateful-tool of wit/tool`);
+    let dead = null; // why the instance may not run again
+    let running = null; // the session of the command in progress
+    let own = null; // the component's session resource
+    const command = async (session, f) => {
+      if (dead) throw new Error(dead);
+      running = session;
+      live.current.session = session;
+      live.limits.reset(name, deadlineMs);
+      const watchdog = live.limits.watch(() => {
+        live.limits.cancel(live.limits.expired());
+        session.expire(live.limits.expired());
       });
-      const handle = {
-        fetch: (session) => command(session, () => own.fetch()),
-        apply: (session, input) => command(session, () => own.apply(input)),
-        save: () => (dead ? undefined : own.save()),
-        abort: () => {
-          dead ??= `tool '${name}' was aborted`;
-          live.limits.cancel(dead);
-          running?.abort(dead);
-          own = null;
-        },
-      };
-      return { state, handle };
+      try {
+        const state = await f();
+        if (live.limits.stopped) throw new DeadlineExceeded(live.limits.stopped);
+        return state;
+      } catch (e) {
+        const stopped = own === null ? stoppedBy(e) : null;
+        dead = stopped
+          ? 'the tool stopped'
+          : (e instanceof DeadlineExceeded
+            ? `${e.message}; the session has stopped`
+            : `tool '${name}' trapped: ${e?.message ?? e}${memoryNote(live.cores, memoryMiB)}; the session has stopped`);
+        if (stopped) return stopped;
+        throw new Error(dead);
+      } finally {
+        watchdog.stop();
+        live.current.session = nullSession;
+        running = null;
+      }
+    };
+    const ctx = { root: '/workspace', action: 'run' };
+    const state = await command(session, async () => {
+      own = await open(exported, ctx);
+      return first ? own.fetch() : undefined;
+    });
+    const handle = {
+      fetch: (session) => command(session, () => own.fetch()),
+      apply: (session, input) => command(session, () => own.apply(input)),
+      // Run like a command (its deadline, its session); undefined: the session cannot be saved.
+      save: (session) => (dead ? undefined : command(session, () => own.save())),
+      abort: () => {
+        dead ??= `tool '${name}' was aborted`;
+        live.limits.cancel(dead);
+        running?.abort(dead);
+        own = null;
+      },
+    };
+    return { state, handle };
+  }
+  return {
+    spawn: (session, name, argumentsJson) => start(session, name, (exported, ctx) => exported.spawn(ctx, name, argumentsJson), true),
+    async restore(session, name, saved) {
+      const { state, handle } = await start(session, name, (exported, ctx) => exported.restore(ctx, name, saved), false);
+      // The component refused what it saved: an error, not a session.
+      if (state?.tag === 'stopped') throw new Error(state.val.val?.message ?? 'the component refused its saved session');
+      return { handle };
     },
   };
 }

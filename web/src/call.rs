@@ -16,7 +16,7 @@ use js_sys::{Array, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 
 use crate::js::{err, obj};
-use crate::store::{Changes, Snapshot, Store};
+use crate::store::{Changes, Records, Snapshot, Store};
 
 /// Policy decisions reported to a JS callback.
 pub(crate) struct JsEvents {
@@ -341,12 +341,20 @@ impl CallSession {
     /// A versioned storage that another writer changed since the snapshot was read refuses
     /// the commit: the error's `name` is then "ProjectChanged" and nothing is written.
     pub async fn finish(&self, commit: bool) -> Result<Vec<String>, JsValue> {
+        self.finish_with(commit, Vec::new()).await
+    }
+}
+
+impl CallSession {
+    /// [`finish`](CallSession::finish), writing the host's `records` too: in the same batch
+    /// as the call's changes when it commits, alone when it does not (see [`Store::settle`]).
+    pub async fn finish_with(&self, commit: bool, records: Records) -> Result<Vec<String>, JsValue> {
         let commit = commit && !self.cancel.is_cancelled();
         self.abort("the call ended".into());
         let Some(snapshot) = self.snapshot.borrow_mut().take() else {
             return Err(err("this call was already finished").into());
         };
         let seeded = std::mem::take(&mut *self.seeded.borrow_mut());
-        self.store.settle(snapshot, seeded, commit).await
+        self.store.settle(snapshot, seeded, records, commit).await
     }
 }

@@ -9,14 +9,18 @@
 //! policy like any call's — and what it changed is committed when it ends (not when it traps).
 //! Owners are the embedder's: the page's agent panel uses one per turn, the edge one per bearer
 //! token, project and scope; another owner's ids are unknown.
+//!
+//! A host whose project lives in the embedder's storage (the edge) also keeps each handle's
+//! saved session there, and rebuilds a handle whose instance it lost (see [`crate::saved`]).
 
 use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
 use jp_core::BoxFuture;
 use jp_core::agent::surface::{self, CallReply};
-use jp_core::handles::{AnyToolHandle, ApplyInput, StatefulTools};
+use jp_core::handles::{AnyToolHandle, ApplyInput, HandleSession, StatefulTools};
 use jp_core::runtime::call::{Answerer, NoAnswerer};
 use jp_core::runtime::{ExecutionOutcome, RuntimeError, SpawnResult, ToolCall, ToolConfig, ToolRuntime};
 use jp_core::schema::StatefulAction;
@@ -28,8 +32,11 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
 use crate::JpHost;
+use crate::call::CallSession;
 use crate::js::{err, obj};
 use crate::run::{JcoRuntime, JsAnswerer, MAX_OUTPUT, message_of, outcome_js, to_value};
+use crate::saved::{Issued, SavedHandle, handle_key, issued_key};
+use crate::store::Records;
 
 /// Owners (turns, callers' scopes) that may hold live handles in one host at once.
 pub const MAX_OWNERS: usize = 64;
@@ -64,6 +71,31 @@ struct WebTools {
     oneshot: JcoRuntime,
     stateful: Option<Object>,
     deadline: Duration,
+    /// Set when the host keeps saved sessions (a JS storage): whose handles these are.
+    saving: Option<Saving>,
+}
+
+/// Whose handles a call's commands save, and the session that issues their ids.
+struct Saving {
+    owner: String,
+    session: Arc<HandleSession>,
+    /// The id a spawn of this call saved its handle under (the one the session was to issue).
+    spawned: Rc<RefCell<String>>,
+}
+
+/// A handle's record after a command that left it in `state`: what the component's `save`
+/// answered (run on the command's `session`, so under its deadline), or why nothing was kept.
+async fn record_of(js: &JsValue, session: &CallSession, tool: &str, state: &ToolState) -> Vec<u8> {
+    let has_save = Reflect::get(js, &JsValue::from_str("save")).is_ok_and(|f| f.is_function());
+    let saved = if has_save {
+        match call_js(js, "save", &[session.clone().into()]).await {
+            Ok(v) => v.as_string().ok_or_else(|| format!("tool '{tool}' does not save its sessions")),
+            Err(e) => Err(format!("saving its session failed: {}", message_of(&e))),
+        }
+    } else {
+        Err("this host cannot save its sessions".to_owned())
+    };
+    SavedHandle::new(tool, state, saved, js_sys::Date::now()).bytes()
 }
 
 impl WebTools {
@@ -114,14 +146,36 @@ impl StatefulTools for WebTools {
                     (state_of(raw, &name).unwrap_or_else(|e| ToolState::Stopped { result: Err(e) }), handle)
                 }
             };
-            let changed = session.finish(commits(&state)).await.map_err(|e| RuntimeError::Other(message_of(&e)))?;
+            // Kept: the handle's saved session under the id the session is about to issue, and
+            // the owner's count of ids — with the spawn's files, in one batch.
+            let mut records = Records::new();
+            let mut saved_as = None;
+            if let Some(saving) = self.saving.as_ref().filter(|_| !state.is_stopped()) {
+                let id = saving.session.next_id();
+                let issued = saving.session.issued() + 1;
+                records.push((handle_key(&saving.owner, &id), Some(record_of(&handle, &session, &name, &state).await)));
+                let count = Issued { issued, at: js_sys::Date::now() };
+                records.push((issued_key(&saving.owner), Some(serde_json::to_vec(&count).unwrap_or_default())));
+                saving.spawned.replace(id);
+                // Shared with the call: a spawn registered under another id moves it (agentCall).
+                saved_as = Some((saving.owner.clone(), saving.spawned.clone()));
+            }
+            let changed = session
+                .finish_with(commits(&state), records)
+                .await
+                .map_err(|e| RuntimeError::Other(message_of(&e)))?;
             *self.oneshot.changed.borrow_mut() = changed;
             if state.is_stopped() {
                 let _ = call_js(&handle, "abort", &[]).await;
                 return Ok((state, None));
             }
-            let live =
-                JsHandle { host: self.host().clone(), tool: name, inquirer: self.oneshot.inquirer.clone(), js: handle };
+            let live = JsHandle {
+                host: self.host().clone(),
+                tool: name,
+                inquirer: self.oneshot.inquirer.clone(),
+                js: handle,
+                saved_as,
+            };
             Ok((state, Some(Box::new(live) as Box<dyn AnyToolHandle>)))
         })
     }
@@ -166,6 +220,8 @@ struct JsHandle {
     tool: String,
     inquirer: Option<Function>,
     js: JsValue,
+    /// The owner and id its saved session is kept under (a host with a JS storage).
+    saved_as: Option<(String, Rc<RefCell<String>>)>,
 }
 
 impl JsHandle {
@@ -183,7 +239,18 @@ impl JsHandle {
             Err(e) => Err(ToolError::new(message_of(&e))),
         };
         let commit = state.as_ref().is_ok_and(commits);
-        match session.finish(commit).await {
+        // The saved session moves with the command's files; a stopped handle's goes.
+        let mut records = Records::new();
+        if let Some((owner, id)) = &self.saved_as {
+            let key = handle_key(owner, &id.borrow());
+            match &state {
+                Ok(s) if !s.is_stopped() => {
+                    records.push((key, Some(record_of(&self.js, &session, &self.tool, s).await)));
+                }
+                _ => records.push((key, None)),
+            }
+        }
+        match session.finish_with(commit, records).await {
             Ok(changed) => self.host.handle_changes.borrow_mut().extend(changed),
             Err(e) => return Err(ToolError::new(format!("tool '{}' answered, but {}", self.tool, message_of(&e)))),
         }
@@ -217,7 +284,120 @@ impl AnyToolHandle for JsHandle {
     fn abort(&mut self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             let _ = call_js(&self.js, "abort", &[]).await;
+            if let Some((owner, id)) = &self.saved_as {
+                let gone = vec![(handle_key(owner, &id.borrow()), None)];
+                let _ = self.host.store().put_records(&gone).await;
+            }
         })
+    }
+}
+
+impl JpHost {
+    /// Before a command of a host that keeps saved sessions: a spawn's ids follow those its
+    /// owner was issued before (this host may be new); a command on a handle this host does
+    /// not hold but whose saved session is kept rebuilds it under its id (`None`: go on), or
+    /// answers itself — `stopped`, transient, when it cannot be rebuilt.
+    async fn revive(
+        &self,
+        web: &WebTools,
+        name: &str,
+        arguments: &Map<String, Value>,
+    ) -> Option<Result<CallReply, RuntimeError>> {
+        let saving = web.saving.as_ref()?;
+        let action = arguments.get("action")?.as_str()?;
+        if action == "spawn" {
+            if let Ok(Some(bytes)) = self.store().record(&issued_key(&saving.owner)).await
+                && let Ok(kept) = serde_json::from_slice::<Issued>(&bytes)
+            {
+                saving.session.raise_issued(kept.issued);
+            }
+            return None;
+        }
+        if !matches!(action, "fetch" | "apply" | "abort") {
+            return None;
+        }
+        let id = arguments.get("id")?.as_str()?;
+        if saving.session.holds(id) {
+            return None;
+        }
+        let key = handle_key(&saving.owner, id);
+        let bytes = match self.store().record(&key).await {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return None,
+            Err(e) => return Some(Err(RuntimeError::Other(message_of(&e)))),
+        };
+        let forget = || async { self.store().put_records(&vec![(key.clone(), None)]).await.map_err(|e| message_of(&e)) };
+        let stopped = |state: ToolState| Some(Ok(CallReply::Handle { id: id.to_owned(), state }));
+        let Some(record) = SavedHandle::parse(&bytes) else {
+            let _ = forget().await;
+            return None;
+        };
+        if record.tool != name {
+            return None; // the session's answer: the id is not this tool's
+        }
+        let max_idle = saving.session.limits().max_idle;
+        if record.expired(js_sys::Date::now(), max_idle) {
+            let _ = forget().await;
+            return Some(Err(RuntimeError::Input(format!(
+                "handle '{id}' is gone: stopped after {} min idle (the most a handle may sit unused)",
+                max_idle.as_secs() / 60
+            ))));
+        }
+        if action == "abort" {
+            return match forget().await {
+                Ok(()) => stopped(ToolState::Stopped { result: Err(ToolError::new("aborted")) }),
+                Err(e) => Some(Err(RuntimeError::Other(e))),
+            };
+        }
+        let lost = |why: String| async move {
+            let _ = forget().await;
+            stopped(SavedHandle::lost(id, name, &why))
+        };
+        let Some(saved) = record.saved else {
+            return lost(record.unsaved.unwrap_or_else(|| "it did not save its session".into())).await;
+        };
+        let restore = web.stateful.as_ref().filter(|s| {
+            Reflect::get(s, &JsValue::from_str("restore")).is_ok_and(|f| f.is_function())
+        });
+        let Some(restore) = restore else { return lost("this host cannot restore sessions".into()).await };
+        let session = match self.begin_call(name.to_owned(), None, web.oneshot.inquirer.clone()).await {
+            Ok(s) => s,
+            Err(e) => return Some(Err(RuntimeError::Other(message_of(&e)))),
+        };
+        let args = [session.clone().into(), JsValue::from_str(name), JsValue::from_str(&saved)];
+        let restored = call_js(restore, "restore", &args).await;
+        // Rebuilding is not a command: nothing it wrote is kept.
+        let _ = session.finish(false).await;
+        let handle = match restored {
+            Ok(r) => Reflect::get(&r, &JsValue::from_str("handle")).unwrap_or(JsValue::UNDEFINED),
+            Err(e) => return lost(format!("rebuilding it from its saved session failed: {}", message_of(&e))).await,
+        };
+        let live = JsHandle {
+            host: self.clone(),
+            tool: name.to_owned(),
+            inquirer: web.oneshot.inquirer.clone(),
+            js: handle,
+            saved_as: Some((saving.owner.clone(), Rc::new(RefCell::new(id.to_owned())))),
+        };
+        let now = Duration::from_secs_f64(js_sys::Date::now() / 1000.0);
+        match saving.session.adopt(id, name, record.state, Box::new(live), now).await {
+            Ok(()) => None,
+            Err(e) => Some(Err(e)),
+        }
+    }
+
+    /// A spawn's saved session was kept under the id its owner's session was to issue; when
+    /// another spawn of the owner registered first, move it to the id it got.
+    async fn move_spawned(&self, saving: &Saving, id: &str) {
+        let kept = saving.spawned.borrow().clone();
+        if kept.is_empty() || kept == id {
+            return;
+        }
+        let (from, to) = (handle_key(&saving.owner, &kept), handle_key(&saving.owner, id));
+        if let Ok(Some(bytes)) = self.store().record(&from).await {
+            let _ = self.store().put_records(&vec![(to, Some(bytes)), (from, None)]).await;
+        }
+        saving.spawned.replace(id.to_owned());
     }
 }
 
@@ -255,6 +435,14 @@ impl JpHost {
             }
         };
         let component = self.tools.borrow().get(&name).map(|t| t.component().to_owned()).unwrap_or_default();
+        let now = Duration::from_secs_f64(js_sys::Date::now() / 1000.0);
+        let session = self.owners.session(&owner, now).await;
+        let saving = match &session {
+            Ok(s) if self.store().keeps_records() => {
+                Some(Saving { owner: owner.clone(), session: s.clone(), spawned: Rc::default() })
+            }
+            _ => None,
+        };
         // The core's session takes `Arc<dyn StatefulTools>`; one thread here.
         #[allow(clippy::arc_with_non_send_sync)]
         let web = Arc::new(WebTools {
@@ -270,18 +458,23 @@ impl JpHost {
             },
             stateful,
             deadline: Duration::from_secs_f64(deadline_ms.max(0.0) / 1000.0),
+            saving,
         });
         let tools: Arc<dyn StatefulTools> = web.clone();
         let answerer: Box<dyn Answerer> = match answerer {
             Some(f) => Box::new(JsAnswerer(f)),
             None => Box::new(NoAnswerer),
         };
-        let reply = match self.owners.session(&owner, tools.now()).await {
-            Ok(session) => {
-                session.agent_call(&tools, ToolCall::new(name.clone(), "", arguments), answerer.as_ref()).await
-            }
+        let reply = match session {
+            Ok(session) => match self.revive(&web, &name, &arguments).await {
+                Some(reply) => reply,
+                None => session.agent_call(&tools, ToolCall::new(name.clone(), "", arguments), answerer.as_ref()).await,
+            },
             Err(e) => Err(e),
         };
+        if let (Some(saving), Ok(CallReply::Handle { id, .. })) = (&web.saving, &reply) {
+            self.move_spawned(saving, id).await;
+        }
         if let Some(e) = web.oneshot.failure.take() {
             return Err(e);
         }

@@ -58,6 +58,13 @@ pub struct JpHost {
     pub(crate) handle_changes: Rc<RefCell<Vec<String>>>,
 }
 
+impl JpHost {
+    /// Where this host keeps its project (and, for a JS storage, its records).
+    pub(crate) fn store(&self) -> &Store {
+        &self.store
+    }
+}
+
 const NO_PROCESSES: &str = "process.run is not available in the browser: there are no processes";
 
 /// Why a question is denied where the host has no inquirer.
@@ -170,7 +177,7 @@ impl JpHost {
         let request = HostRequest::parse(&method, params);
         let line = dispatcher.respond(&Id::Number(id), &method, request, &events).await;
         if let Some(snapshot) = snapshot {
-            self.store.settle(snapshot, Vec::new(), true).await?;
+            self.store.settle(snapshot, Vec::new(), Vec::new(), true).await?;
         }
         // The response line minus the envelope: `{"result":…}` or `{"error":{"code","message"}}`.
         let mut v: Value = serde_json::from_slice(&line).map_err(err)?;
@@ -416,7 +423,7 @@ impl JpHost {
         }
         let snapshot = self.store.snapshot().await?;
         let out = op(snapshot.files.clone()).await;
-        self.store.settle(snapshot, Vec::new(), out.is_ok()).await?;
+        self.store.settle(snapshot, Vec::new(), Vec::new(), out.is_ok()).await?;
         Ok(out.map_err(err)?)
     }
 }

@@ -30,6 +30,7 @@ pub mod http;
 mod js;
 pub mod policy;
 pub mod run;
+pub mod saved;
 pub mod schema;
 pub mod store;
 pub mod surface;

@@ -10,6 +10,11 @@
 //! writer, another isolate) — copying a project out of storage is most of a small call's cost
 //! at the edge. Its commits name the version they were made on, and the storage refuses a stale
 //! one (`ProjectChanged`), so a writer in between is never silently overwritten.
+//!
+//! Beside the files a JS storage keeps the host's own records under keys starting with
+//! [`RECORDS`] (absolute, so never a workspace path, never listed as a file, out of every
+//! tool's reach): the saved sessions of stateful tools (`handles`), committed in the same
+//! `batch` as the files of the command that produced them.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -26,10 +31,18 @@ use crate::files::IndexedDbProjectFiles;
 /// A directory's value in a [`ProjectStorage`] (a file's is its bytes).
 pub const DIR: &str = "dir";
 
+/// The start of the keys of the host's own records in a [`ProjectStorage`].
+pub const RECORDS: &str = "/jp/";
+
+/// The host's records to write (`Some`) or delete (`None`), keys starting with [`RECORDS`].
+pub type Records = Vec<(String, Option<Vec<u8>>)>;
+
 #[wasm_bindgen(typescript_custom_section)]
 const PROJECT_STORAGE: &str = r#"
 /** A project's files kept by the embedder: keys are workspace paths (`src/main.rs`), values a
- * file's bytes or the string "dir". `batch` must apply all its operations or none. */
+ * file's bytes or the string "dir". `batch` must apply all its operations or none. Keys that
+ * start with "/jp/" are the host's own records (saved sessions of stateful tools): keep them as
+ * any key; they are not files. */
 export interface ProjectStorage {
   get(path: string): Promise<Uint8Array | "dir" | undefined>;
   put(path: string, value: Uint8Array | "dir"): Promise<void>;
@@ -54,6 +67,9 @@ extern "C" {
 
     #[wasm_bindgen(method, catch)]
     async fn list(this: &ProjectStorage) -> Result<JsValue, JsValue>;
+
+    #[wasm_bindgen(method, catch)]
+    async fn get(this: &ProjectStorage, path: &str) -> Result<JsValue, JsValue>;
 
     #[wasm_bindgen(method, catch)]
     async fn batch(this: &ProjectStorage, ops: Array, expected: &JsValue) -> Result<JsValue, JsValue>;
@@ -126,13 +142,16 @@ pub struct JsStore {
     storage: ProjectStorage,
     versioned: bool,
     kept: RefCell<Option<Snapshot>>,
+    /// Records found stale when the project was last listed (see [`Store::contents`]), deleted
+    /// with the next commit.
+    stale: RefCell<Vec<String>>,
 }
 
 impl JsStore {
     /// Wrap `storage`; it is versioned when it has a `version` method.
     pub fn new(storage: ProjectStorage) -> Self {
         let versioned = js_sys::Reflect::get(&storage, &JsValue::from_str("version")).is_ok_and(|v| v.is_function());
-        Self { storage, versioned, kept: RefCell::new(None) }
+        Self { storage, versioned, kept: RefCell::new(None), stale: RefCell::default() }
     }
 
     async fn version(&self) -> Result<Option<JsValue>, JsError> {
@@ -193,10 +212,18 @@ impl Store {
                     .map_err(|e| js_err("list the project", &e))?
                     .ok_or_else(|| err("the project storage's list() did not return an iterable of [path, value]"))?;
                 let (mut files, mut dirs) = (BTreeMap::new(), Vec::new());
+                let mut stale = Vec::new();
                 for entry in iter {
                     let entry = Array::from(&entry.map_err(|e| js_err("list the project", &e))?);
                     let (key, value) = (entry.get(0), entry.get(1));
                     let path = key.as_string().ok_or_else(|| err("a project storage key is not a string"))?;
+                    if path.starts_with(RECORDS) {
+                        let bytes = value.dyn_ref::<Uint8Array>().map(Uint8Array::to_vec).unwrap_or_default();
+                        if crate::saved::is_stale(&path, &bytes) {
+                            stale.push(path);
+                        }
+                        continue;
+                    }
                     WorkspacePath::parse(&path).map_err(|e| err(format!("stored path '{path}': {e}")))?;
                     if let Some(bytes) = value.dyn_ref::<Uint8Array>() {
                         files.insert(path, bytes.to_vec());
@@ -206,6 +233,7 @@ impl Store {
                         return Err(err(format!("stored value of '{path}' is neither bytes nor \"dir\"")));
                     }
                 }
+                *s.stale.borrow_mut() = stale;
                 Ok((files, dirs))
             }
         }
@@ -242,24 +270,65 @@ impl Store {
     ///
     /// The error is the storage's own when it refused a stale commit (`name` "ProjectChanged"),
     /// so that callers can tell it apart.
-    pub async fn settle(&self, snapshot: Snapshot, extra: Changes, commit: bool) -> Result<Vec<String>, JsValue> {
+    ///
+    /// `records` (the host's own, see [`RECORDS`]) are written in the same batch when the work
+    /// commits, and alone when it does not; a storage that is not JS keeps none.
+    pub async fn settle(
+        &self,
+        snapshot: Snapshot,
+        extra: Changes,
+        records: Records,
+        commit: bool,
+    ) -> Result<Vec<String>, JsValue> {
+        let records = match self {
+            Store::Js(s) => {
+                let mut all = records;
+                if commit {
+                    all.extend(s.stale.take().into_iter().map(|key| (key, None)));
+                }
+                all
+            }
+            _ => Vec::new(),
+        };
         if !commit {
             self.keep(snapshot);
+            if !records.is_empty() {
+                self.write(&records, None).await?;
+            }
             return Ok(Vec::new());
         }
         let work = snapshot.take_changes();
         let changed: Vec<String> = work.iter().map(|(p, _)| p.as_str().to_owned()).collect();
         let mut all: BTreeMap<WorkspacePath, Option<Vec<u8>>> = extra.into_iter().collect();
         all.extend(work);
-        if all.is_empty() {
+        if all.is_empty() && records.is_empty() {
             self.keep(snapshot);
         } else {
             // Not kept: the storage keeps no empty directories, so after a write a fresh read
             // may differ from this copy.
-            let all: Changes = all.into_iter().collect();
-            self.write(&all, snapshot.version.as_ref()).await?;
+            let mut ops: Records = all.into_iter().map(|(p, v)| (p.as_str().to_owned(), v)).collect();
+            ops.extend(records);
+            self.write(&ops, snapshot.version.as_ref()).await?;
         }
         Ok(changed)
+    }
+
+    /// One of the host's records (a key starting with [`RECORDS`]); none on a storage that is
+    /// not JS.
+    pub async fn record(&self, key: &str) -> Result<Option<Vec<u8>>, JsValue> {
+        let Store::Js(s) = self else { return Ok(None) };
+        let value = s.storage.get(key).await.map_err(|e| js_err("read a record", &e))?;
+        Ok(value.dyn_ref::<Uint8Array>().map(Uint8Array::to_vec))
+    }
+
+    /// Write or delete some of the host's records at once, whatever the storage's version.
+    pub async fn put_records(&self, records: &Records) -> Result<(), JsValue> {
+        if matches!(self, Store::Js(_)) && !records.is_empty() { self.write(records, None).await } else { Ok(()) }
+    }
+
+    /// Whether this store keeps the host's records (a JS storage: the edge's).
+    pub fn keeps_records(&self) -> bool {
+        matches!(self, Store::Js(_))
     }
 
     fn keep(&self, snapshot: Snapshot) {
@@ -270,16 +339,49 @@ impl Store {
 
     /// Apply changes (`None` deletes) all together, whatever the storage's version.
     pub async fn apply(&self, changes: &[(WorkspacePath, Option<Vec<u8>>)]) -> Result<(), JsValue> {
-        self.write(changes, None).await
+        match self {
+            Store::Js(_) => {
+                let ops: Records = changes.iter().map(|(p, v)| (p.as_str().to_owned(), v.clone())).collect();
+                self.write(&ops, None).await
+            }
+            _ => self.write_files(changes).await,
+        }
     }
 
     /// Apply changes (`None` deletes) all together; on a JS storage only if its version is
     /// still `expected` (when given).
-    async fn write(
-        &self,
-        changes: &[(WorkspacePath, Option<Vec<u8>>)],
-        expected: Option<&JsValue>,
-    ) -> Result<(), JsValue> {
+    async fn write(&self, changes: &Records, expected: Option<&JsValue>) -> Result<(), JsValue> {
+        match self {
+            Store::Js(s) => {
+                let ops: Array = changes
+                    .iter()
+                    .map(|(path, content)| {
+                        let op = js_sys::Object::new();
+                        let _ = js_sys::Reflect::set(&op, &"path".into(), &JsValue::from_str(path));
+                        let value = content.as_ref().map_or(JsValue::NULL, |b| Uint8Array::from(b.as_slice()).into());
+                        let _ = js_sys::Reflect::set(&op, &"value".into(), &value);
+                        JsValue::from(op)
+                    })
+                    .collect();
+                s.storage.batch(ops, expected.unwrap_or(&JsValue::UNDEFINED)).await.map_err(|e| {
+                    let name = js_sys::Reflect::get(&e, &JsValue::from_str("name")).ok().and_then(|n| n.as_string());
+                    if name.as_deref() == Some(PROJECT_CHANGED) { e } else { js_err("store the changes", &e).into() }
+                })?;
+                Ok(())
+            }
+            _ => {
+                // Only a JS storage keeps records; the rest are workspace paths.
+                let files: Changes = changes
+                    .iter()
+                    .filter_map(|(p, v)| WorkspacePath::parse(p).ok().map(|p| (p, v.clone())))
+                    .collect();
+                self.write_files(&files).await
+            }
+        }
+    }
+
+    /// Apply file changes to IndexedDB or memory.
+    async fn write_files(&self, changes: &[(WorkspacePath, Option<Vec<u8>>)]) -> Result<(), JsValue> {
         match self {
             Store::IndexedDb(d) => Ok(d.write_all(changes).await.map_err(err)?),
             Store::Memory(m) => {
@@ -292,23 +394,7 @@ impl Store {
                 }
                 Ok(())
             }
-            Store::Js(s) => {
-                let ops: Array = changes
-                    .iter()
-                    .map(|(path, content)| {
-                        let op = js_sys::Object::new();
-                        let _ = js_sys::Reflect::set(&op, &"path".into(), &JsValue::from_str(path.as_str()));
-                        let value = content.as_ref().map_or(JsValue::NULL, |b| Uint8Array::from(b.as_slice()).into());
-                        let _ = js_sys::Reflect::set(&op, &"value".into(), &value);
-                        JsValue::from(op)
-                    })
-                    .collect();
-                s.storage.batch(ops, expected.unwrap_or(&JsValue::UNDEFINED)).await.map_err(|e| {
-                    let name = js_sys::Reflect::get(&e, &JsValue::from_str("name")).ok().and_then(|n| n.as_string());
-                    if name.as_deref() == Some(PROJECT_CHANGED) { e } else { js_err("store the changes", &e).into() }
-                })?;
-                Ok(())
-            }
+            Store::Js(_) => Err(err("a JS storage is written with its records, through `write`").into()),
         }
     }
 }

@@ -229,16 +229,22 @@ for (const engine of ENGINES) {
 
     test(persistent[engine] ? 'the project survives a restart of the engine' : 'projects live in memory (no restart test)', async () => {
       if (!persistent[engine]) return;
-      const spawned = await post({ tool: 'calc', args: { action: 'spawn' }, project: 'p1' });
+      const spawned = await post({ tool: 'calc', args: { action: 'spawn', prelude: 'x = 5' }, project: 'p1' });
       assert.equal(spawned.body.outcome.val?.id, 'h_1', JSON.stringify(spawned.body));
       await edge.stop();
       await start();
       const r = await post({ tool: 'fs_read_file', args: { path: 'notes/a.md' }, project: 'p1' });
       assert.equal(r.body.outcome.val, 'kept\n', JSON.stringify(r.body));
-      // A live session does not survive the engine: a command on it says so.
-      const lost = await post({ tool: 'calc', args: { action: 'fetch', id: 'h_1' }, project: 'p1' });
-      assert.equal(lost.body.outcome.tag, 'error', JSON.stringify(lost.body));
-      assert.match(lost.body.outcome.val.message, /^no live handle 'h_1': no handle was issued to you since this host started \(a handle from before it restarted is gone: spawn the tool again\)/);
+      // The live instance did not survive the engine, its saved session did: rebuilt (RFD 009
+      // at the edge, web/src/saved.rs), with its binding.
+      const kept = await post({ tool: 'calc', args: { action: 'apply', id: 'h_1', input: 'x + 1' }, project: 'p1' });
+      assert.equal(kept.body.outcome.val?.content, '= 6', JSON.stringify(kept.body));
+      // Another scope gets what an unknown id gets; the ids go on after h_1.
+      const other = await post({ tool: 'calc', args: { action: 'fetch', id: 'h_1' }, project: 'p1', scope: 'elsewhere' });
+      assert.match(other.body.outcome.val.message, /^no live handle 'h_1': no handle was issued to you/, JSON.stringify(other.body));
+      const next = await post({ tool: 'calc', args: { action: 'spawn' }, project: 'p1' });
+      assert.equal(next.body.outcome.val?.id, 'h_2', JSON.stringify(next.body));
+      for (const id of ['h_1', 'h_2']) await post({ tool: 'calc', args: { action: 'abort', id }, project: 'p1' });
     });
 
     test('a read-only policy denies the write; nothing of the call is stored', async () => {

@@ -8,6 +8,7 @@ import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { Host, loadJp, agentResult, agentTool } from '../../www/jp.js';
+import { memoryStorage } from '../edge/common.js';
 
 const component = {};
 
@@ -22,6 +23,7 @@ before(async () => {
   await loadJp(await WebAssembly.compile(await readFile(new URL('../../www/pkg/jp_web_bg.wasm', import.meta.url))));
   await load('calc');
   await load('faults-stateful');
+  await load('fs');
 });
 
 async function host({ deadlineMs = 5_000 } = {}) {
@@ -116,4 +118,101 @@ test('a session that spins or traps is stopped alone, the limit named, and the h
   assert.deepEqual(h.handles(), []);
   // The host goes on serving.
   assert.equal(content(await h.spawn('calc', {})).state, 'running');
+});
+
+// A host over the embedder's storage (the edge): every command keeps the handle's saved session
+// beside the project's files, so a host that lost the instance — a new Host on the same
+// storage is what an engine restart or an evicted project leaves — rebuilds it.
+async function storedHost(storage) {
+  const h = await Host.create({ storage, limits: { deadlineMs: 5_000 } });
+  await h.registerComponent('calc', component.calc.module, component.calc.cores);
+  await h.registerComponent('fs', component.fs.module, component.fs.cores);
+  await h.registerComponent('faults-stateful', component['faults-stateful'].module, component['faults-stateful'].cores,
+    [{ name: 'fault_session', summary: 'faults', parameters: {}, actions: ['spawn', 'fetch', 'apply', 'abort'] }]);
+  return h;
+}
+
+/** memoryStorage's project with every batch recorded. */
+function spiedStorage() {
+  const storage = memoryStorage()('p');
+  const batches = [];
+  const batch = storage.batch;
+  storage.batch = async (ops, expected) => {
+    batches.push(ops.map((o) => `${o.value === null ? '-' : '+'}${o.path}`));
+    return batch(ops, expected);
+  };
+  return { storage, batches };
+}
+
+test('at the edge a session outlives its instance: rebuilt from its saved state, its question still routed', async () => {
+  const { storage, batches } = spiedStorage();
+  const before = await storedHost(storage);
+  assert.equal(content(await before.spawn('calc', { prelude: 'x = 5' }, { owner: 'alice' })).id, 'h_1');
+  const asks = content(await before.applyHandle('calc', 'h_1', 'clear', { owner: 'alice' }));
+  assert.equal(asks.state, 'waiting');
+  // The spawn's batch kept the record and the owner's count of ids; each command's its record.
+  assert.deepEqual(batches[0], ['+/jp/handle/h_1/alice', '+/jp/issued/alice']);
+  assert.deepEqual(batches.at(-1), ['+/jp/handle/h_1/alice']);
+  // The records are not files: not listed, not readable by a tool.
+  assert.deepEqual(await before.listFiles(), []);
+  const read = await before.callTool('fs_read_file', { path: '/jp/handle/h_1/alice' });
+  assert.equal(read.tag, 'error');
+
+  const after = await storedHost(storage); // the old instance is gone with its host
+  // Another owner gets what an unknown id gets, here too.
+  const theirs = await after.applyHandle('calc', 'h_1', true, { owner: 'mallory' });
+  assert.match(theirs.val.message, /^no live handle 'h_1': no handle was issued to you/);
+  // The owner's answer reaches the question its session was waiting on before the restart.
+  const answered = content(await after.applyHandle('calc', 'h_1', true, { owner: 'alice' }));
+  assert.match(answered.content, /forgot 1 binding/, JSON.stringify(answered));
+  assert.equal(content(await after.applyHandle('calc', 'h_1', 'y = 2', { owner: 'alice' })).state, 'running');
+  assert.deepEqual(after.handles('alice').map((x) => x.id), ['h_1']);
+  // Ids go on after those issued before the restart.
+  assert.equal(content(await after.spawn('calc', {}, { owner: 'alice' })).id, 'h_2');
+  // Lost again: the latest state comes back (y, not x).
+  const third = await storedHost(storage);
+  assert.match(content(await third.applyHandle('calc', 'h_1', 'vars', { owner: 'alice' })).content, /y = 2/);
+  assert.doesNotMatch(content(await third.applyHandle('calc', 'h_1', 'vars', { owner: 'alice' })).content, /x =/);
+  // Abort of a handle this host never held: stopped, its record gone.
+  const aborted = content(await (await storedHost(storage)).abortHandle('calc', 'h_2', { owner: 'alice' }));
+  assert.deepEqual([aborted.state, aborted.error.message], ['stopped', 'aborted']);
+  assert.equal(await storage.get('/jp/handle/h_2/alice'), undefined);
+  // A stop ends it for good: the record goes in the command's batch.
+  assert.equal(content(await third.applyHandle('calc', 'h_1', 'quit', { owner: 'alice' })).state, 'stopped');
+  assert.deepEqual(batches.at(-1), ['-/jp/handle/h_1/alice']);
+  const gone = await (await storedHost(storage)).fetchHandle('calc', 'h_1', { owner: 'alice' });
+  assert.match(gone.val.message, /^no live handle 'h_1'/);
+});
+
+test('at the edge a session that cannot be saved is reported stopped, transient, once', async () => {
+  const { storage } = spiedStorage();
+  const before = await storedHost(storage);
+  const id = content(await before.spawn('fault_session', {}, { owner: 'bob' })).id;
+  assert.equal(content(await before.fetchHandle('fault_session', id, { owner: 'bob' })).content, 'commands: 2');
+  const after = await storedHost(storage);
+  const lost = content(await after.fetchHandle('fault_session', id, { owner: 'bob' }));
+  assert.equal(lost.state, 'stopped');
+  assert.equal(lost.error.transient, true);
+  assert.match(lost.error.message, /^handle 'h_1' of tool 'fault_session' was lost: the live instance behind it ended with this host \(the engine restarted, or evicted the project\), and tool 'fault_session' does not save its sessions; spawn the tool again$/);
+  // Said once: then it is an id like any other gone one.
+  assert.equal((await after.fetchHandle('fault_session', id, { owner: 'bob' })).tag, 'error');
+  // A spawn works again, under a new id.
+  assert.equal(content(await after.spawn('fault_session', {}, { owner: 'bob' })).id, 'h_2');
+});
+
+test('at the edge a saved session idle past the limit is gone, and swept from storage', async () => {
+  const storage = memoryStorage()('p');
+  const old = { tool: 'calc', state: { type: 'running' }, saved: '{"vars":{"x":1}}', at: 0 };
+  const bytes = (v) => new TextEncoder().encode(JSON.stringify(v));
+  await storage.put('/jp/handle/h_1/carol', bytes(old));
+  await storage.put('/jp/handle/h_2/dave', bytes(old));
+  const h = await storedHost(storage);
+  const e = await h.applyHandle('calc', 'h_1', 'x', { owner: 'carol' });
+  assert.equal(e.tag, 'error');
+  assert.match(e.val.message, /^handle 'h_1' is gone: stopped after 30 min idle/);
+  assert.equal(await storage.get('/jp/handle/h_1/carol'), undefined);
+  // Dave never comes back: his record goes with the project's next commit.
+  await h.callTool('fs_create_file', { path: 'a.txt', content: 'a' });
+  assert.equal(await storage.get('/jp/handle/h_2/dave'), undefined);
+  assert.deepEqual(await h.listFiles(), ['a.txt']);
 });

@@ -305,6 +305,45 @@ impl HandleRegistry {
         Ok(format!("h_{id}"))
     }
 
+    /// Take a handle back under the id it was issued with (a host that lost the instance and
+    /// rebuilt it from saved state): `id` must be a well-formed id that is neither live nor
+    /// busy, and there must be room. Later ids follow it.
+    pub fn adopt(
+        &mut self,
+        id: &str,
+        tool_name: impl Into<String>,
+        state: ToolState,
+        inner: Box<dyn AnyToolHandle>,
+        now: Duration,
+    ) -> Result<(), (HandleError, Box<dyn AnyToolHandle>)> {
+        let Some(key) = parse_id(id) else {
+            return Err((HandleError::NotFound { id: id.into(), live: self.ids() }, inner));
+        };
+        if self.holds(id) {
+            return Err((HandleError::Busy { id: id.into() }, inner));
+        }
+        if state.is_stopped() {
+            return Err((HandleError::Gone { id: id.into(), why: "it had stopped".into() }, inner));
+        }
+        if !self.has_room() {
+            return Err((HandleError::Limit { limit: self.max_live }, inner));
+        }
+        self.next_id = self.next_id.max(key);
+        self.handles.insert(key, ToolHandle { tool_name: tool_name.into(), state, inner, last_used: now });
+        Ok(())
+    }
+
+    /// Count `issued` ids as issued already (an owner's count kept elsewhere, e.g. by the
+    /// storage of a host that restarted): the next id follows it.
+    pub fn raise_issued(&mut self, issued: u64) {
+        self.next_id = self.next_id.max(issued);
+    }
+
+    /// Whether `id` is live here (idle or with a command in progress).
+    pub fn holds(&self, id: &str) -> bool {
+        parse_id(id).is_some_and(|k| self.handles.contains_key(&k) || self.busy.contains_key(&k))
+    }
+
     /// Live handles with their tool and last state, oldest first (those a call is working
     /// with are left out: their state is changing).
     pub fn list(&self) -> Vec<(String, String, ToolState)> {

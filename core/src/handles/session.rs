@@ -259,6 +259,53 @@ impl HandleSession {
         out
     }
 
+    /// The id the next spawn will be given, unless another spawn registers first.
+    pub fn next_id(&self) -> String {
+        format!("h_{}", self.lock().issued() + 1)
+    }
+
+    /// Whether handle `id` is live in this session.
+    pub fn holds(&self, id: &str) -> bool {
+        self.lock().holds(id)
+    }
+
+    /// Count `issued` ids as issued (see [`HandleRegistry::raise_issued`]).
+    pub fn raise_issued(&self, issued: u64) {
+        self.lock().raise_issued(issued);
+    }
+
+    /// Take a rebuilt handle back under its old `id` (see [`HandleRegistry::adopt`]); refused
+    /// (and the handle aborted) once the session is closed, when the id is live, or with no
+    /// room.
+    pub async fn adopt(
+        &self,
+        id: &str,
+        tool: &str,
+        state: ToolState,
+        handle: Box<dyn AnyToolHandle>,
+        now: Duration,
+    ) -> Result<(), RuntimeError> {
+        let refused = {
+            let mut registry = self.lock();
+            if self.closed.load(Ordering::SeqCst) {
+                (RuntimeError::Other("the session has ended".into()), handle)
+            } else {
+                match registry.adopt(id, tool, state, handle, now) {
+                    Ok(()) => return Ok(()),
+                    Err((e, handle)) => (RuntimeError::Input(format!("tool '{tool}': {e}")), handle),
+                }
+            }
+        };
+        let (error, mut handle) = refused;
+        handle.abort().await;
+        Err(error)
+    }
+
+    /// The limits this session keeps.
+    pub fn limits(&self) -> SessionLimits {
+        self.limits
+    }
+
     /// Whether the session has ended.
     pub fn is_closed(&self) -> bool {
         self.closed.load(Ordering::SeqCst)

@@ -315,3 +315,35 @@ fn close_preempts_a_command_in_progress_and_aborts_the_tool() {
     let e = err(block_on(s.agent_call(&tools, call("counter", json!({"action":"spawn"})), &NoAnswerer)));
     assert_eq!(e, "the session has ended");
 }
+
+#[test]
+fn a_rebuilt_handle_is_adopted_under_its_old_id_and_later_ids_follow_it() {
+    let (t, tools) = tools();
+    // A host that restarted: its new session knows nothing, its storage said h_4 was issued.
+    let s = HandleSession::default();
+    s.raise_issued(4);
+    assert_eq!(s.next_id(), "h_5");
+    block_on(async {
+        let rebuilt = Box::new(Counter { n: 2, log: t.log.clone() });
+        let state = ToolState::Running { content: Some("2".into()) };
+        s.adopt("h_3", "counter", state.clone(), rebuilt, Duration::ZERO).await.unwrap();
+        assert!(s.holds("h_3") && !s.holds("h_1"));
+        let (_, state) = handle(
+            s.agent_call(&tools, call("counter", json!({"action":"apply","id":"h_3","input":5})), &NoAnswerer)
+                .await
+                .unwrap(),
+        );
+        assert_eq!(state, ToolState::Running { content: Some("7".into()) }, "the rebuilt handle goes on");
+        // Its id cannot be taken twice, nor a malformed one; the refused handle is aborted.
+        let twice = Box::new(Counter { n: 9, log: t.log.clone() });
+        let e = s.adopt("h_3", "counter", ToolState::Running { content: None }, twice, Duration::ZERO).await;
+        assert!(e.unwrap_err().to_string().contains("busy"));
+        let odd = Box::new(Counter { n: 8, log: t.log.clone() });
+        assert!(s.adopt("h_03", "counter", ToolState::Running { content: None }, odd, Duration::ZERO).await.is_err());
+        assert_eq!(*t.log.lock().unwrap(), ["abort at 9", "abort at 8"]);
+        let (id, _) = handle(
+            s.agent_call(&tools, call("counter", json!({"action":"spawn","from":1})), &NoAnswerer).await.unwrap(),
+        );
+        assert_eq!(id, "h_5", "ids go on after the stored count, never reissuing one");
+    });
+}
