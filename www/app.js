@@ -280,6 +280,8 @@ async function main() {
     agentSend: (text) => agent.send(text),
     handles: (owner) => host.handles(owner),
     liveWorkers: () => host.liveWorkers.size,
+    // The Host itself (www/jp.js), for the console and the tests.
+    host,
   };
   $('status').textContent = `ready — ${tools.length} tools`;
   document.body.dataset.ready = 'true';

@@ -250,7 +250,16 @@ impl JsHandle {
                 _ => records.push((key, None)),
             }
         }
-        match session.finish_with(commit, records).await {
+        let finished = session.finish_with(commit, records).await;
+        if !matches!(&state, Ok(s) if !s.is_stopped()) || finished.is_err() {
+            // The handle ends here: its instance goes now (a page's Worker is terminated), and
+            // with a refused commit its saved session too (it would bring back the old state).
+            let _ = call_js(&self.js, "abort", &[]).await;
+            if let (Err(_), Some((owner, id))) = (&finished, &self.saved_as) {
+                let _ = self.host.store().put_records(&vec![(handle_key(owner, &id.borrow()), None)]).await;
+            }
+        }
+        match finished {
             Ok(changed) => self.host.handle_changes.borrow_mut().extend(changed),
             Err(e) => return Err(ToolError::new(format!("tool '{}' answered, but {}", self.tool, message_of(&e)))),
         }

@@ -127,6 +127,40 @@ test('an endless loop in a component ends at the deadline while the page stays r
   await context.close();
 });
 
+test("a Worker-hosted session's writes are the page's to decide: kept under its policy, refused once the page narrowed it", async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await open(page, `t-live-write-${Date.now()}`);
+  const r = await page.evaluate(async () => {
+    const h = window.jpHost.host;
+    const base = new URL('./components/faults-stateful/', location.href);
+    await h.registerComponent('faults-stateful', new URL('faults-stateful.js', base), base,
+      [{ name: 'fault_session', summary: 'faults', parameters: {}, actions: ['spawn', 'fetch', 'apply', 'abort'] }]);
+    h.setPolicy('[access]\nfilesystem = [{ path = ".", allow = ["read", "write"] }]\n');
+    const spawned = await h.spawn('fault_session', {}, { owner: 'w' });
+    const id = spawned.val?.id;
+    const workers = h.liveWorkers.size;
+    const wrote = await h.applyHandle('fault_session', id, 'write:live.txt', { owner: 'w' });
+    const content = await h.readFile('live.txt');
+    // The Worker was given the policy of the spawn; the page's, narrowed since, decides.
+    h.setPolicy('[access]\nfilesystem = [{ path = ".", allow = ["read"] }]\n');
+    const refused = await h.applyHandle('fault_session', id, 'write:late.txt', { owner: 'w' });
+    const listed = await h.listFiles();
+    await h.closeHandles('w');
+    return { spawned, workers, wrote, content, refused, listed, left: h.liveWorkers.size };
+  });
+  assert.equal(r.spawned.tag, 'handle', JSON.stringify(r.spawned));
+  assert.equal(r.workers, 1, 'the handle is a Worker of its own');
+  assert.equal(r.wrote.val?.content, 'wrote live.txt', JSON.stringify(r.wrote));
+  assert.equal(r.content, 'written by a session');
+  // The command failed: its handle stopped, the reason the page's policy.
+  assert.equal(r.refused.val?.state, 'stopped', JSON.stringify(r.refused));
+  assert.match(r.refused.val.error.message, /^tool 'fault_session' changed files the page's policy refuses: Access denied: create 'late\.txt'/);
+  assert.ok(!r.listed.includes('late.txt'), `nothing refused is written: ${r.listed}`);
+  assert.equal(r.left, 0, 'no Worker is left after its owner ended');
+  await context.close();
+});
+
 test("a component's content blocks are shown as what they are: an image, a player, one line for a resource", async () => {
   const context = await browser.newContext();
   const page = await context.newPage();

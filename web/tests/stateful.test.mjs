@@ -216,3 +216,14 @@ test('at the edge a saved session idle past the limit is gone, and swept from st
   assert.equal(await storage.get('/jp/handle/h_2/dave'), undefined);
   assert.deepEqual(await h.listFiles(), ['a.txt']);
 });
+
+test("a session's writes are the host's policy's: written where it allows, refused where it does not", async () => {
+  const h = await storedHost(memoryStorage()('p'));
+  h.setPolicy('[access]\nfilesystem = [{ path = ".", allow = ["read", "write"] }, { path = "locked", allow = ["read"] }]\n');
+  const id = content(await h.spawn('fault_session', {})).id;
+  assert.equal(content(await h.applyHandle('fault_session', id, 'write:live.txt')).content, 'wrote live.txt');
+  assert.equal(await h.readFile('live.txt'), 'written by a session');
+  const refused = content(await h.applyHandle('fault_session', id, 'write:locked/x.txt'));
+  assert.match(refused.content, /^not written: /, JSON.stringify(refused));
+  assert.deepEqual(await h.listFiles(), ['live.txt']);
+});

@@ -2,15 +2,17 @@
 //! per-command limits of a handle (each `fetch`/`apply` gets its own deadline; the memory limit
 //! holds for the instance; a trap stops the handle). Every tool name serves all four actions.
 //! `apply` with data: `"spin"` loops forever, `"bomb"` allocates until it cannot, `"trap"`
-//! panics, `"flood"` answers with 64 MiB, `"sleep"` sleeps a day; anything else is echoed.
+//! panics, `"flood"` answers with 64 MiB, `"sleep"` sleeps a day, `"write:PATH"` writes the
+//! workspace file PATH (as far as its host lets it); anything else is echoed.
 //! `fetch` counts the commands so far (so a test sees the session's state survive).
 
 wit_bindgen::generate!({
-    path: "../../../wit/tool",
+    path: ["../../../wit/host", "../../../wit/tool"],
     inline: "
         package jp:faults-stateful;
 
         world faults-stateful {
+            import jp:host/filesystem@0.1.0;
             include jp:tool/tool@0.1.0;
             export jp:tool/stateful@0.1.0;
         }
@@ -56,7 +58,14 @@ impl stateful::GuestSession for Live {
                 std::thread::sleep(std::time::Duration::from_secs(86_400));
                 ToolState::Running(Some("slept".into()))
             }
-            other => ToolState::Running(Some(format!("echo: {other}"))),
+            // A session that writes (where its host's policy lets it): `write:PATH`.
+            other => match other.strip_prefix("write:") {
+                Some(path) => match jp::host::filesystem::write(path, b"written by a session") {
+                    Ok(()) => ToolState::Running(Some(format!("wrote {path}"))),
+                    Err(e) => ToolState::Running(Some(format!("not written: {}", e.message))),
+                },
+                None => ToolState::Running(Some(format!("echo: {other}"))),
+            },
         }
     }
     fn save(&self) -> Option<String> {
