@@ -160,10 +160,8 @@ impl StatefulTools for WebTools {
                 // Shared with the call: a spawn registered under another id moves it (agentCall).
                 saved_as = Some((saving.owner.clone(), saving.spawned.clone()));
             }
-            let changed = session
-                .finish_with(commits(&state), records)
-                .await
-                .map_err(|e| RuntimeError::Other(message_of(&e)))?;
+            let changed =
+                session.finish_with(commits(&state), records).await.map_err(|e| RuntimeError::Other(message_of(&e)))?;
             *self.oneshot.changed.borrow_mut() = changed;
             if state.is_stopped() {
                 let _ = call_js(&handle, "abort", &[]).await;
@@ -256,7 +254,8 @@ impl JsHandle {
             // with a refused commit its saved session too (it would bring back the old state).
             let _ = call_js(&self.js, "abort", &[]).await;
             if let (Err(_), Some((owner, id))) = (&finished, &self.saved_as) {
-                let _ = self.host.store().put_records(&vec![(handle_key(owner, &id.borrow()), None)]).await;
+                let gone = vec![(handle_key(owner, &id.borrow()), None)];
+                let _ = self.host.store().put_records(&gone).await;
             }
         }
         match finished {
@@ -335,7 +334,8 @@ impl JpHost {
             Ok(None) => return None,
             Err(e) => return Some(Err(RuntimeError::Other(message_of(&e)))),
         };
-        let forget = || async { self.store().put_records(&vec![(key.clone(), None)]).await.map_err(|e| message_of(&e)) };
+        let forget =
+            || async { self.store().put_records(&vec![(key.clone(), None)]).await.map_err(|e| message_of(&e)) };
         let stopped = |state: ToolState| Some(Ok(CallReply::Handle { id: id.to_owned(), state }));
         let Some(record) = SavedHandle::parse(&bytes) else {
             let _ = forget().await;
@@ -365,9 +365,10 @@ impl JpHost {
         let Some(saved) = record.saved else {
             return lost(record.unsaved.unwrap_or_else(|| "it did not save its session".into())).await;
         };
-        let restore = web.stateful.as_ref().filter(|s| {
-            Reflect::get(s, &JsValue::from_str("restore")).is_ok_and(|f| f.is_function())
-        });
+        let restore = web
+            .stateful
+            .as_ref()
+            .filter(|s| Reflect::get(s, &JsValue::from_str("restore")).is_ok_and(|f| f.is_function()));
         let Some(restore) = restore else { return lost("this host cannot restore sessions".into()).await };
         let session = match self.begin_call(name.to_owned(), None, web.oneshot.inquirer.clone()).await {
             Ok(s) => s,

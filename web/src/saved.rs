@@ -7,7 +7,7 @@
 //! `stopped` with a transient error that says so. `abort`, a stop and idle expiry delete the
 //! record.
 //!
-//! Records live under keys starting with [`RECORDS`](crate::store::RECORDS), never a workspace
+//! Records live under keys starting with [`RECORDS`], never a workspace
 //! path, so no tool can read or plant one; they are keyed by the owner (a digest of the caller's
 //! token, the project being the storage, and the caller's scope), so another owner's id finds
 //! nothing — the same answer as an unknown id.

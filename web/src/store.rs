@@ -371,10 +371,8 @@ impl Store {
             }
             _ => {
                 // Only a JS storage keeps records; the rest are workspace paths.
-                let files: Changes = changes
-                    .iter()
-                    .filter_map(|(p, v)| WorkspacePath::parse(p).ok().map(|p| (p, v.clone())))
-                    .collect();
+                let files: Changes =
+                    changes.iter().filter_map(|(p, v)| WorkspacePath::parse(p).ok().map(|p| (p, v.clone()))).collect();
                 self.write_files(&files).await
             }
         }
