@@ -91,6 +91,9 @@ export interface AgentCallOptions {
   inquirer?: ((inquiry: Inquiry) => InquiryAnswer | Promise<InquiryAnswer>) | null;
   /** A stateful tool run to its end (no `action`): who answers its questions. */
   answerer?: Answerer | null;
+  /** Stops a call run to its end (its instance aborted); a command on a handle stops waiting
+   * (abort the handle, or close its owner, to stop the tool). */
+  signal?: AbortSignal | null;
 }
 
 export type RequestResult =

@@ -339,11 +339,12 @@ export class Host {
    * the edge: one per caller's token, project and scope): `args.action` = `spawn` (resolves to
    * `{ tag: 'handle', val: { id: 'h_1', state: 'running', content } }`), `fetch` / `apply` /
    * `abort` with `id` (and `input`); without `action` the tool runs to its end, its questions
-   * going to `answerer`. Each handle is a live instance of its own — in a Worker of its own when
+   * going to `answerer` (`signal` stops it; on a command it gives up waiting — abort the handle,
+   * or close its owner, to stop the tool). Each handle is a live instance of its own — in a Worker of its own when
    * the host has one — and each command's file changes are committed when it ends. Another
    * owner's ids are unknown here. `callTool` comes here for stateful tools.
    */
-  async agentCall(name, args = {}, { owner = 'default', inquirer = null, answerer = null } = {}) {
+  async agentCall(name, args = {}, { owner = 'default', inquirer = null, answerer = null, signal = null } = {}) {
     const tool = this.tools.get(name);
     if (!tool) throw new Error(`no tool '${name}'; registered: ${[...this.tools.keys()].join(', ') || 'none'}`);
     const component = this.components.get(tool.component);
@@ -361,7 +362,7 @@ export class Host {
     }
     // A stateful tool always runs as a live session; its one-shot `run` is not used here.
     const runner = async () => { throw new Error(`tool '${name}' runs as a live session, not one-shot`); };
-    return this.inner.agentCall(owner, name, args, ask ?? undefined, answer ?? undefined, runner, stateful ?? undefined, deadlineMs);
+    return this.inner.agentCall(owner, name, args, ask ?? undefined, answer ?? undefined, runner, stateful ?? undefined, deadlineMs, signal ?? undefined);
   }
 
   /** Start stateful tool `name`: `{ tag: 'handle', val: { id, state, … } }`. */
@@ -402,7 +403,7 @@ export class Host {
     if (tool.actions?.length && files && typeof args?.action === 'string') {
       return { tag: 'error', val: { message: `tool '${name}': a command on a live session takes no files; write them to the project first`, trace: [], transient: false }, changed: [] };
     }
-    if (tool.actions?.length && !files) return this.agentCall(name, args, { owner, inquirer, answerer });
+    if (tool.actions?.length && !files) return this.agentCall(name, args, { owner, inquirer, answerer, signal });
     const component = this.components.get(tool.component);
     const portable = (component.moduleUrl && component.coresUrl) || component.source !== null;
     if (this.worker && portable && !files) {

@@ -309,13 +309,13 @@ pub async fn run_agent_turn(
 }
 
 /// Cancels a token when an `AbortSignal` aborts; the listener is removed on drop.
-struct AbortHook {
+pub(crate) struct AbortHook {
     signal: web_sys::AbortSignal,
     listener: Closure<dyn FnMut()>,
 }
 
 impl AbortHook {
-    fn new(signal: web_sys::AbortSignal, cancel: CancellationToken) -> Self {
+    pub(crate) fn new(signal: web_sys::AbortSignal, cancel: CancellationToken) -> Self {
         if signal.aborted() {
             cancel.cancel();
         }

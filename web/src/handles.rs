@@ -32,6 +32,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
 use crate::JpHost;
+use crate::agent::AbortHook;
 use crate::call::CallSession;
 use crate::js::{err, obj};
 use crate::run::{JcoRuntime, JsAnswerer, MAX_OUTPUT, message_of, outcome_js, to_value};
@@ -417,7 +418,8 @@ impl JpHost {
     /// command (`spawn` starts a live instance through `stateful.spawn(session, name,
     /// argumentsJson)` → `{state, handle: {fetch(session), apply(session, input), abort()}}`,
     /// states in jco's shape), without it a call run to its end (`runner` as for `call`; a
-    /// stateful tool's questions go to `answerer`). `deadlineMs` bounds a call run to its end.
+    /// stateful tool's questions go to `answerer`). `deadlineMs` bounds a call run to its end;
+    /// `signal` (an `AbortSignal`) stops it — its instance aborted — or gives up on a command.
     ///
     /// Resolves to `call`'s `{tag, val, result?, changed}`, or for a stateful command to
     /// `{tag: "handle", val: {id, state, content?|result?|error?|question?}, result, changed}`
@@ -436,6 +438,7 @@ impl JpHost {
         runner: Function,
         stateful: Option<Object>,
         deadline_ms: f64,
+        signal: Option<web_sys::AbortSignal>,
     ) -> Result<JsValue, JsValue> {
         let arguments: Map<String, Value> = match serde_wasm_bindgen::from_value(args) {
             Ok(a) => a,
@@ -478,7 +481,12 @@ impl JpHost {
         let reply = match session {
             Ok(session) => match self.revive(&web, &name, &arguments).await {
                 Some(reply) => reply,
-                None => session.agent_call(&tools, ToolCall::new(name.clone(), "", arguments), answerer.as_ref()).await,
+                None => {
+                    let call = ToolCall::new(name.clone(), "", arguments);
+                    // Stop: a call run to its end aborts its instance; a command gives up.
+                    let _hook = signal.map(|s| AbortHook::new(s, call.cancel.clone()));
+                    session.agent_call(&tools, call, answerer.as_ref()).await
+                }
             },
             Err(e) => Err(e),
         };

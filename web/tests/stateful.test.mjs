@@ -227,3 +227,27 @@ test("a session's writes are the host's policy's: written where it allows, refus
   assert.match(refused.content, /^not written: /, JSON.stringify(refused));
   assert.deepEqual(await h.listFiles(), ['live.txt']);
 });
+
+test('a signal stops a stateful tool run to its end, its instance with it', async () => {
+  const h = await storedHost(memoryStorage()('p'));
+  const stop = new AbortController();
+  // Without `action` the session is fetched until it stops; this one never does.
+  const running = h.callTool('fault_session', {}, { signal: stop.signal });
+  setTimeout(() => stop.abort(), 100);
+  const out = await running;
+  assert.equal(out.tag, 'error', JSON.stringify(out));
+  assert.match(out.val.message, /cancel/i);
+  assert.doesNotMatch(out.val.message, /deadline/);
+  assert.deepEqual(h.handles(), []);
+});
+
+test('a stateful tool that never stops, run to its end, ends at the deadline on a one-threaded host', async () => {
+  const h = await Host.create({ limits: { deadlineMs: 300 } });
+  await h.registerComponent('faults-stateful', component['faults-stateful'].module, component['faults-stateful'].cores,
+    [{ name: 'fault_session', summary: 'faults', parameters: {}, actions: ['spawn', 'fetch', 'apply', 'abort'] }]);
+  // It answers `running` at once, forever: the fetches pause on the host's timer, so it fires.
+  const out = await h.callTool('fault_session', {});
+  assert.equal(out.tag, 'error', JSON.stringify(out));
+  assert.match(out.val.message, /timed out|deadline/i);
+  assert.deepEqual(h.handles(), []);
+});

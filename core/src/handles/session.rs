@@ -486,12 +486,19 @@ pub async fn run_to_end(
     let (mut state, handle) = tools.spawn(call).await?;
     let Some(mut handle) = handle else { return Ok(completed(id, String::new(), state)) };
     let mut gathered = Gathered::default();
+    let mut pause = Duration::ZERO;
     let work = async {
         loop {
             match state {
                 ToolState::Stopped { .. } => return Ok(state),
                 ToolState::Running { content } => {
+                    let quiet = content.as_deref().is_none_or(str::is_empty);
                     gathered.push(content.as_deref().unwrap_or_default());
+                    // Fetched again after a pause — longer while it says nothing — through the
+                    // host's timer, so that the deadline and a Stop get their turn even on a
+                    // host with one thread and a tool that answers at once forever.
+                    pause = if quiet { (pause * 2).clamp(MIN_POLL, MAX_POLL) } else { Duration::ZERO };
+                    tools.sleep(pause).await;
                     state = handle.fetch().await.unwrap_or_else(|e| ToolState::Stopped { result: Err(e) });
                 }
                 ToolState::Waiting { content, question } => {
@@ -526,6 +533,11 @@ pub async fn run_to_end(
         }
     }
 }
+
+/// The first pause before fetching a quiet running tool again when it is run to its end.
+const MIN_POLL: Duration = Duration::from_millis(1);
+/// The longest pause between two fetches of a quiet running tool.
+const MAX_POLL: Duration = Duration::from_millis(100);
 
 /// Output a stateful tool printed while it was run to its end, up to the content cap.
 #[derive(Default)]
