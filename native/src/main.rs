@@ -69,6 +69,11 @@ enum Command {
 enum ToolSubcommand {
     /// Every tool: name, runtime, source, summary and policy.
     List,
+    /// One tool: where it comes from, how it runs, and everything its policy lets it touch.
+    Show {
+        /// Tool name.
+        name: String,
+    },
     /// The JSON schema of a tool's arguments.
     Schema {
         /// Tool name.
@@ -322,6 +327,11 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             let app = App::load(options(&cli))?;
             app.discover().await;
             cli::tool::list(&app, cli.json).await
+        }
+        Command::Tool(ToolSubcommand::Show { name }) => {
+            let app = App::load(options(&cli))?;
+            app.discover().await;
+            cli::tool::show(&app, name, cli.json).await
         }
         Command::Mcp(args) => cli::mcp::serve(&cli, args).await,
         Command::Trust(args) => cli::trust::trust(&cli, args).await,

@@ -24,6 +24,7 @@
 mod ceiling;
 mod commands;
 mod config;
+mod describe;
 mod error;
 mod grant;
 mod network;
@@ -299,6 +300,26 @@ impl AccessPolicy {
         p
     }
 
+    /// This policy with the parts a tool's `access` table left out taken from `default` (the
+    /// tool's runtime's default): its file rules unless `filesystem` was written, its network
+    /// rules unless `network` was, its programs unless `commands` was. A table composes with
+    /// the default this way, so that granting one thing never takes away another.
+    pub fn keeping_from(mut self, default: &AccessPolicy, access: &AccessConfig) -> Self {
+        if access.filesystem.is_none() {
+            self.fs_rules = default.fs_rules.clone();
+            self.fs_fallback = default.fs_fallback;
+        }
+        if access.network.is_none() {
+            self.net_rules = default.net_rules.clone();
+            self.net_fallback = default.net_fallback;
+        }
+        if access.commands.is_none() {
+            self.commands = default.commands.clone();
+            self.commands_fallback = default.commands_fallback;
+        }
+        self
+    }
+
     /// RFD 075 default for a legacy stdio tool: workspace read-write, no network, no processes.
     pub fn stdio_default() -> Self {
         let mut p = Self::vfs_default();
@@ -466,33 +487,6 @@ impl AccessPolicy {
         };
         if let Ok(set) = sensitive_set(&self.sensitive_patterns, rel.as_ref()) {
             self.sensitive = set;
-        }
-    }
-
-    /// A one-line description for listings: `files: . read; network: none; processes: none`.
-    pub fn summary(&self) -> String {
-        let caps = |c: Caps| -> String {
-            let names: Vec<&str> =
-                Capability::ALL.into_iter().filter(|k| c.contains(*k)).map(Capability::name).collect();
-            if names.is_empty() { "none".into() } else { names.join("+") }
-        };
-        let fallback = |f: Fallback| if f == Fallback::Ask { "ask" } else { "deny" };
-        let files: Vec<String> =
-            self.fs_rules.iter().map(|r| format!("{} {}", r.path.display(), caps(r.caps))).collect();
-        let files = if files.is_empty() { String::new() } else { format!("{}, ", files.join(", ")) };
-        let net: Vec<&str> = self.net_rules.iter().filter(|r| r.allow).map(|r| r.text.as_str()).collect();
-        let net = if net.is_empty() { String::new() } else { format!("{}, ", net.join(", ")) };
-        let procs: Vec<&str> = self.commands.keys().map(String::as_str).collect();
-        let procs = if procs.is_empty() { String::new() } else { format!("{}, ", procs.join(", ")) };
-        let own = format!(
-            "files: {files}else {}; network: {net}else {}; processes: {procs}else {}",
-            fallback(self.fs_fallback),
-            fallback(self.net_fallback),
-            fallback(self.commands_fallback)
-        );
-        match &self.ceiling {
-            Some(c) => format!("{own} (within the operator's policy: {})", c.summary()),
-            None => own,
         }
     }
 

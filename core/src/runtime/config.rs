@@ -247,14 +247,21 @@ impl ToolConfig {
         }
     }
 
-    /// The tool's compiled access policy; `default` is used when neither `sandbox` nor `access`
-    /// is configured (the VFS default, or RFD 075's stdio default). Keys in errors are relative
-    /// to the tool table.
+    /// The tool's compiled access policy; `default` is the runtime's (the VFS default, or RFD
+    /// 075's stdio default): used as it is when neither `sandbox` nor `access` is configured, and
+    /// for each of `filesystem`, `network` and `commands` an `access` table leaves out. Keys in
+    /// errors are relative to the tool table.
     pub fn policy(&self, default: AccessPolicy) -> Result<AccessPolicy, crate::policy::PolicyConfigError> {
         if self.sandbox.is_none() && self.access.is_none() {
             return Ok(default);
         }
-        AccessPolicy::from_config(self.sandbox.as_ref(), self.access.as_ref())
+        let policy = AccessPolicy::from_config(self.sandbox.as_ref(), self.access.as_ref())?;
+        Ok(match (&self.sandbox, &self.access) {
+            // An `access` table adds to the runtime's default: the parts it leaves out are the
+            // default's (a `sandbox` table is a whole policy of its own, as D11 writes it).
+            (None, Some(access)) => policy.keeping_from(&default, access),
+            _ => policy,
+        })
     }
 }
 

@@ -5,6 +5,12 @@
 //! Every front end — `jp tool call`, `jp mcp`, `jp query`, the page and the edge — checks
 //! through [`ArgumentSchema`], compiled once per tool definition and kept with it.
 //!
+//! An argument the schema does not name is refused too — with the closest name it does, when
+//! one is close (`pth` → `path`) — unless the schema says what else it takes
+//! (`additionalProperties`, `patternProperties`, a composition): JSON Schema lets unnamed
+//! properties through, but a tool's parameters are its named ones, and an unnamed argument is
+//! almost always a typo that would otherwise pass silently.
+//!
 //! The validator is the `jsonschema` crate (all drafts, `$ref` inside the schema; no remote
 //! references: its HTTP and file retrieval are not built, so it builds for wasm32).
 
@@ -23,6 +29,8 @@ const SHOWN_BYTES: usize = 60;
 /// A tool's argument schema, compiled once.
 pub struct ArgumentSchema {
     validator: jsonschema::Validator,
+    /// The top-level properties the schema names, when those are all the arguments it takes.
+    named: Option<Vec<String>>,
 }
 
 impl fmt::Debug for ArgumentSchema {
@@ -75,7 +83,32 @@ impl ArgumentSchema {
     /// `$schema` says otherwise).
     pub fn compile(schema: &Value) -> Result<Self, ArgumentError> {
         let validator = jsonschema::validator_for(schema).map_err(|e| ArgumentError::Schema(e.to_string()))?;
-        Ok(Self { validator })
+        const OPEN: [&str; 6] = ["patternProperties", "unevaluatedProperties", "allOf", "anyOf", "oneOf", "$ref"];
+        let closed = schema.get("additionalProperties").is_none_or(|a| *a == Value::Bool(false));
+        let named = match schema.get("properties").and_then(Value::as_object) {
+            Some(p) if closed && !OPEN.iter().any(|k| schema.get(*k).is_some()) => Some(p.keys().cloned().collect()),
+            _ => None,
+        };
+        Ok(Self { validator, named })
+    }
+
+    /// The arguments the schema does not name (when it names all it takes), each with the
+    /// closest name it does when one is close.
+    fn unnamed(&self, arguments: &Value) -> Vec<ArgumentProblem> {
+        let (Some(named), Some(given)) = (&self.named, arguments.as_object()) else { return Vec::new() };
+        given
+            .keys()
+            .filter(|k| !named.contains(k))
+            .map(|k| {
+                let free = named.iter().filter(|n| !given.contains_key(*n)).map(String::as_str);
+                let message = match closest(k, free) {
+                    Some(n) => format!("is not one of this tool's arguments; did you mean '{n}'?"),
+                    None if named.is_empty() => "is not one of this tool's arguments (it takes none); remove it".into(),
+                    None => format!("is not one of this tool's arguments ({}); remove it", named.join(", ")),
+                };
+                ArgumentProblem { path: k.clone(), message }
+            })
+            .collect()
     }
 
     /// Check `arguments`: `Ok` when they fit, else the problems, each naming its argument.
@@ -87,12 +120,17 @@ impl ArgumentSchema {
 
     /// [`check`](Self::check) on arguments already held as a `Value`.
     pub fn check_value(&self, arguments: &Value) -> Result<(), ArgumentError> {
-        if self.validator.is_valid(arguments) {
+        let mut problems = self.unnamed(arguments);
+        if problems.is_empty() && self.validator.is_valid(arguments) {
             return Ok(());
         }
-        let mut problems = Vec::new();
         for error in self.validator.iter_errors(arguments) {
             let path = argument_path(error.instance_path().segments());
+            // Named above, with a suggestion.
+            let top_extra = matches!(error.kind(), ValidationErrorKind::AdditionalProperties { .. }) && path.is_empty();
+            if top_extra && self.named.is_some() {
+                continue;
+            }
             problems.extend(problems_of(&path, error.kind(), error.instance(), &error.to_string()));
             if problems.len() >= MAX_PROBLEMS {
                 break;
@@ -110,6 +148,24 @@ impl ArgumentSchema {
 /// many calls keep an [`ArgumentSchema`]).
 pub fn check_arguments(schema: &Value, arguments: &Map<String, Value>) -> Result<(), ArgumentError> {
     ArgumentSchema::compile(schema)?.check(arguments)
+}
+
+/// Of `names`, the one closest to `given` when it is close enough to be what was meant: a
+/// typo (`pth`, `contnet`), a different case or separator (`Path`, `old-text`).
+pub fn closest<'a>(given: &str, names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let folded = |s: &str| s.to_lowercase().replace(['-', '_'], "");
+    let g = folded(given);
+    names
+        .into_iter()
+        .filter_map(|n| {
+            let f = folded(n);
+            // Edits (a swap counts one) few for the length, or a shared start.
+            let edits = strsim::osa_distance(&g, &f);
+            let near = edits <= (g.len().max(f.len()) / 3).max(1) || strsim::jaro_winkler(&g, &f) >= 0.85;
+            near.then_some((n, edits))
+        })
+        .min_by_key(|(_, edits)| *edits)
+        .map(|(n, _)| n)
 }
 
 /// `a.b[2]` from the segments of an instance location.
@@ -259,8 +315,9 @@ mod tests {
     fn fitting_arguments_pass() {
         assert_eq!(problems(json!({"path": "a"})), []);
         assert_eq!(problems(json!({"path": "a", "depth": 1, "mode": "slow", "opts": {"globs": ["*.rs"]}})), []);
-        // A property the schema does not name is allowed unless it says otherwise.
-        assert_eq!(problems(json!({"path": "a", "extra": true})), []);
+        // A property the schema does not name is refused (see the next test) unless it says
+        // what else it takes.
+        assert_eq!(problems(json!({"path": "a", "extra": true})).len(), 1);
     }
 
     #[test]
@@ -295,6 +352,42 @@ mod tests {
     }
 
     #[test]
+    fn an_argument_the_schema_does_not_name_is_refused_with_the_closest_name() {
+        assert_eq!(
+            problems(json!({"pth": "a"})),
+            [
+                p("pth", "is not one of this tool's arguments; did you mean 'path'?"),
+                p("path", "is required but missing")
+            ]
+        );
+        assert_eq!(
+            problems(json!({"path": "a", "bogus": 1})),
+            [p("bogus", "is not one of this tool's arguments (depth, mode, opts, path); remove it")]
+        );
+        // Closed by the schema: named once, with the suggestion.
+        let closed = json!({"type": "object", "properties": {"old_text": {}}, "additionalProperties": false});
+        let e = check_arguments(&closed, json!({"old-text": 1}).as_object().unwrap()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "argument 'old-text' is not one of this tool's arguments; did you mean 'old_text'?; see the tool's schema"
+        );
+        // A schema that takes more than it names lets the rest through.
+        let open = json!({"type": "object", "properties": {"a": {}}, "additionalProperties": {"type": "string"}});
+        assert!(check_arguments(&open, json!({"zzz": "x"}).as_object().unwrap()).is_ok());
+    }
+
+    #[test]
+    fn the_closest_name_is_a_typo_away_or_none() {
+        let names = ["path", "run", "fs_read_file", "content"];
+        for (given, meant) in [("pth", "path"), ("rnu", "run"), ("fs_red_file", "fs_read_file"), ("Contnet", "content")]
+        {
+            assert_eq!(closest(given, names), Some(meant), "{given}");
+        }
+        assert_eq!(closest("zzz", names), None);
+        assert_eq!(closest("x", names), None);
+    }
+
+    #[test]
     fn nested_arguments_are_named_by_their_path() {
         assert_eq!(problems(json!({"path": "a", "opts": {}})), [p("opts.globs", "is required but missing")]);
         assert_eq!(
@@ -323,7 +416,10 @@ mod tests {
         assert_eq!(problems.len(), MAX_PROBLEMS, "{problems:?}");
         assert_eq!(
             problems[0],
-            ArgumentProblem { path: "k00".into(), message: "is not one the schema allows here; remove it".into() }
+            ArgumentProblem {
+                path: "k00".into(),
+                message: "is not one of this tool's arguments (path); remove it".into()
+            }
         );
     }
 

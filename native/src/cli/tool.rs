@@ -45,6 +45,51 @@ pub(crate) async fn list(app: &App, json: bool) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `jp tool show NAME`: the tool's origin and runtime, and its effective policy rule by rule.
+pub(crate) async fn show(app: &App, name: &str, json: bool) -> Result<ExitCode, Failure> {
+    let Some(entry) = app.tools().into_iter().find(|e| e.name == name) else {
+        let names: Vec<String> = app.tools().into_iter().map(|e| e.name).collect();
+        return Err(Failure {
+            code: 2,
+            message: format!("no tool '{name}'{}; `jp tool list` shows them all", did_you_mean(name, &names)),
+        });
+    };
+    let runtime = app.runtime_label(&entry);
+    // A process the OS sandbox holds cannot be asked mid-call.
+    let direct = matches!(runtime.as_str(), "stdio" | "mcp") || entry.name == "run";
+    let summary = match app.definition(&entry.name).await {
+        Ok(d) => d.summary.unwrap_or_default(),
+        Err(e) => format!("(cannot describe itself: {e})"),
+    };
+    let policy = entry.policy().details(direct);
+    if json {
+        let out = json!({
+            "name": entry.name, "runtime": runtime, "source": entry.source_label(), "summary": summary,
+            "defined_in": entry.origin, "policy": app.policy_summary(&entry), "rules": policy,
+        });
+        println!("{out}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let s = |t: &str| terminal::neutralize(t);
+    println!("{}  (runtime {runtime}, source {})", s(&entry.name), s(&entry.source_label()));
+    if !summary.is_empty() {
+        println!("  {}", s(&summary));
+    }
+    println!("  defined in {}", s(&entry.origin));
+    println!("may touch{}:", if direct { " (held by the OS sandbox)" } else { " (each request decided by jp)" });
+    for line in policy {
+        println!("  {}", s(&line));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `; did you mean 'x'?` for the closest of `names` to `given`, when one is close.
+pub(crate) fn did_you_mean(given: &str, names: &[String]) -> String {
+    jp_core::schema::closest(given, names.iter().map(String::as_str))
+        .map(|n| format!("; did you mean '{n}'?"))
+        .unwrap_or_default()
+}
+
 pub(crate) fn parse_json_object(text: &str, what: &str) -> Result<Map<String, Value>, Failure> {
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(m)) => Ok(m),

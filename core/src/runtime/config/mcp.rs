@@ -117,13 +117,20 @@ impl McpServerConfig {
         }
     }
 
-    /// The server process's policy: its `access`/`sandbox` table, or the workspace read-only with
-    /// no network.
+    /// The server process's policy: the workspace read-only with no network, each part its
+    /// `access` table writes (`filesystem`, `network`, `commands`) replacing the default's; or its
+    /// `sandbox` table, a whole policy.
     pub fn policy(&self) -> Result<AccessPolicy, crate::policy::PolicyConfigError> {
+        let default = AccessPolicy::vfs_default();
         if self.sandbox.is_none() && self.access.is_none() {
-            return Ok(AccessPolicy::vfs_default());
+            return Ok(default);
         }
-        AccessPolicy::from_config(self.sandbox.as_ref(), self.access.as_ref())
+        let policy = AccessPolicy::from_config(self.sandbox.as_ref(), self.access.as_ref())?;
+        Ok(match (&self.sandbox, &self.access) {
+            // As a tool's: an `access` table adds to the default (see `ToolConfig::policy`).
+            (None, Some(access)) => policy.keeping_from(&default, access),
+            _ => policy,
+        })
     }
 }
 
