@@ -40,12 +40,14 @@ impl AccessPolicy {
             // or the network's secrets).
             if let Some(var) = envs.iter().find(|v| !is_base_env(v) && !self.env_allowed.contains(*v)) {
                 return Decision::Deny(format!(
-                    "Access denied: '{program}' may not receive {var}; give '{program}' a rule with commands.{program}.envs = [\"{var}\"]"
+                    "Access denied: '{program}' may not receive {var}; give '{program}' a rule with commands.{}.envs = [\"{var}\"]",
+                    toml_key(program)
                 ));
             }
             return match self.commands_fallback {
                 Fallback::Deny => Decision::Deny(format!(
-                    "Access denied: running '{program}' is not allowed; add it to the tool's commands (e.g. commands.{program} = {{ args = [[\"**\"]] }})"
+                    "Access denied: running '{program}' is not allowed; add it to the tool's commands (e.g. commands.{} = {{ args = [[\"**\"]] }})",
+                    toml_key(program)
                 )),
                 Fallback::Ask => {
                     Decision::Ask(format!("running '{program}' is not covered by the tool's sandbox configuration"))
@@ -105,4 +107,11 @@ mod tests {
         assert!(!args_match(&s(&["status"]), &s(&["status", "-s"])));
         assert!(args_match(&s(&[]), &s(&[])));
     }
+}
+
+/// `program` as a TOML key, as a hint writes it: bare when TOML allows (`git`), else quoted
+/// (`"/usr/bin/python3"`), so that the hint can be pasted as it is.
+pub(super) fn toml_key(program: &str) -> String {
+    let bare = !program.is_empty() && program.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if bare { program.to_owned() } else { serde_json::to_string(program).unwrap_or_else(|_| format!("{program:?}")) }
 }

@@ -165,6 +165,21 @@ impl UrlPrefix {
         })
     }
 
+    /// `scheme://host[:port]` as a rule would be written: the port only when it is not the
+    /// scheme's default (a prefix pins the port, so a hint must name it).
+    pub(super) fn origin(&self) -> String {
+        let default = match self.scheme.as_str() {
+            "https" => Some(443),
+            "http" => Some(80),
+            _ => None,
+        };
+        let host = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
+        match self.port {
+            Some(p) if Some(p) != default => format!("{}://{host}:{p}", self.scheme),
+            _ => format!("{}://{host}", self.scheme),
+        }
+    }
+
     /// Whether `url` has the same scheme, host and port.
     fn same_origin(&self, url: &UrlPrefix) -> bool {
         self.scheme == url.scheme && self.host == url.host && self.port == url.port
@@ -498,14 +513,24 @@ impl AccessPolicy {
                 Fallback::Deny => {
                     // A rule for this URL that names other methods or paths: say which.
                     let near = self.net_rules.iter().find(|r| r.allow && r.prefix.covers(&target).is_some());
-                    Decision::Deny(match near {
-                        Some(rule) => format!(
+                    // A rule for the same origin under another path: the fix is this path.
+                    let sibling = self.net_rules.iter().find(|r| r.allow && r.prefix.same_origin(&target));
+                    Decision::Deny(match (near, sibling) {
+                        (Some(rule), _) => format!(
                             "Access denied: no network rule allows {method} {url}; {} ({:?}) covers it only for the methods and paths it names",
                             rule.origin, rule.text
                         ),
-                        None => format!(
-                            "Access denied: no network rule allows {method} {url}; add its origin to the tool's network allow list (e.g. \"{}://{}\")",
-                            target.scheme, target.host
+                        (None, Some(rule)) => format!(
+                            "Access denied: no network rule allows {method} {url}; {} ({:?}) allows only paths under {:?} on that origin: add this path to the tool's network allow list (e.g. \"{}{}\")",
+                            rule.origin,
+                            rule.text,
+                            if rule.prefix.path.is_empty() { "/" } else { rule.prefix.path.as_str() },
+                            target.origin(),
+                            target.path
+                        ),
+                        (None, None) => format!(
+                            "Access denied: no network rule allows {method} {url}; add its origin to the tool's network allow list (e.g. \"{}\")",
+                            target.origin()
                         ),
                     })
                 }

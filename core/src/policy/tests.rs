@@ -132,3 +132,36 @@ fn the_name_filter_passes_every_sensitive_name_and_gives_way_to_patterns_it_cann
     let wide = AccessPolicy::from_config(None, Some(&cfg)).unwrap();
     assert!(wide.sensitive_name_filter().is_none(), "a pattern ending in ** is asked of every path");
 }
+
+/// The text a denial suggests after "e.g. " (up to the closing parenthesis).
+fn suggested(decision: &Decision) -> String {
+    let text = decision.reason();
+    let start = text.find("(e.g. ").expect("a hint") + "(e.g. ".len();
+    text[start..text.rfind(')').unwrap()].to_owned()
+}
+
+#[test]
+fn each_fix_hint_works_when_pasted_as_it_is() {
+    // No rule for the URL: its origin, with the port a prefix pins.
+    let url = "http://127.0.0.1:8766/api/items";
+    let policy = access("network.allow = [\"https://example.com\"]\n");
+    let hint = suggested(&policy.check_http(url));
+    assert_eq!(hint, "\"http://127.0.0.1:8766\"");
+    let fixed = access(&format!("network.allow = [\"https://example.com\", {hint}]\n"));
+    assert!(matches!(fixed.check_http(url), Decision::Allow(_)), "{:?}", fixed.check_http(url));
+    // A rule for the origin under another path: this path, not the origin again.
+    let policy = access("network.allow = [\"http://127.0.0.1:8766/health\"]\n");
+    let denied = policy.check_http(url);
+    assert!(denied.reason().contains("allows only paths under \"/health\" on that origin"), "{}", denied.reason());
+    let hint = suggested(&denied);
+    assert_eq!(hint, "\"http://127.0.0.1:8766/api/items\"");
+    let fixed = access(&format!("network.allow = [\"http://127.0.0.1:8766/health\", {hint}]\n"));
+    assert!(matches!(fixed.check_http(url), Decision::Allow(_)));
+    // A program with a path: a key TOML takes as written.
+    let policy = access("commands = {}\n");
+    let denied = policy.check_process("/usr/bin/python3", &["x.py".into()], &[]);
+    let hint = suggested(&denied);
+    assert_eq!(hint, "commands.\"/usr/bin/python3\" = { args = [[\"**\"]] }");
+    let fixed = access(&format!("{hint}\n"));
+    assert!(matches!(fixed.check_process("/usr/bin/python3", &["x.py".into()], &[]), Decision::Allow(_)));
+}
