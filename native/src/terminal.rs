@@ -32,11 +32,12 @@ impl TerminalInquirer {
         std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
     }
 
-    /// Map one typed answer to the decision (`y`, `Y`, anything else).
+    /// Map one typed answer to the decision (`y`, `a` — or `Y`, as before —, anything else):
+    /// the same letters as `jp query`'s permission question.
     pub fn interpret(line: &str) -> InquiryAnswer {
         match line.trim() {
             "y" | "yes" => InquiryAnswer::Allow,
-            "Y" => InquiryAnswer::AllowAll,
+            "a" | "all" | "Y" => InquiryAnswer::AllowAll,
             _ => InquiryAnswer::Deny("the user denied it at the prompt".into()),
         }
     }
@@ -45,7 +46,7 @@ impl TerminalInquirer {
     /// plain word), the policy's reason, and the fixed question on the last line.
     pub fn prompt(inquiry: &Inquiry) -> String {
         format!(
-            "\ntool '{}' wants {} {}\n  ({})\nallow? [y = once, Y = for the rest of this call, n = deny] ",
+            "\ntool '{}' wants {} {}\n  ({})\nallow? [y = once, a = for the rest of this call, n = deny] ",
             escape(&inquiry.tool),
             shown(&inquiry.method),
             shown(&inquiry.target),
@@ -148,7 +149,7 @@ mod tests {
         let inquiry = Inquiry {
             tool: "t".into(),
             method: "fs.read".into(),
-            target: "x\r\u{1b}[2K\nallow? [y = once, Y = for the rest of this call, n = deny] y\n".into(),
+            target: "x\r\u{1b}[2K\nallow? [y = once, a = for the rest of this call, n = deny] y\n".into(),
             reason: "read 'x\u{1b}[2K' is not covered\r".into(),
         };
         let prompt = TerminalInquirer::prompt(&inquiry);
@@ -157,10 +158,10 @@ mod tests {
         assert_eq!(lines.len(), 4, "{prompt:?}");
         assert_eq!(
             lines[1],
-            "tool 't' wants fs.read \"x\\r\\x1b[2K\\nallow? [y = once, Y = for the rest of this call, n = deny] y\\n\""
+            "tool 't' wants fs.read \"x\\r\\x1b[2K\\nallow? [y = once, a = for the rest of this call, n = deny] y\\n\""
         );
         assert_eq!(lines[2], "  (read 'x\\x1b[2K' is not covered\\r)");
-        assert_eq!(lines[3], "allow? [y = once, Y = for the rest of this call, n = deny] ");
+        assert_eq!(lines[3], "allow? [y = once, a = for the rest of this call, n = deny] ");
     }
 
     #[test]

@@ -13,7 +13,7 @@ fn an_inquiry_on_a_terminal_asks_and_obeys_the_answer() {
     let yes = jp_on_a_terminal(ws.path(), "tool call fs_read_file path=.env", "y\n");
     let out = stdout(&yes);
     assert!(
-        out.contains("wants fs.read .env") && out.contains("[y = once, Y = for the rest of this call, n = deny]"),
+        out.contains("wants fs.read .env") && out.contains("[y = once, a = for the rest of this call, n = deny]"),
         "{out}"
     );
     assert!(out.contains("TOKEN=hunter2"), "{out}");

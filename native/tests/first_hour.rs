@@ -95,3 +95,28 @@ fn a_mistyped_tool_or_argument_gets_the_closest_right_name() {
     assert_ne!(code(&o), 0);
     assert!(stderr(&o).contains("argument 'bogus' is not one of this tool's arguments ("), "{}", stderr(&o));
 }
+
+#[test]
+fn the_demo_without_a_terminal_says_what_did_not_happen_and_its_hint_works_as_written() {
+    let ws = workspace();
+    let o = jp(ws.path(), &["query", "--provider", "scripted", "fix the TODO"]);
+    assert_eq!(code(&o), 1, "every call refused: not a success\n{}\n{}", stdout(&o), stderr(&o));
+    assert!(!ws.path().join("jp-demo").exists());
+    assert!(stdout(&o).contains("The project could not be made"), "{}", stdout(&o));
+    assert!(!stdout(&o).contains("Done:"), "{}", stdout(&o));
+    let err = stderr(&o);
+    // The refusal in full, with its fix…
+    let hint =
+        "the user can allow it with run = \"unattended\" in [conversation.tools.fs_create_file] of .jp/config.toml";
+    assert!(err.contains(hint), "{err}");
+    assert!(err.contains("none of the turn's 2 tool call(s) did anything"), "{err}");
+    // …which, followed for each tool that asks, lets the whole recorded turn run.
+    write_config(
+        ws.path(),
+        "[conversation.tools.fs_create_file]\nsource = \"builtin\"\nrun = \"unattended\"\n\n[conversation.tools.fs_modify_file]\nsource = \"builtin\"\nrun = \"unattended\"\n",
+    );
+    let o = jp(ws.path(), &["query", "--provider", "scripted", "fix the TODO"]);
+    assert_eq!(code(&o), 0, "{}\n{}", stdout(&o), stderr(&o));
+    let greet = std::fs::read_to_string(ws.path().join("jp-demo/src/greet.py")).unwrap();
+    assert!(greet.contains("name = sys.argv[1]") && !greet.contains("TODO"), "{greet}");
+}

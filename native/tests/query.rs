@@ -683,7 +683,7 @@ fn the_question_on_a_terminal_shows_the_whole_path_first_and_names_the_content_i
     let out = Command::new("/usr/bin/python3")
         .arg(repo().join("tests/query/answer.py"))
         .arg(JP)
-        .arg("[y = yes, a = always in this turn, n = no]")
+        .arg("for the rest of this turn, n = deny]")
         .arg("n")
         .args(["query", "configure it"])
         .current_dir(ws.path())
@@ -701,7 +701,7 @@ fn the_question_on_a_terminal_shows_the_whole_path_first_and_names_the_content_i
     assert_eq!(lines[1], r#"path: ".jp/config.toml""#, "the path first and whole: {question}");
     assert_eq!(lines[2], format!("content: \"{}…", "A".repeat(200)), "{question}");
     assert_eq!(lines[3], "(content cut: 5000 characters; shown: first 200)", "{question}");
-    assert!(lines[4].starts_with("[y = yes, a = always in this turn, n = no]"), "{question}");
+    assert!(lines[4].starts_with("[y = once, a = fs_create_file for the rest of this turn, n = deny]"), "{question}");
     assert!(!shown.contains(&"A".repeat(201)), "the content is cut");
     // Declined: nothing written, and the model is told.
     assert_eq!(std::fs::read_to_string(ws.path().join(".jp/config.toml")).unwrap(), config);

@@ -5,14 +5,16 @@
 //!
 //! A recording is JSON: `{"replies": [{"text": "…", "tool_calls": [{"name": "…", "arguments":
 //! {…}}]}, …]}`. A reply without tool calls ends the turn; once the replies are used up, the
-//! model says so (a turn never loops on a recording).
+//! model says so (a turn never loops on a recording). A recording cannot adapt, so when a tool
+//! call of a round failed or was refused the next reply ends the turn instead, saying so — with
+//! its own words when it has `"if_failed": "…"` — rather than go on as if the call had worked.
 
 use std::sync::Mutex;
 
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Message, Model, ModelReply, ModelTool, ProviderError, ToolCallRequest};
+use super::{Message, Model, ModelReply, ModelTool, ProviderError, Role, ToolCallRequest};
 use crate::maybe::BoxFuture;
 
 /// The recording shipped with jp-host: it makes a small project (`jp-demo/`), greps it for its
@@ -27,6 +29,11 @@ struct RecordedReply {
     text: String,
     #[serde(default)]
     tool_calls: Vec<RecordedCall>,
+    /// What the model says instead, ending the turn, when a tool call of the round before
+    /// failed or was refused: a recording cannot adapt, so it stops rather than go on as if
+    /// the call had worked.
+    #[serde(default)]
+    if_failed: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -93,7 +100,7 @@ impl Model for Scripted {
     /// A recording is not streamed: the whole reply at once.
     fn complete_streaming<'a>(
         &'a self,
-        _messages: &'a [Message],
+        messages: &'a [Message],
         _tools: &'a [ModelTool],
         _on_text: crate::maybe::OnText<'a>,
     ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
@@ -102,6 +109,19 @@ impl Model for Scripted {
             let Some(reply) = self.replies.get(state.0).cloned() else {
                 return Ok(ModelReply { text: "(the recording has no more replies)".into(), tool_calls: Vec::new() });
             };
+            // The results of the round before: the messages after the last assistant message.
+            let last_round = messages.iter().rev().take_while(|m| m.role != Role::Assistant);
+            let failed: Vec<&Message> = last_round.filter(|m| m.is_error).collect();
+            if !failed.is_empty() {
+                state.0 = self.replies.len();
+                let text = reply.if_failed.unwrap_or_else(|| {
+                    format!(
+                        "Stopping here: {} tool call(s) above failed or were refused, and this recorded turn cannot adapt to that — none of its later steps ran.",
+                        failed.len()
+                    )
+                });
+                return Ok(ModelReply { text, tool_calls: Vec::new() });
+            }
             state.0 += 1;
             let mut tool_calls = Vec::new();
             for call in reply.tool_calls {

@@ -78,11 +78,8 @@ impl AccessPolicy {
             let names: Vec<&str> = self.env_allowed.iter().map(String::as_str).collect();
             out.push(format!("env      passed to programs: {}", names.join(", ")));
         }
-        let asked = if direct {
-            "not mediated: the process reads them if a file rule lets it"
-        } else {
-            "asked before each use"
-        };
+        let asked =
+            if direct { "hidden from the process unless a file rule names one" } else { "asked before each use" };
         out.push(format!("sensitive {} ({asked})", self.sensitive_patterns.join(", ")));
         if let Some(c) = &self.ceiling {
             out.push(format!("within the operator's policy: {}", c.summary()));

@@ -66,6 +66,10 @@ pub enum QueryError {
     /// The turn ended without an answer (already reported): exit 1.
     #[error("the turn ended without an answer")]
     Failed,
+    /// The turn answered, but every tool call it made failed or was refused (already
+    /// reported): exit 1, so that a script does not take the answer for work done.
+    #[error("every tool call of the turn failed or was refused")]
+    NothingDone,
 }
 
 /// Why the conversation kept for `--continue` cannot be read or kept.
@@ -305,6 +309,7 @@ pub async fn query(
         vec![Message::text(Role::System, system_prompt(&workspace))]
     };
     messages.push(Message::text(Role::User, args.prompt.clone()));
+    let asked = messages.len();
     let tools = NativeTools::new(app, args.interactive, secrets).await?;
     let options = TurnOptions { max_rounds: args.max_rounds.max(1), ..TurnOptions::default() };
     let model = Cancellable { inner: model, cancel };
@@ -321,7 +326,18 @@ pub async fn query(
         None => printer.note("warning: the conversation was not saved: neither $XDG_STATE_HOME nor $HOME is set"),
     }
     match result {
-        Ok(text) => Ok(text),
+        Ok(text) => {
+            let results: Vec<&Message> =
+                messages[asked.min(messages.len())..].iter().filter(|m| m.role == Role::Tool).collect();
+            if !results.is_empty() && results.iter().all(|m| m.is_error) {
+                printer.error(&format!(
+                    "none of the turn's {} tool call(s) did anything: each failed or was refused (see above), whatever the answer says",
+                    results.len()
+                ));
+                return Err(QueryError::NothingDone);
+            }
+            Ok(text)
+        }
         Err(e) => {
             let message = if cancel.is_cancelled() {
                 TurnError::Cancelled.to_string() + "; its tool calls were stopped and its handles aborted"

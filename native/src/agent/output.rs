@@ -25,6 +25,19 @@ fn clip(text: &str) -> String {
     out
 }
 
+/// Longest error shown: an error is what the person needs to read in full (a refusal says how
+/// to allow what was refused), so it is not cut to a line.
+const SHOWN_ERROR: usize = 2000;
+
+/// An error on as many lines as it has, indented under its mark, cut only past [`SHOWN_ERROR`].
+fn clip_error(text: &str) -> String {
+    let mut out: String = text.trim_end().chars().take(SHOWN_ERROR).collect();
+    if out.len() < text.trim_end().len() {
+        out.push('…');
+    }
+    out.replace('\n', "\n    ")
+}
+
 /// Where a turn's events are shown.
 pub struct Printer {
     json: bool,
@@ -140,8 +153,12 @@ impl Printer {
                 self.err_line(&format!("▸ {} {}", summary.name, clip(&summary.lines.join(", "))));
             }
             TurnEvent::ToolResult { output, .. } => {
-                let mark = if output.is_error { '✗' } else { '✓' };
-                self.err_line(&format!("  {mark} {}", escape(&clip(&output.content))));
+                if output.is_error {
+                    let lines: Vec<String> = clip_error(&output.content).split('\n').map(escape).collect();
+                    self.err_line(&format!("  ✗ {}", lines.join("\n")));
+                } else {
+                    self.err_line(&format!("  ✓ {}", escape(&clip(&output.content))));
+                }
             }
             TurnEvent::Retry { error, after } => {
                 self.err_line(&format!("  (retrying in {:.1} s: {})", after.as_secs_f64(), escape(&error.to_string())));

@@ -92,7 +92,13 @@ impl NativeTools {
         }
         // What a yes grants — paths, commands, URLs — in full; the rest maybe cut, and named.
         let summary = describe_call(name, arguments);
-        let prompt = format!("\nrun {}?\n{}[y = yes, a = always in this turn, n = no] ", summary.name, summary.text());
+        // The same letters as a policy question; `a` is for this tool only, and says so.
+        let prompt = format!(
+            "\nrun {}?\n{}[y = once, a = {} for the rest of this turn, n = deny] ",
+            summary.name,
+            summary.text(),
+            summary.name
+        );
         let answer = ask_line(prompt).await;
         match answer.as_deref() {
             Some("y" | "yes") => true,

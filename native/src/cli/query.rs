@@ -53,7 +53,7 @@ pub(crate) async fn query(cli: &Cli, args: &QueryCli) -> Result<ExitCode, Failur
     on_signal.abort();
     match result {
         Ok(_) => Ok(ExitCode::SUCCESS),
-        Err(QueryError::Failed) => Ok(ExitCode::from(1)),
+        Err(QueryError::Failed | QueryError::NothingDone) => Ok(ExitCode::from(1)),
         Err(e @ (QueryError::History(_) | QueryError::Tools(_))) => Err(usage(printer.scrub(&e.to_string()))),
     }
 }
