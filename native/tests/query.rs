@@ -264,7 +264,9 @@ fn a_denied_request_reaches_the_model_as_an_error_and_nothing_changes() {
     let ws = workspace(&openai_provider(&model.url, false), read_only);
     let out = jp(ws.path(), &["query", "make a file"]);
     let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
+    // The model answered, but nothing was done: not a success for a script.
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stderr.contains("none of the turn's 1 tool call(s) did anything"), "{stderr}");
     assert!(!ws.path().join("new.txt").exists());
     assert!(stderr.contains("fs.write new.txt → deny"), "{stderr}");
     let tool = &tool_messages(&model.seen()[1])[0];
@@ -297,7 +299,7 @@ fn without_a_terminal_a_call_that_can_write_is_refused_and_the_model_is_told_how
     ]);
     let ws = workspace(&openai_provider(&model.url, false), "");
     let out = jp(ws.path(), &["query", "--no-interaction", "mark the todo done"]);
-    assert!(out.status.success(), "{:?}", text(&out));
+    assert_eq!(out.status.code(), Some(1), "its one call was refused: {:?}", text(&out));
     assert_eq!(std::fs::read_to_string(ws.path().join("notes.md")).unwrap(), "TODO: buy milk\n");
     let tool = &tool_messages(&model.seen()[1])[0];
     assert!(tool.contains("run = \"unattended\"") && tool.contains("[conversation.tools.fs_modify_file]"), "{tool}");
@@ -653,7 +655,7 @@ fn a_changed_endpoint_never_receives_the_key_before_the_user_approves_it() {
     let ws = workspace(&openai_provider(&model.url, false), UNATTENDED_EDITS);
     // A tool in the session tries to rewrite the configuration: the policy refuses.
     let out = jp(ws.path(), &["query", "hi"]);
-    assert!(out.status.success(), "{:?}", text(&out));
+    assert_eq!(out.status.code(), Some(1), "its one call was refused: {:?}", text(&out));
     assert!(
         tool_messages(&model.seen()[1])[0].contains("jp's own directory .jp/"),
         "{:?}",
@@ -695,7 +697,7 @@ fn the_question_on_a_terminal_shows_the_whole_path_first_and_names_the_content_i
     let report: Value = serde_json::from_str(stdout.lines().last().unwrap_or("{}")).unwrap();
     let shown = report["output"].as_str().unwrap();
     assert_eq!(report["asked"], true, "{report}");
-    assert_eq!(report["exit"], 0, "{report}");
+    assert_eq!(report["exit"], 1, "declined, the turn's one call did nothing: {report}");
     let question = &shown[shown.find("run fs_create_file?").unwrap_or_else(|| panic!("no question: {shown}"))..];
     let lines: Vec<&str> = question.lines().map(str::trim).collect();
     assert_eq!(lines[1], r#"path: ".jp/config.toml""#, "the path first and whole: {question}");
