@@ -437,8 +437,33 @@ pub fn diff(old: &str, new: &str) -> String {
     out
 }
 
+/// The message of a workspace configuration jp cannot use as it is — the same from every
+/// command (`jp tool list`, `jp trust`, …): the file, the key, what is wrong on as many lines as
+/// it takes (control characters escaped), and the one way on: fix it, then approve it.
+pub fn unusable_message(workspace: &Path, e: &ConfigError) -> String {
+    let ws = jp_core::display::escape(&workspace.display().to_string());
+    let key = if e.key == "." { String::new() } else { format!(" at {}", jp_core::display::escape(&e.key)) };
+    let lines: Vec<String> = e.message.trim_end().lines().map(jp_core::display::escape).collect();
+    format!(
+        "{file} cannot be used as it is{key}:\n  {problem}\nFix the file, then approve it with: jp trust --workspace {ws}",
+        file = jp_core::display::escape(&e.file),
+        problem = lines.join("\n  "),
+    )
+}
+
 /// The message of a refused workspace configuration: what it grants, and how to approve it.
 pub fn refusal(workspace: &Path, config: &WorkspaceConfig, verdict: &Verdict, user: Option<(&str, &str)>) -> String {
+    let path = config.path.display().to_string();
+    // One that cannot be used: nothing to review, only to fix (as `jp trust` says too).
+    if let Err(e) = summary(&config.text, &path, user) {
+        let changed = match verdict {
+            Verdict::Changed(previous) => {
+                format!("\nIt changed since you approved it. What changed:\n{}", diff(&previous.text, &config.text))
+            }
+            _ => String::new(),
+        };
+        return format!("{}{changed}", unusable_message(workspace, &e));
+    }
     let (why, changes) = match verdict {
         Verdict::Changed(previous) => {
             ("it changed since you approved it", format!("What changed:\n{}", diff(&previous.text, &config.text)))
@@ -446,7 +471,6 @@ pub fn refusal(workspace: &Path, config: &WorkspaceConfig, verdict: &Verdict, us
         _ => ("you have not approved it", String::new()),
     };
     let ws = jp_core::display::escape(&workspace.display().to_string());
-    let path = config.path.display().to_string();
     format!(
         "{shown} is not used: {why}.\n\
          A workspace's configuration can be written by anyone who could write the workspace (a cloned repository, a tool), \

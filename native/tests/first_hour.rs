@@ -120,3 +120,35 @@ fn the_demo_without_a_terminal_says_what_did_not_happen_and_its_hint_works_as_wr
     let greet = std::fs::read_to_string(ws.path().join("jp-demo/src/greet.py")).unwrap();
     assert!(greet.contains("name = sys.argv[1]") && !greet.contains("TODO"), "{greet}");
 }
+
+#[test]
+fn an_unusable_configuration_gets_one_message_from_every_command_as_text_and_its_fix_works() {
+    let ws = workspace();
+    // Not valid TOML: jp trust refuses it too (the helper lets it be written).
+    write_config(ws.path(), "[conversation.tools.x]\nsource = \"local\"\ncommand = \"unterminated\n");
+    let list = stderr(&jp(ws.path(), &["tool", "list"]));
+    let trust = stderr(&jp(ws.path(), &["trust", "--yes"]));
+    assert_eq!(list, trust, "one message, whichever command meets the file");
+    for part in
+        ["config.toml cannot be used as it is:", "line 3", "Fix the file, then approve it with: jp trust --workspace"]
+    {
+        assert!(list.contains(part), "missing {part:?}:\n{list}");
+    }
+    assert!(!list.contains("\\u{a}") && !list.contains("\\`"), "text, not escaped Rust strings:\n{list}");
+    // A key of the wrong type: named.
+    write_config(ws.path(), "[conversation.tools.x]\nsource = \"local\"\ncommand = 5\n");
+    let list = stderr(&jp(ws.path(), &["tool", "list"]));
+    assert!(list.contains("cannot be used as it is at conversation.tools.x.command:"), "{list}");
+    // The fix, as the message says: fix the file, then the command it names.
+    std::fs::write(
+        ws.path().join(".jp/config.toml"),
+        "[conversation.tools.x]\nsource = \"local\"\ncommand = \"/bin/true\"\nparameters = {}\n",
+    )
+    .unwrap();
+    let hint = list.lines().last().unwrap();
+    let command = hint.split("approve it with: ").nth(1).unwrap();
+    let args: Vec<&str> = command.split_whitespace().skip(1).collect();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_jp")).args(&args).arg("--yes").output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(code(&jp(ws.path(), &["tool", "list"])), 0);
+}

@@ -332,7 +332,7 @@ fn what_jp_trust_shows_is_what_the_layered_configuration_grants() {
     std::fs::write(ws.path().join(".jp/config.toml"), "[conversation.tools.x]\nsource = \"mcp.nowhere.x\"\n").unwrap();
     let out = with_home(&["trust", "--yes"]);
     assert_eq!(out.status.code(), Some(2), "{:?}", text(&out));
-    assert!(text(&out).1.contains("nothing to approve"), "{}", text(&out).1);
+    assert!(text(&out).1.contains("cannot be used as it is"), "{}", text(&out).1);
 }
 
 #[test]

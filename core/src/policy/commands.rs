@@ -93,6 +93,13 @@ fn args_match(pattern: &[String], args: &[String]) -> bool {
     }
 }
 
+/// `program` as a TOML key, as a hint writes it: bare when TOML allows (`git`), else quoted
+/// (`"/usr/bin/python3"`), so that the hint can be pasted as it is.
+pub(super) fn toml_key(program: &str) -> String {
+    let bare = !program.is_empty() && program.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if bare { program.to_owned() } else { serde_json::to_string(program).unwrap_or_else(|_| format!("{program:?}")) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,11 +114,4 @@ mod tests {
         assert!(!args_match(&s(&["status"]), &s(&["status", "-s"])));
         assert!(args_match(&s(&[]), &s(&[])));
     }
-}
-
-/// `program` as a TOML key, as a hint writes it: bare when TOML allows (`git`), else quoted
-/// (`"/usr/bin/python3"`), so that the hint can be pasted as it is.
-pub(super) fn toml_key(program: &str) -> String {
-    let bare = !program.is_empty() && program.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    if bare { program.to_owned() } else { serde_json::to_string(program).unwrap_or_else(|_| format!("{program:?}")) }
 }

@@ -63,12 +63,8 @@ pub(crate) async fn trust(cli: &Cli, args: &TrustArgs) -> Result<ExitCode, Failu
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let summary = trust::summary(&config.text, &config.path.display().to_string(), user).map_err(|e| {
-        usage(format!(
-            "{path} cannot be used as it is ({}), so there is nothing to approve; fix it first",
-            terminal::escape(&e.to_string())
-        ))
-    })?;
+    let summary = trust::summary(&config.text, &config.path.display().to_string(), user)
+        .map_err(|e| usage(trust::unusable_message(&workspace, &e)))?;
     if cli.json && !args.yes {
         return Err(usage(format!(
             "not approved: --json shows no summary to review; run `jp trust --workspace {shown_ws}` on a terminal, or pass --yes"

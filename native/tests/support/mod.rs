@@ -17,13 +17,13 @@ pub(crate) fn approve_config(ws: &Path) {
 }
 
 /// [`approve_config`] for a test that also writes configurations jp cannot use (to see their
-/// errors): `jp trust` refuses those ("nothing to approve"), and jp then reports the error
+/// errors): `jp trust` refuses those ("cannot be used as it is"), and jp then reports the error
 /// itself. Whether it was approved.
 #[allow(dead_code)]
 pub(crate) fn try_approve_config(ws: &Path) -> bool {
     let out = Command::new(env!("CARGO_BIN_EXE_jp")).args(["trust", "--yes", "--workspace"]).arg(ws).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success() || stderr.contains("nothing to approve"), "jp trust: {stderr}");
+    assert!(out.status.success() || stderr.contains("cannot be used as it is"), "jp trust: {stderr}");
     out.status.success()
 }
 
