@@ -207,3 +207,31 @@ fn the_sample_output_of_the_demo_is_what_jp_prints() {
         assert!(found, "README.md:{at}: the sample line {line:?} is not what jp prints:\n{printed}");
     }
 }
+
+#[test]
+fn the_self_describing_tool_of_docs_tools_md_runs_as_written() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/tools.md")).unwrap();
+    let section = &doc[doc.find("#### Tools that describe themselves").expect("the section")..];
+    let block = |lang: &str| {
+        let start = section.find(&format!("```{lang}\n")).unwrap_or_else(|| panic!("no {lang} block")) + lang.len() + 4;
+        section[start..start + section[start..].find("```").unwrap()].to_owned()
+    };
+    // The documented answer is one jp reads.
+    let answer: serde_json::Value = serde_json::from_str(&block("json")).expect("the answer is JSON");
+    assert_eq!(answer["tools"].as_array().unwrap().len(), 2);
+    let ws = workspace();
+    std::fs::create_dir_all(ws.path().join("tools")).unwrap();
+    std::fs::write(ws.path().join("tools/count.py"), block("python")).unwrap();
+    write_config(ws.path(), &block("toml"));
+    let o = jp(ws.path(), &["tool", "schema", "word_count"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let schema: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(schema["summary"], "Count the words of a file.");
+    assert_eq!(schema["parameters"]["properties"]["min_length"]["minimum"], 1, "{schema}");
+    assert_eq!(schema["parameters"]["required"], serde_json::json!(["path"]), "{schema}");
+    let o = jp(ws.path(), &["tool", "call", "word_count", "path=src/main.rs", "min_length=3"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "2 words");
+    let o = jp(ws.path(), &["tool", "call", "line_count", "path=src/main.rs"]);
+    assert_eq!(stdout(&o).trim(), "3 lines", "{}", stderr(&o));
+}
