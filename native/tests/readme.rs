@@ -1,4 +1,5 @@
-//! Every example in README.md, run as written (issue 36): each `jp …` line of its `sh` blocks in
+//! Every example in README.md, run as written (issue 36) — and those of docs/configuration.md
+//! and docs/tools.md that configure or build a tool: each `jp …` line of its `sh` blocks in
 //! a temp workspace (those that need a model endpoint, a person at a terminal or another program
 //! are listed in [`NOT_RUN`] with the reason, and the list is checked against the README so it
 //! cannot go stale), each `toml` block as a workspace's `.jp/config.toml` that `jp` accepts, the
@@ -32,7 +33,12 @@ const ON_A_TERMINAL: &[(&str, &str)] = &[("jp query --provider scripted", "a\na\
 
 /// The README's fenced blocks: (language, first line number, text).
 fn blocks() -> Vec<(String, usize, String)> {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    blocks_of("README.md")
+}
+
+/// The fenced blocks of a file of the repository (`docs/configuration.md`).
+fn blocks_of(file: &str) -> Vec<(String, usize, String)> {
+    let text = std::fs::read_to_string(format!("{}/../{file}", env!("CARGO_MANIFEST_DIR"))).unwrap();
     let mut out = Vec::new();
     let mut open: Option<(String, usize, String)> = None;
     for (i, line) in text.lines().enumerate() {
@@ -111,18 +117,21 @@ fn every_jp_line_of_the_readme_runs_as_written() {
 
 #[test]
 fn every_toml_block_of_the_readme_is_a_configuration_jp_accepts() {
-    for (lang, at, body) in blocks() {
+    let all = blocks().into_iter().map(|b| ("README.md", b));
+    let reference = blocks_of("docs/configuration.md").into_iter().map(|b| ("docs/configuration.md", b));
+    for (file, (lang, line, body)) in all.chain(reference) {
         if lang != "toml" {
             continue;
         }
+        let at = format!("{file}:{line}");
         let ws = workspace();
         write_config(ws.path(), &body);
         approve_config(ws.path());
         let o = jp(ws.path(), &["tool", "list"]);
-        assert_eq!(code(&o), 0, "README.md:{at}: jp refuses the example:\n{}", stderr(&o));
+        assert_eq!(code(&o), 0, "{at}: jp refuses the example:\n{}", stderr(&o));
         for name in body.lines().filter_map(|l| l.strip_prefix("[conversation.tools.")) {
             let name = name.split([']', '.']).next().unwrap();
-            assert!(stdout(&o).contains(name), "README.md:{at}: tool '{name}' is not listed:\n{}", stdout(&o));
+            assert!(stdout(&o).contains(name), "{at}: tool '{name}' is not listed:\n{}", stdout(&o));
         }
     }
 }
