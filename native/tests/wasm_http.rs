@@ -205,7 +205,9 @@ fn another_path_of_the_allowed_origin_is_refused_and_nothing_is_sent() {
     let err = stderr(&o);
     assert!(err.contains("tool 'api_get' failed: http.get failed (host error -32001): "), "{err}");
     assert!(err.contains(&format!("Access denied: no network rule allows GET {url}")), "{err}");
-    assert!(err.contains("add its origin to the tool's network allow list"), "{err}");
+    // The hint is this path on that origin (the origin itself is already allowed, for a path).
+    assert!(err.contains("allows only paths under \"/allowed\" on that origin"), "{err}");
+    assert!(err.contains(&format!("(e.g. \"{url}\")")), "{err}");
     assert_eq!(stdout(&o), "");
     assert!(server.received().is_empty(), "{:?}", server.received());
     server.probe();
