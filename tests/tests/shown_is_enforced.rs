@@ -25,7 +25,7 @@ fn kinds() -> Vec<(&'static str, String)> {
         ("component", format!("source = \"local\"\nwasm = {:?}\ntool = \"fs_create_file\"\n", component.display().to_string())),
         (
             "stdio",
-            "source = \"local\"\ncommand = \"/bin/sh -c 'echo x > made-by-stdio.txt && echo made'\"\n[conversation.tools.stdio.parameters]\n".into(),
+            "source = \"local\"\ncommand = \"/bin/sh -c 'echo x > made-by-stdio.txt && echo made'\"\n[conversation.tools.stdio.parameters]\npath = { type = \"string\" }\ncontent = { type = \"string\" }\n".into(),
         ),
     ]
 }
