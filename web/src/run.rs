@@ -344,11 +344,26 @@ impl JpHost {
     }
 
     /// Why `arguments` do not fit tool `name`'s schema (a stateful tool's: that of `spawn`).
+    /// A stateful command (`action` given) is checked as the core's session checks it: a
+    /// `spawn` by its arguments without `action`, the other commands by the session itself.
     pub(crate) fn check_parameters(&self, name: &str, arguments: &Map<String, Value>) -> Result<(), String> {
         let tools = self.tools.borrow();
         let Some(tool) = tools.get(name) else { return Ok(()) };
+        let mut spawn = None;
+        if !tool.actions.is_empty()
+            && let Some(action) = arguments.get("action")
+        {
+            if action != "spawn" {
+                return Ok(());
+            }
+            let mut args = arguments.clone();
+            args.remove("action");
+            spawn = Some(args);
+        }
         match &tool.schema {
-            Ok(schema) => check_arguments(name, schema, arguments, "").map_err(|e| e.to_string()),
+            Ok(schema) => {
+                check_arguments(name, schema, spawn.as_ref().unwrap_or(arguments), "").map_err(|e| e.to_string())
+            }
             Err(why) => Err(format!(
                 "tool '{name}': the tool's argument schema cannot be used ({why}); fix the tool's parameters"
             )),
