@@ -341,10 +341,8 @@ fn grants(
 ) -> Result<(Vec<review::Grant>, toml::Table), ConfigError> {
     let layers: Vec<(&str, &str)> = user.into_iter().chain([(text, file)]).collect();
     let mut merged = Config::from_layers(&layers)?;
-    let own: toml::Table = text.parse().map_err(|e: toml::de::Error| ConfigError {
-        file: file.into(),
-        key: ".".into(),
-        message: format!("not valid TOML: {}", e.to_string().trim()),
+    let own: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+        ConfigError::new(file, ".", format!("not valid TOML: {}", e.to_string().trim()))
     })?;
     let names = |path: &[&str]| -> Vec<String> {
         let mut t = Some(&own);
@@ -443,9 +441,10 @@ pub fn diff(old: &str, new: &str) -> String {
 pub fn unusable_message(workspace: &Path, e: &ConfigError) -> String {
     let ws = jp_core::display::escape(&workspace.display().to_string());
     let key = if e.key == "." { String::new() } else { format!(" at {}", jp_core::display::escape(&e.key)) };
+    let line = e.line.map(|l| format!(" (line {l})")).unwrap_or_default();
     let lines: Vec<String> = e.message.trim_end().lines().map(jp_core::display::escape).collect();
     format!(
-        "{file} cannot be used as it is{key}:\n  {problem}\nFix the file, then approve it with: jp trust --workspace {ws}",
+        "{file} cannot be used as it is{key}{line}:\n  {problem}\nFix the file, then approve it with: jp trust --workspace {ws}",
         file = jp_core::display::escape(&e.file),
         problem = lines.join("\n  "),
     )

@@ -135,10 +135,15 @@ fn an_unusable_configuration_gets_one_message_from_every_command_as_text_and_its
         assert!(list.contains(part), "missing {part:?}:\n{list}");
     }
     assert!(!list.contains("\\u{a}") && !list.contains("\\`"), "text, not escaped Rust strings:\n{list}");
-    // A key of the wrong type: named.
+    // A key of the wrong type: named, with its line.
     write_config(ws.path(), "[conversation.tools.x]\nsource = \"local\"\ncommand = 5\n");
     let list = stderr(&jp(ws.path(), &["tool", "list"]));
-    assert!(list.contains("cannot be used as it is at conversation.tools.x.command:"), "{list}");
+    assert!(list.contains("cannot be used as it is at conversation.tools.x.command (line 3):"), "{list}");
+    assert_eq!(list, stderr(&jp(ws.path(), &["trust", "--yes"])), "one message, whichever command meets the file");
+    // A key a later check refuses (no line from the parser): its line is found all the same.
+    write_config(ws.path(), "# a comment\n\n[mcp.servers.s]\nurl = \"https://mcp.example/mcp\"\n");
+    let list = stderr(&jp(ws.path(), &["tool", "list"]));
+    assert!(list.contains("cannot be used as it is at mcp.servers.s.url (line 4):"), "{list}");
     // The fix, as the message says: fix the file, then the command it names.
     std::fs::write(
         ws.path().join(".jp/config.toml"),

@@ -308,16 +308,62 @@ fn merge_tables(into: &mut toml::Table, from: toml::Table, path: &[&str]) {
     }
 }
 
-/// A configuration error: the file, the key and what to do.
+/// A configuration error: the file, the line, the key and what to do.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{file}: {key}: {message}")]
+#[error("{file}{}: {key}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
 pub struct ConfigError {
     /// The configuration file.
     pub file: String,
+    /// The line (from 1) the key is written on, when it is known.
+    pub line: Option<usize>,
     /// The dotted key (`conversation.tools.x.runtime`), or `.` for the whole file.
     pub key: String,
     /// What is wrong and how to fix it.
     pub message: String,
+}
+
+impl ConfigError {
+    /// An error about `key` of `file`, its line not yet known.
+    pub fn new(file: &str, key: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { file: file.into(), line: None, key: key.into(), message: message.into() }
+    }
+
+    /// The same error, with the line `text` writes its key on (when it writes it).
+    fn located(mut self, text: &str) -> Self {
+        if self.line.is_none() && self.key != "." {
+            self.line = line_of_key(text, &self.key);
+        }
+        self
+    }
+}
+
+/// The line (from 1) where `text` writes the dotted `key`: the deepest part of the key the text
+/// has. A name with a dot in it (`commands."/usr/bin/x.y"`) is matched whole.
+pub fn line_of_key(text: &str, key: &str) -> Option<usize> {
+    let doc = toml::de::DeTable::parse(text).ok()?;
+    let parts: Vec<&str> = key.split('.').collect();
+    let mut table = doc.get_ref();
+    let mut found = None;
+    let mut i = 0;
+    'walk: while i < parts.len() {
+        // The longest run of parts that names one key here (names may hold dots).
+        for j in (i + 1..=parts.len()).rev() {
+            let name = parts[i..j].join(".");
+            if let Some((k, v)) = table.iter().find(|(k, _)| k.get_ref().as_ref() == name) {
+                found = Some(k.span().start);
+                i = j;
+                match v.get_ref() {
+                    toml::de::DeValue::Table(t) => {
+                        table = t;
+                        continue 'walk;
+                    }
+                    _ => break 'walk,
+                }
+            }
+        }
+        break;
+    }
+    found.map(|at| text[..at.min(text.len())].matches('\n').count() + 1)
 }
 
 impl Config {
@@ -332,59 +378,60 @@ impl Config {
             _ => {
                 let mut merged = toml::Table::new();
                 for (text, file) in layers {
-                    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| ConfigError {
-                        file: (*file).into(),
-                        key: ".".into(),
-                        message: format!("not valid TOML: {}", e.to_string().trim()),
-                    })?;
+                    let table: toml::Table =
+                        text.parse().map_err(|e: toml::de::Error| ConfigError::new(file, ".", not_toml(&e)))?;
                     merge_tables(&mut merged, table, &[]);
                 }
                 let files = layers.iter().map(|(_, f)| *f).collect::<Vec<_>>().join(" + ");
-                let text = toml::to_string(&merged).map_err(|e| ConfigError {
-                    file: files.clone(),
-                    key: ".".into(),
-                    message: e.to_string(),
-                })?;
-                Self::from_toml(&text, &files)
+                let text = toml::to_string(&merged).map_err(|e| ConfigError::new(&files, ".", e.to_string()))?;
+                // An error of the merged text is about a key of the last file that writes it.
+                Self::parse_toml(&text, &files).map_err(|mut e| {
+                    let written = layers
+                        .iter()
+                        .rev()
+                        .filter(|_| e.key != ".")
+                        .find_map(|(text, file)| Some((file.to_string(), line_of_key(text, &e.key)?)));
+                    if let Some((file, line)) = written {
+                        e.file = file;
+                        e.line = Some(line);
+                    }
+                    e
+                })
             }
         }
     }
 
     /// Parse and validate a configuration file's text. `file` is used in errors only.
     pub fn from_toml(text: &str, file: &str) -> Result<Self, ConfigError> {
-        let de = toml::Deserializer::parse(text).map_err(|e| ConfigError {
-            file: file.into(),
-            key: ".".into(),
-            message: format!("not valid TOML: {}", e.to_string().trim()),
-        })?;
+        Self::parse_toml(text, file).map_err(|e| e.located(text))
+    }
+
+    fn parse_toml(text: &str, file: &str) -> Result<Self, ConfigError> {
+        let de = toml::Deserializer::parse(text).map_err(|e| ConfigError::new(file, ".", not_toml(&e)))?;
         let config: Config = serde_path_to_error::deserialize(de).map_err(|e| {
             let key = e.path().to_string();
             let inner = e.into_inner();
-            let message = inner.message().trim().to_owned();
-            ConfigError { file: file.into(), key, message: with_fix(&message) }
+            let mut error = ConfigError::new(file, key, with_fix(inner.message().trim()));
+            // The value the error is about, when the parser says where it is.
+            error.line = inner.span().map(|at| text[..at.start.min(text.len())].matches('\n').count() + 1);
+            error
         })?;
-        validate_providers(&config.providers).map_err(|(key, message)| ConfigError {
-            file: file.into(),
-            key,
-            message,
-        })?;
+        validate_providers(&config.providers).map_err(|(key, message)| ConfigError::new(file, key, message))?;
         for (name, tool) in &config.conversation.tools {
-            validate_tool(name, tool).map_err(|(key, message)| ConfigError { file: file.into(), key, message })?;
+            validate_tool(name, tool).map_err(|(key, message)| ConfigError::new(file, key, message))?;
             if let ToolSource::Mcp { server, .. } = &tool.source
                 && !config.mcp.servers.contains_key(server)
             {
-                return Err(ConfigError {
-                    file: file.into(),
-                    key: format!("conversation.tools.{name}.source"),
-                    message: format!(
-                        "no MCP server '{server}': add an [mcp.servers.{server}] table with its `command`"
-                    ),
-                });
+                return Err(ConfigError::new(
+                    file,
+                    format!("conversation.tools.{name}.source"),
+                    format!("no MCP server '{server}': add an [mcp.servers.{server}] table with its `command`"),
+                ));
             }
         }
         for (name, server) in &config.mcp.servers {
             let key = |k: &str| format!("mcp.servers.{name}.{k}");
-            let err = |key: String, message: String| ConfigError { file: file.into(), key, message };
+            let err = |key: String, message: String| ConfigError::new(file, key, message);
             match (&server.command, &server.url) {
                 (None, None) => {
                     return Err(err(
@@ -420,6 +467,11 @@ impl Config {
         }
         Ok(config)
     }
+}
+
+/// The message of text that is not TOML (the parser's own, which shows the line).
+fn not_toml(e: &toml::de::Error) -> String {
+    format!("not valid TOML: {}", e.to_string().trim())
 }
 
 fn with_fix(message: &str) -> String {
@@ -534,5 +586,21 @@ mod tests {
         assert_eq!(e.to_string(), text);
         let e = Config::from_toml("[conversation.tools.t]\nsource = \"mcp..x\"", ".jp/config.toml").unwrap_err();
         assert_eq!((e.key.as_str(), e.message.as_str()), ("conversation.tools.t.source", text));
+    }
+
+    #[test]
+    fn an_error_names_the_line_of_its_key_in_the_file_that_writes_it() {
+        let text = "[conversation.tools.t]\nruntime = \"stdio\"\ncommand = [\"x\"]\n\n[conversation.tools.t.access]\ncommands = { \"/usr/bin/a.b\" = 3 }\n";
+        assert_eq!(line_of_key(text, "conversation.tools.t.access.commands./usr/bin/a.b"), Some(6));
+        assert_eq!(line_of_key(text, "conversation.tools.t.command"), Some(3));
+        // The deepest part the file has: the table of a key it leaves out.
+        assert_eq!(line_of_key(text, "conversation.tools.t.wasm"), Some(1));
+        assert_eq!(line_of_key(text, "mcp.servers.s"), None);
+        let e = Config::from_toml(text, "w.toml").unwrap_err();
+        assert_eq!((e.line, e.key.as_str()), (Some(6), "conversation.tools.t.access.commands./usr/bin/a.b"), "{e}");
+        // Layered: the error is about the workspace's file and its line, not the merged text.
+        let user = "[providers.p]\nkind = \"scripted\"\n";
+        let e = Config::from_layers(&[(user, "user.toml"), (text, "w.toml")]).unwrap_err();
+        assert_eq!((e.file.as_str(), e.line), ("w.toml", Some(6)), "{e}");
     }
 }
