@@ -108,10 +108,17 @@ export function agentPanel($, host, { onFilesChanged }) {
     $('agent-handles').hidden = live.length === 0;
   }
 
-  /** Ask the user whether `name` may run; resolves to true or false. */
-  function ask(name, args) {
+  /**
+   * Ask the user whether `name` may run; resolves to true or false. The question is listed just
+   * before its call's `entry` (the calls of one model reply are listed together as they arrive),
+   * so the chat reads in the order things happened: asked, answered, run, its result.
+   */
+  function ask(name, args, entry) {
     return new Promise((resolve) => {
-      const li = add(el('li', 'ask'));
+      const li = el('li', 'ask');
+      if (entry?.parentNode === chat) chat.insertBefore(li, entry);
+      else chat.append(li);
+      li.scrollIntoView({ block: 'nearest' });
       const summary = describeCall(name, args);
       li.append(el('span', 'question', `Allow ${summary.name}? It may change files.`));
       const shown = el('div', 'granted');
@@ -139,17 +146,20 @@ export function agentPanel($, host, { onFilesChanged }) {
   /**
    * A question of a running call, asked in the chat: once, for the rest of this turn (the same
    * request of the same tool is then allowed without asking until the turn ends), or deny. The
-   * component waits; the call's end (Stop, its deadline) ends the question unanswered.
+   * component waits; the call's end (Stop, its deadline) ends the question unanswered. The card
+   * is shown in its call's entry among the decisions, before the result it leads to.
    */
   function inquire(question) {
     const key = JSON.stringify([question.tool, question.method, question.target]);
     if (allowedInTurn.has(key)) return true;
     const turn = allowedInTurn;
+    const entry = [...current].reverse().find((c) => c.dataset.tool === question.tool);
+    const place = entry ? (card) => entry.querySelector('.decisions').append(card) : add;
     return askQuestion(question, [
       ['Allow once', 'once', 'allow-once'],
       ['Allow for the rest of this turn', 'turn', 'allow-turn', `${shownText(question.tool)} may ${question.method} ${shownText(question.target)} again without asking until this turn ends`],
       ['Deny', false, 'deny'],
-    ], add, { tag: 'li' }).then((answer) => {
+    ], place, { tag: entry ? 'div' : 'li' }).then((answer) => {
       if (answer === 'turn') turn.add(key);
       return answer !== false;
     });
@@ -167,7 +177,7 @@ export function agentPanel($, host, { onFilesChanged }) {
     // commands under the project's policy (a tool that only reads never does).
     const tool = host.listTools().find((t) => t.name === name);
     const mayWrite = !tool || askBeforeCall(tool, host.policyHints(), args);
-    if (mayWrite && !$('agent-unattended').checked && !allowed.has(name) && !(await ask(name, args))) {
+    if (mayWrite && !$('agent-unattended').checked && !allowed.has(name) && !(await ask(name, args, entry))) {
       entry?.querySelector('.result')?.replaceChildren('✗ declined by the user');
       return { content: `The user declined to run ${name}. Ask them, or do without it.`, isError: true };
     }
@@ -279,7 +289,19 @@ export function agentPanel($, host, { onFilesChanged }) {
     send(text).catch(() => {});
   };
   $('agent-stop').onclick = () => running?.abort();
-  $('agent-new').onclick = () => { conversation = []; chat.replaceChildren(); };
+  /**
+   * What the chat is for, where a new conversation starts; with the demo picked, its prompt is
+   * filled in, so that Send is the first step.
+   */
+  function intro() {
+    const demo = $('agent-kind').value === 'demo';
+    if (demo && !$('agent-prompt').value) $('agent-prompt').value = 'fix the TODO';
+    add(el('li', 'note intro', `${demo
+      ? 'The demo replays a recorded conversation, offline: press Send to ask it to "fix the TODO". '
+      : ''}Every tool call the agent makes runs in this page, under the policy on the right: a call that may change files asks you first, and each file or network request it makes is listed in it with what decided it.`));
+  }
+  $('agent-new').onclick = () => { conversation = []; chat.replaceChildren(); intro(); };
   $('agent-stop').disabled = true;
+  intro();
   return { send };
 }

@@ -7,29 +7,32 @@
 // agentSend, handles(owner) (an owner's live handles: the agent panel's are `turn-<n>`'s) and
 // liveWorkers() (how many handle Workers run); `body.dataset.ready` is "true" once everything
 // is loaded. `?db=NAME` picks the database (default: jp-playground); `?calc` adds the stateful
-// calc, `?fetch`, `?media` and `?faults` their examples.
+// calc, `?fetch`, `?media` and `?faults` their examples. A database's first open writes the
+// sample project (sample.js) into it.
 import { Host, resultText, shownReason, shownText } from './jp.js';
 import { FAULT_TOOLS } from './fault-tools.js';
 import { KNOWLEDGE_BASE } from './subjects.js';
 import { schemaForm } from './schema-form.js';
 import { agentPanel } from './agent-panel.js';
 import { askQuestion } from './questions.js';
+import { seedSample } from './sample.js';
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
 const SECRETS = 'jp-secrets';
 const DEFAULT_POLICY = `# Empty: workspace read-write, no network, no processes.
-# RFD 076 shape, e.g. a read-only workspace:
+# The [access] table of .jp/config.toml, e.g. a read-only workspace:
 # [access]
 # filesystem = [{ path = ".", allow = ["read"] }]
 `;
 
 async function main() {
   const policyText = localStorage.getItem('jp-policy') ?? DEFAULT_POLICY;
+  const db = params.get('db') ?? 'jp-playground';
   // Each call runs in a Worker: a runaway component is stopped at its deadline and the page
   // stays responsive meanwhile.
   const host = await Host.create({
-    db: params.get('db') ?? 'jp-playground', policy: policyText,
+    db, policy: policyText,
     worker: new URL('./call-worker.bundle.js', import.meta.url), limits: { deadlineMs: Number(params.get('deadline') ?? 30_000) },
   });
   await host.registerComponent('fs', new URL('./components/fs/fs.js', import.meta.url), new URL('./components/fs/', import.meta.url));
@@ -268,6 +271,8 @@ async function main() {
     try { setPolicy($('policy').value); } catch (e) { $('policy-summary').textContent = e.message ?? String(e); }
   };
 
+  // A first visit opens on a small sample project, not an empty list.
+  await seedSample(host, db);
   await refreshFiles();
   const agent = agentPanel($, host, { onFilesChanged: refreshFiles });
   window.jpHost = {

@@ -13,7 +13,7 @@ use futures_executor::block_on;
 use jp_core::files::InMemoryProjectFiles;
 use jp_core::host::{DispatchEvents, Dispatcher, TraceEvent};
 use jp_core::policy::{AccessConfig, AccessPolicy, Capability, WorkspacePath};
-use jp_core::protocol::{DEFAULT_MAX_LINE, LineDecoder, Message, decode_frame};
+use jp_core::protocol::{DEFAULT_MAX_LINE, LineDecoder, RpcMessage, decode_frame};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -234,7 +234,7 @@ proptest! {
                 prop_assert_eq!(snapshot.get("top.txt").map(Vec::as_slice), Some(&b"t"[..]));
             }
             // Decoding a frame on its own never panics either.
-            let _ = decode_frame(frame, DEFAULT_MAX_LINE).map(|m| matches!(m, Message::Request(_)));
+            let _ = decode_frame(frame, DEFAULT_MAX_LINE).map(|m| matches!(m, RpcMessage::Request(_)));
         }
         for e in events.0.lock().unwrap().iter().filter(|e| e.allowed) {
             prop_assert!(allowed_by_policy(&policy, e), "allowed without the policy: {e:?}");

@@ -30,12 +30,19 @@ enum PolicyTextError {
     Invalid(PolicyConfigError),
 }
 
+/// The host's own policy (a page's, or a host's the operator gave no ceiling).
 pub(crate) fn parse_policy(text: &str) -> Result<AccessPolicy, JsError> {
-    policy_from_text(text).map_err(err)
+    policy_from_text(text, HOST_DEFAULT).map_err(err)
 }
 
-fn policy_from_text(text: &str) -> Result<AccessPolicy, PolicyTextError> {
-    Ok(policy_tables(text)?.unwrap_or_else(AccessPolicy::stdio_default))
+/// What a decision of the default policy says allowed it: the host's own policy (the page's
+/// Policy panel), not a stdio tool's default.
+const HOST_DEFAULT: &str = "the host's default policy (workspace read-write)";
+/// The same at the edge, where the default is the operator's policy.
+const OPERATOR_DEFAULT: &str = "the operator's default policy (workspace read-write)";
+
+fn policy_from_text(text: &str, default: &str) -> Result<AccessPolicy, PolicyTextError> {
+    Ok(policy_tables(text)?.unwrap_or_else(|| AccessPolicy::workspace_read_write(default)))
 }
 
 /// The policy `text` configures, or `None` when it has no `access` or `sandbox` table (empty
@@ -62,7 +69,8 @@ fn policy_tables(text: &str) -> Result<Option<AccessPolicy>, PolicyTextError> {
 /// no table of its own is the ceiling itself; one that grants more is refused with every such
 /// right named.
 pub(crate) fn bounded_policy(policy: &str, ceiling: &str) -> Result<AccessPolicy, JsError> {
-    let ceiling = policy_from_text(ceiling).map_err(|e| err(format!("the operator's policy: {e}")))?;
+    let ceiling =
+        policy_from_text(ceiling, OPERATOR_DEFAULT).map_err(|e| err(format!("the operator's policy: {e}")))?;
     match policy_tables(policy).map_err(err)? {
         None => Ok(ceiling),
         Some(own) => own.within(ceiling).map_err(|refused| {
@@ -75,7 +83,8 @@ pub(crate) fn bounded_policy(policy: &str, ceiling: &str) -> Result<AccessPolicy
 /// error when either does not parse. The edge answers 403 naming these.
 #[wasm_bindgen(js_name = policyExceeds)]
 pub fn policy_exceeds(policy: &str, ceiling: &str) -> Result<Vec<String>, JsError> {
-    let ceiling = policy_from_text(ceiling).map_err(|e| err(format!("the operator's policy: {e}")))?;
+    let ceiling =
+        policy_from_text(ceiling, OPERATOR_DEFAULT).map_err(|e| err(format!("the operator's policy: {e}")))?;
     Ok(match policy_tables(policy).map_err(err)? {
         None => Vec::new(),
         Some(own) => own.within(ceiling).err().unwrap_or_default(),

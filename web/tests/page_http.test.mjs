@@ -10,11 +10,9 @@ import { createServer } from 'node:http';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { launch } from './chromium.mjs';
 import { serve } from '../scripts/serve.mjs';
 
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const SECRET = 's3cr3t-page-value';
 const ENV_FILE = 'TOKEN=hunter2\n';
 
@@ -59,7 +57,7 @@ async function apiServer(origin) {
 before(async () => {
   site = await serve(0);
   api = await apiServer(new URL(site.url).origin);
-  browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: ARGS });
+  browser = await launch();
 });
 after(async () => {
   await browser?.close();
@@ -362,7 +360,7 @@ test("the agent panel asks a tool's question in the chat: once gives the model .
   const context = await browser.newContext();
   try {
     const { page, errors } = await agentPage(context, model, policy());
-    const open = page.locator('#chat li.inquiry:not(.answered)');
+    const open = page.locator('#chat .inquiry:not(.answered)');
     await say(page, 'read the env');
     await open.waitFor();
     assert.match(await open.textContent(), /read_env asks: fs\.read \.env/);
@@ -377,7 +375,9 @@ test("the agent panel asks a tool's question in the chat: once gives the model .
     const denied = toolResults(model, 2)[1];
     assert.match(denied, /the user denied fs\.read \.env/);
     assert.doesNotMatch(denied, /hunter2/);
-    assert.equal(await page.locator('#chat li.inquiry').count(), 2);
+    assert.equal(await page.locator('#chat .inquiry').count(), 2);
+    // Each question is in its call's entry, before the result it led to.
+    assert.equal(await page.locator('#chat li.tool .decisions .inquiry').count(), 2, await page.textContent('#chat'));
     const results = await page.locator('#chat li.tool .result').allTextContents();
     assert.match(results[0], /^✓ TOKEN=hunter2/);
     assert.match(results[1], /^✗ .*denied/);
@@ -386,13 +386,13 @@ test("the agent panel asks a tool's question in the chat: once gives the model .
     await say(page, 'read it twice');
     await open.locator('button.allow-turn').click();
     await page.waitForSelector('#chat li.assistant:has-text("Second turn done.")');
-    assert.equal(await page.locator('#chat li.inquiry').count(), 3, 'one question in the second turn');
+    assert.equal(await page.locator('#chat .inquiry').count(), 3, 'one question in the second turn');
     assert.deepEqual(toolResults(model, 5).slice(-2), [ENV_FILE, ENV_FILE]);
 
     await say(page, 'once more');
     await open.locator('button.deny').click();
     await page.waitForSelector('#chat li.assistant:has-text("Third turn done.")');
-    assert.equal(await page.locator('#chat li.inquiry').count(), 4, 'a new turn asks again');
+    assert.equal(await page.locator('#chat .inquiry').count(), 4, 'a new turn asks again');
     assert.match(toolResults(model, 7).at(-1), /denied/);
     assert.deepEqual(errors, []);
   } finally {
@@ -411,12 +411,12 @@ test('Stop while a question waits ends the call and its question, the model gets
     // Writes allowed (the modify below could write .env), asked before no call.
     const { page, errors } = await agentPage(context, model, '[access]\nfilesystem = [{ path = ".", allow = ["read", "write"] }]\ncommands = {}\n');
     await page.check('#agent-unattended');
-    const open = page.locator('#chat li.inquiry:not(.answered)');
+    const open = page.locator('#chat .inquiry:not(.answered)');
     await say(page, 'read the env');
     await open.waitFor();
     await page.click('#agent-stop');
     await page.waitForSelector('#chat li.error:has-text("cancelled")');
-    const card = page.locator('#chat li.inquiry').last();
+    const card = page.locator('#chat .inquiry').last();
     assert.match(await card.textContent(), /not answered: the call ended first/);
     assert.equal(await card.locator('button').count(), 0);
     assert.match(await page.locator('#chat li.tool .result').last().textContent(), /^✗ tool 'read_env' was cancelled; nothing it did was written/);

@@ -2,7 +2,7 @@
 // on 127.0.0.1 that the test starts and stops.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { chromium } from 'playwright-core';
+import { launch, openPlayground } from './chromium.mjs';
 import { execFile } from 'node:child_process';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,14 +13,12 @@ import { serve } from '../scripts/serve.mjs';
 const root = join(import.meta.dirname, '..', '..');
 const run = promisify(execFile);
 
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 let server;
 let browser;
 
 before(async () => {
   server = await serve(0);
-  browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: ARGS });
+  browser = await launch();
 });
 after(async () => {
   await browser?.close();
@@ -28,12 +26,7 @@ after(async () => {
 });
 
 async function open(page, db) {
-  const errors = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  await page.goto(`${server.url}?db=${db}`);
-  await page.waitForSelector('body[data-ready="true"]', { timeout: 30_000 }).catch((e) => {
-    throw new Error(`the page did not get ready: ${e.message}; page errors: ${errors.join('; ')}`);
-  });
+  return openPlayground(page, `${server.url}?db=${db}`);
 }
 
 test('write a file, grep it with the fs component, see a denied write in the log, reload', async () => {
@@ -531,7 +524,10 @@ test('a stateful tool in the agent panel: calc spawned (asked first), its questi
 
     // The answer (`true`, by apply) runs the handle on; a second spawn is asked again.
     await page.waitForFunction(() => document.querySelectorAll('#chat li.ask').length === 2, null, { timeout: 20_000 });
-    await page.click('#chat li.ask:nth-last-child(1) button.allow-once');
+    // The question is listed just before the call it asks about, which waits for the answer.
+    assert.match(await page.textContent('#chat li.ask:nth-last-child(2) .question'), /Allow calc\?/);
+    assert.equal(await page.getAttribute('#chat li.ask:nth-last-child(2) + li.tool', 'data-tool'), 'calc');
+    await page.click('#chat li.ask:nth-last-child(2) button.allow-once');
     await page.waitForSelector('#handles li[data-id="h_2"]', { timeout: 20_000 });
     assert.deepEqual(await handles(), ['h_1 calc — running Abort', 'h_2 calc — running Abort']);
     assert.equal(await page.evaluate(() => window.jpHost.liveWorkers()), workers + 2);

@@ -485,7 +485,7 @@ pub async fn run_to_end(
     let timeout = tools.timeout(&name);
     let (mut state, handle) = tools.spawn(call).await?;
     let Some(mut handle) = handle else { return Ok(completed(id, String::new(), state)) };
-    let mut gathered = Gathered::default();
+    let mut gathered = RunOutput::default();
     let mut pause = Duration::ZERO;
     let work = async {
         loop {
@@ -541,12 +541,12 @@ const MAX_POLL: Duration = Duration::from_millis(100);
 
 /// Output a stateful tool printed while it was run to its end, up to the content cap.
 #[derive(Default)]
-struct Gathered {
+struct RunOutput {
     text: String,
     truncated: bool,
 }
 
-impl Gathered {
+impl RunOutput {
     fn push(&mut self, content: &str) {
         if self.truncated || content.is_empty() {
             return;

@@ -2,7 +2,7 @@
 //! MCP server, a `process.run` child), whose traffic leaves through jp's egress proxy. Each
 //! `CONNECT host:port` is decided by [`AccessPolicy::check_connect`], each plain-HTTP request by
 //! [`AccessPolicy::check_request`] — asked about and traced exactly like a tool's own requests
-//! (the [`Gate`] the dispatcher uses too), so `--trace`, `--json` and the MCP log show them.
+//! (the [`Settler`] the dispatcher uses too), so `--trace`, `--json` and the MCP log show them.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -38,13 +38,13 @@ pub enum Refused {
 }
 
 /// One decision settled: allowed, denied, or asked and answered; then traced.
-pub(super) struct Gate<'a> {
+pub(super) struct Settler<'a> {
     pub(super) tool: &'a str,
     pub(super) inquirer: &'a dyn Inquirer,
     pub(super) approve_all: &'a AtomicBool,
 }
 
-impl Gate<'_> {
+impl Settler<'_> {
     /// Settle `decision` about `method` on `target`: `Ok` with the rule that allowed it, `Err`
     /// with why it was refused. `id` is the request a `pending` notice refers to, if any.
     pub(super) async fn settle(
@@ -140,8 +140,8 @@ impl EgressGate {
         &self.policy
     }
 
-    fn gate(&self) -> Gate<'_> {
-        Gate { tool: &self.tool, inquirer: self.inquirer.as_ref(), approve_all: &self.approve_all }
+    fn settler(&self) -> Settler<'_> {
+        Settler { tool: &self.tool, inquirer: self.inquirer.as_ref(), approve_all: &self.approve_all }
     }
 
     fn events(&self) -> &dyn DispatchEvents {
@@ -159,14 +159,14 @@ impl EgressGate {
             format!("{host}:{port}")
         };
         let decision = self.policy.check_connect(host, port);
-        self.gate().settle(CONNECT_METHOD, &target, decision, None, self.events()).await
+        self.settler().settle(CONNECT_METHOD, &target, decision, None, self.events()).await
     }
 
     /// Decide one plain-HTTP request (absolute URI): `Ok(rule)` or `Err(why)`.
     pub async fn request(&self, request: &HttpCheck<'_>) -> Result<String, Refused> {
         let target = format!("{} {}", request.method, request.url);
         let decision = self.policy.check_request(request);
-        self.gate().settle(HTTP_METHOD, &target, decision, None, self.events()).await
+        self.settler().settle(HTTP_METHOD, &target, decision, None, self.events()).await
     }
 }
 

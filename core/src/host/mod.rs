@@ -18,7 +18,7 @@ mod http;
 pub mod testing;
 
 pub use backends::*;
-use egress::Gate;
+use egress::Settler;
 pub use egress::{CONNECT_METHOD, EgressGate, HTTP_METHOD, Refused};
 pub use error::{BackendError, HostError};
 
@@ -32,8 +32,8 @@ use crate::cancel::CancellationToken;
 use crate::files::ProjectFiles;
 use crate::policy::{AccessPolicy, Capability, Decision, Scrubber, WorkspacePath, is_base_env};
 use crate::protocol::{
-    DEFAULT_MAX_CONTENT, DEFAULT_MAX_LINE, Frame, HostRequest, HostResponse, Id, Incoming, Message, ProcessRunParams,
-    ProcessRunResult, Response, RpcError, decode_incoming, encode_message,
+    DEFAULT_MAX_CONTENT, DEFAULT_MAX_LINE, Frame, HostRequest, HostResponse, Id, Incoming, ProcessRunParams,
+    ProcessRunResult, Response, RpcError, RpcMessage, decode_incoming, encode_message,
 };
 
 /// How many redirects the dispatcher follows, each re-checked against the policy.
@@ -244,7 +244,7 @@ impl Dispatcher {
         token: Option<&CancellationToken>,
     ) -> Option<Vec<u8>> {
         match decode_incoming(frame, self.max_line) {
-            Err((id, e)) => Some(encode_message(&Message::Response(Response { id, outcome: Err(e) }))),
+            Err((id, e)) => Some(encode_message(&RpcMessage::Response(Response { id, outcome: Err(e) }))),
             Ok(Incoming::Request { id, method, request }) => {
                 Some(self.respond_to(&id, &method, request, events, token).await)
             }
@@ -297,7 +297,7 @@ impl Dispatcher {
         let fail = |e: RpcError| {
             let mut e = e;
             e.message = self.scrubber.scrub_str(&e.message).into_owned();
-            encode_message(&Message::Response(Response { id: Some(id.clone()), outcome: Err(e) }))
+            encode_message(&RpcMessage::Response(Response { id: Some(id.clone()), outcome: Err(e) }))
         };
         let response = match outcome {
             Err(e) => return fail(e),
@@ -344,8 +344,9 @@ impl Dispatcher {
         id: &Id,
         events: &dyn DispatchEvents,
     ) -> Result<(), HostError> {
-        let gate = Gate { tool: &self.tool, inquirer: self.inquirer.as_ref(), approve_all: &self.approve_all };
-        gate.settle(method, target, decision, Some(id), events)
+        let settler = Settler { tool: &self.tool, inquirer: self.inquirer.as_ref(), approve_all: &self.approve_all };
+        settler
+            .settle(method, target, decision, Some(id), events)
             .await
             .map(drop)
             .map_err(|e| HostError::AccessDenied(e.to_string()))

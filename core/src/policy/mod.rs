@@ -322,12 +322,14 @@ impl AccessPolicy {
 
     /// RFD 075 default for a legacy stdio tool: workspace read-write, no network, no processes.
     pub fn stdio_default() -> Self {
+        Self::workspace_read_write("the default stdio policy (workspace read-write)")
+    }
+
+    /// The workspace read-write, no network, no processes, its one rule named `origin` in every
+    /// decision it makes (the page's default is not a stdio tool's).
+    pub fn workspace_read_write(origin: impl Into<String>) -> Self {
         let mut p = Self::vfs_default();
-        p.fs_rules[0] = FsRule {
-            path: WorkspacePath::root(),
-            caps: Caps::READ_WRITE,
-            origin: "the default stdio policy (workspace read-write)".into(),
-        };
+        p.fs_rules[0] = FsRule { path: WorkspacePath::root(), caps: Caps::READ_WRITE, origin: origin.into() };
         p
     }
 

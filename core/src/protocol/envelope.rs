@@ -138,7 +138,7 @@ pub struct Response {
 
 /// Any one NDJSON line of the protocol.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Message {
+pub enum RpcMessage {
     /// A request.
     Request(Request),
     /// A notification.
@@ -147,7 +147,7 @@ pub enum Message {
     Response(Response),
 }
 
-impl Message {
+impl RpcMessage {
     /// Classify a parsed JSON value. On failure returns the id (if one could be read) and a
     /// -32600 error saying what was wrong.
     pub fn from_value(value: Value) -> Result<Self, (Option<Id>, RpcError)> {
@@ -181,8 +181,8 @@ impl Message {
                 return invalid(flat_id, "\"params\" must be an object or an array");
             }
             return match id {
-                None => Ok(Message::Notification(Notification { method, params })),
-                Some(Some(id)) => Ok(Message::Request(Request {
+                None => Ok(RpcMessage::Notification(Notification { method, params })),
+                Some(Some(id)) => Ok(RpcMessage::Request(Request {
                     id,
                     method,
                     params: if params.is_null() { Value::Object(Map::new()) } else { params },
@@ -197,9 +197,9 @@ impl Message {
             );
         };
         match (obj.remove("result"), obj.remove("error")) {
-            (Some(result), None) => Ok(Message::Response(Response { id, outcome: Ok(result) })),
+            (Some(result), None) => Ok(RpcMessage::Response(Response { id, outcome: Ok(result) })),
             (None, Some(error)) => match serde_json::from_value::<RpcError>(error) {
-                Ok(error) => Ok(Message::Response(Response { id, outcome: Err(error) })),
+                Ok(error) => Ok(RpcMessage::Response(Response { id, outcome: Err(error) })),
                 Err(e) => invalid(id, &format!("malformed \"error\" object: {e}")),
             },
             _ => invalid(id, "a response needs exactly one of \"result\" and \"error\""),
@@ -211,18 +211,18 @@ impl Message {
         let mut obj = Map::new();
         obj.insert("jsonrpc".into(), Value::String("2.0".into()));
         match self {
-            Message::Request(r) => {
+            RpcMessage::Request(r) => {
                 obj.insert("id".into(), serde_json::to_value(&r.id).unwrap_or(Value::Null));
                 obj.insert("method".into(), Value::String(r.method.clone()));
                 obj.insert("params".into(), r.params.clone());
             }
-            Message::Notification(n) => {
+            RpcMessage::Notification(n) => {
                 obj.insert("method".into(), Value::String(n.method.clone()));
                 if !n.params.is_null() {
                     obj.insert("params".into(), n.params.clone());
                 }
             }
-            Message::Response(r) => {
+            RpcMessage::Response(r) => {
                 obj.insert("id".into(), serde_json::to_value(&r.id).unwrap_or(Value::Null));
                 match &r.outcome {
                     Ok(v) => obj.insert("result".into(), v.clone()),
@@ -258,7 +258,7 @@ mod tests {
             json!({"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"m"}}),
         ];
         for v in cases {
-            let m = Message::from_value(v.clone()).unwrap();
+            let m = RpcMessage::from_value(v.clone()).unwrap();
             assert_eq!(m.to_value(), v);
         }
     }
@@ -276,7 +276,7 @@ mod tests {
             (json!({"jsonrpc":"2.0"}), "needs"),
             (json!({"jsonrpc":"2.0","id":1,"method":"m","params":3}), "params"),
         ] {
-            let (_, e) = Message::from_value(v.clone()).unwrap_err();
+            let (_, e) = RpcMessage::from_value(v.clone()).unwrap_err();
             assert_eq!(e.code, -32600, "{v}");
             assert!(e.message.contains(why), "{v}: {}", e.message);
         }

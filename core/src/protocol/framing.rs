@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use super::envelope::{ErrorCode, Id, Message, RpcError};
+use super::envelope::{ErrorCode, Id, RpcError, RpcMessage};
 use super::methods::HostRequest;
 use crate::json_shape::{self, TOO_DEEP};
 
@@ -93,9 +93,9 @@ impl LineDecoder {
     }
 }
 
-/// Parse one frame into a [`Message`]. Errors carry the request id when it could be read and a
+/// Parse one frame into a [`RpcMessage`]. Errors carry the request id when it could be read and a
 /// -32600 error that says what was wrong.
-pub fn decode_frame(frame: &Frame, max_line: usize) -> Result<Message, (Option<Id>, RpcError)> {
+pub fn decode_frame(frame: &Frame, max_line: usize) -> Result<RpcMessage, (Option<Id>, RpcError)> {
     match frame {
         Frame::TooLong { len } => Err((
             None,
@@ -107,7 +107,7 @@ pub fn decode_frame(frame: &Frame, max_line: usize) -> Result<Message, (Option<I
             ),
         )),
         Frame::Line(line) => match serde_json::from_slice::<Value>(line) {
-            Ok(value) => Message::from_value(value),
+            Ok(value) => RpcMessage::from_value(value),
             Err(_) if too_deep(line) => Err((
                 Envelope::read(line).and_then(|e| e.id),
                 RpcError::new(
@@ -140,7 +140,7 @@ pub enum Incoming {
         request: Result<HostRequest, RpcError>,
     },
     /// A notification or a response.
-    Other(Message),
+    Other(RpcMessage),
     /// A notification nested deeper than jp reads JSON ([`json_shape::MAX_DEPTH`]): its method,
     /// its params unread. (A request or a response that deep is an error that says so, with its
     /// id, as any malformed message.)
@@ -203,7 +203,7 @@ pub fn decode_incoming(frame: &Frame, max_line: usize) -> Result<Incoming, (Opti
         return Ok(Incoming::Request { id: fast.id, method: fast.method.into_owned(), request });
     }
     match decode_frame(frame, max_line) {
-        Ok(Message::Request(r)) => {
+        Ok(RpcMessage::Request(r)) => {
             Ok(Incoming::Request { request: HostRequest::parse(&r.method, r.params), id: r.id, method: r.method })
         }
         Ok(other) => Ok(Incoming::Other(other)),
@@ -221,7 +221,7 @@ pub fn decode_incoming(frame: &Frame, max_line: usize) -> Result<Incoming, (Opti
 }
 
 /// Serialise a message as one NDJSON line (JSON escapes every newline inside it).
-pub fn encode_message(message: &Message) -> Vec<u8> {
+pub fn encode_message(message: &RpcMessage) -> Vec<u8> {
     let mut line = serde_json::to_vec(&message.to_value()).unwrap_or_default();
     line.push(b'\n');
     line
@@ -307,7 +307,7 @@ mod tests {
         for line in lines {
             let frame = Frame::Line(line.as_bytes().to_vec());
             let slow = decode_frame(&frame, 1000).map(|m| match m {
-                Message::Request(r) => Ok((r.id.clone(), r.method.clone(), HostRequest::parse(&r.method, r.params))),
+                RpcMessage::Request(r) => Ok((r.id.clone(), r.method.clone(), HostRequest::parse(&r.method, r.params))),
                 other => Err(other),
             });
             let fast = decode_incoming(&frame, 1000).map(|i| match i {
@@ -321,8 +321,9 @@ mod tests {
 
     #[test]
     fn encoded_messages_are_single_lines() {
-        let m = Message::from_value(serde_json::json!({"jsonrpc":"2.0","method":"result","params":{"content":"a\nb"}}))
-            .unwrap();
+        let m =
+            RpcMessage::from_value(serde_json::json!({"jsonrpc":"2.0","method":"result","params":{"content":"a\nb"}}))
+                .unwrap();
         let line = encode_message(&m);
         assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
         assert_eq!(*line.last().unwrap(), b'\n');
@@ -354,6 +355,6 @@ mod tests {
         // 127 levels are read as ever.
         let fits = format!("{}{}", "[".repeat(120), "]".repeat(120));
         let fine = line(format!(r#"{{"jsonrpc":"2.0","method":"result","params":{{"structuredContent":{fits}}}}}"#));
-        assert!(matches!(decode_incoming(&fine, max), Ok(Incoming::Other(Message::Notification(_)))));
+        assert!(matches!(decode_incoming(&fine, max), Ok(Incoming::Other(RpcMessage::Notification(_)))));
     }
 }

@@ -510,8 +510,8 @@ impl ProtocolNotification {
     }
 
     /// As an envelope, ready for [`encode_message`](super::encode_message).
-    pub fn to_message(&self) -> super::Message {
-        super::Message::Notification(super::Notification { method: self.method().into(), params: self.to_params() })
+    pub fn to_message(&self) -> super::RpcMessage {
+        super::RpcMessage::Notification(super::Notification { method: self.method().into(), params: self.to_params() })
     }
 }
 

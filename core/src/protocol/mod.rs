@@ -20,7 +20,7 @@ pub mod methods;
 mod wire;
 
 pub use content::{Encoding, decode_content, encode_content};
-pub use envelope::{ErrorCode, Id, Message, Notification, Request, Response, RpcError};
+pub use envelope::{ErrorCode, Id, Notification, Request, Response, RpcError, RpcMessage};
 pub use framing::{Frame, Incoming, LineDecoder, decode_frame, decode_incoming, encode_message};
 pub use methods::*;
 

@@ -103,7 +103,7 @@ pub struct Question {
 /// The legacy result of a one-shot tool (what `jp_tool::Outcome` prints).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum Outcome {
+pub enum LegacyOutcome {
     /// The tool succeeded.
     Success {
         /// Output for the assistant.
@@ -193,14 +193,14 @@ impl ToolState {
     }
 }
 
-impl From<Outcome> for ToolState {
-    fn from(outcome: Outcome) -> Self {
+impl From<LegacyOutcome> for ToolState {
+    fn from(outcome: LegacyOutcome) -> Self {
         match outcome {
-            Outcome::Success { content } => ToolState::Stopped { result: Ok(content) },
-            Outcome::Error { message, trace, transient } => {
+            LegacyOutcome::Success { content } => ToolState::Stopped { result: Ok(content) },
+            LegacyOutcome::Error { message, trace, transient } => {
                 ToolState::Stopped { result: Err(ToolError { message, trace, transient }) }
             }
-            Outcome::NeedsInput { question } => ToolState::Waiting { content: None, question },
+            LegacyOutcome::NeedsInput { question } => ToolState::Waiting { content: None, question },
         }
     }
 }
@@ -256,7 +256,7 @@ impl<'de> Deserialize<'de> for ToolState {
             .and_then(Value::as_str)
             .ok_or_else(|| D::Error::custom("tool state must be an object with a string \"type\" field"))?;
         if OUTCOME_TYPES.contains(&kind) {
-            let outcome: Outcome = serde_json::from_value(value).map_err(D::Error::custom)?;
+            let outcome: LegacyOutcome = serde_json::from_value(value).map_err(D::Error::custom)?;
             return Ok(outcome.into());
         }
         if !STATE_TYPES.contains(&kind) {
@@ -310,19 +310,19 @@ pub enum ToolCommand {
 /// Why tool arguments are not a valid [`ToolCommand`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct CommandError(pub String);
+pub struct InvalidCommand(pub String);
 
 impl ToolCommand {
     /// Parse the stateful form of tool arguments. Returns `Ok(None)` when there is no `action`
     /// field: the call is one-shot (RFD 009, "Detecting stateful vs. one-shot tools").
-    pub fn from_arguments(args: &Map<String, Value>) -> Result<Option<Self>, CommandError> {
+    pub fn from_arguments(args: &Map<String, Value>) -> Result<Option<Self>, InvalidCommand> {
         let Some(action) = args.get("action") else { return Ok(None) };
         let action = action
             .as_str()
-            .ok_or_else(|| CommandError("'action' must be a string: one of spawn, fetch, apply, abort".into()))?;
-        let id = || -> Result<String, CommandError> {
+            .ok_or_else(|| InvalidCommand("'action' must be a string: one of spawn, fetch, apply, abort".into()))?;
+        let id = || -> Result<String, InvalidCommand> {
             args.get("id").and_then(Value::as_str).map(str::to_owned).ok_or_else(|| {
-                CommandError(format!("action '{action}' needs an 'id' string naming the handle (e.g. \"h_1\")"))
+                InvalidCommand(format!("action '{action}' needs an 'id' string naming the handle (e.g. \"h_1\")"))
             })
         };
         Ok(Some(match action {
@@ -338,10 +338,10 @@ impl ToolCommand {
                 input: args
                     .get("input")
                     .cloned()
-                    .ok_or_else(|| CommandError("action 'apply' needs an 'input' value".into()))?,
+                    .ok_or_else(|| InvalidCommand("action 'apply' needs an 'input' value".into()))?,
             },
             other => {
-                return Err(CommandError(format!(
+                return Err(InvalidCommand(format!(
                     "unknown action '{other}': expected one of spawn, fetch, apply, abort"
                 )));
             }

@@ -198,10 +198,10 @@ impl JpMcp {
 }
 
 /// The answer to one step of a call that may ask by result: its end, or its question.
-fn step_response(name: &str, step: mrtr::Step) -> Result<CallToolResponse, ErrorData> {
+fn progress_response(name: &str, step: mrtr::Progress) -> Result<CallToolResponse, ErrorData> {
     match step {
-        mrtr::Step::Done(reply) => Ok(response(name, reply)),
-        mrtr::Step::Asks(input_required) => Ok(input_required.into()),
+        mrtr::Progress::Done(reply) => Ok(response(name, reply)),
+        mrtr::Progress::Asks(input_required) => Ok(input_required.into()),
     }
 }
 
@@ -407,7 +407,7 @@ impl ServerHandler for JpMcp {
         if let Some(state) = &request.request_state {
             let arguments = request.arguments.as_ref();
             return match mrtr::resume(&name, arguments, state, request.input_responses.as_ref()).await {
-                Ok(step) => step_response(&name, step),
+                Ok(step) => progress_response(&name, step),
                 Err(stale) => Err(ErrorData::invalid_params(stale.to_string(), None)),
             };
         }
@@ -444,7 +444,7 @@ impl ServerHandler for JpMcp {
                     return Ok(tool_error(format!("tool '{name}' was cancelled")));
                 }
             };
-            return step_response(&name, step);
+            return progress_response(&name, step);
         }
         let _slot = slot;
         call.inquirer = Some(Arc::new(elicit::ElicitInquirer::new(&context, None)));

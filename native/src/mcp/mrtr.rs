@@ -49,7 +49,7 @@ fn suspended() -> &'static Mutex<HashMap<String, Suspended>> {
 }
 
 /// What to answer `tools/call` with: the call's end, or its question.
-pub(crate) enum Step {
+pub(crate) enum Progress {
     /// The call ended.
     Done(Result<CallReply, RuntimeError>),
     /// It asks: send this `input_required` result.
@@ -58,11 +58,11 @@ pub(crate) enum Step {
 
 /// Follow `running` (a call of `tool` with `arguments`) until it ends or asks; a question
 /// suspends it under a fresh state.
-pub(crate) async fn drive(tool: &str, arguments: JsonObject, mut running: Running) -> Step {
+pub(crate) async fn drive(tool: &str, arguments: JsonObject, mut running: Running) -> Progress {
     tokio::select! {
-        done = &mut running.work => Step::Done(done.unwrap_or_else(|e| Err(RuntimeError::Other(format!("the call failed: {e}"))))),
+        done = &mut running.work => Progress::Done(done.unwrap_or_else(|e| Err(RuntimeError::Other(format!("the call failed: {e}"))))),
         asked = running.questions.recv() => match asked {
-            None => Step::Done((&mut running.work).await.unwrap_or_else(|e| Err(RuntimeError::Other(format!("the call failed: {e}"))))),
+            None => Progress::Done((&mut running.work).await.unwrap_or_else(|e| Err(RuntimeError::Other(format!("the call failed: {e}"))))),
             Some(Asked { request, answer }) => {
                 let state = new_state();
                 let mut requests = InputRequests::new();
@@ -81,7 +81,7 @@ pub(crate) async fn drive(tool: &str, arguments: JsonObject, mut running: Runnin
                         s.running.work.abort();
                     }
                 });
-                Step::Asks(InputRequiredResult::new(Some(requests), Some(state)))
+                Progress::Asks(InputRequiredResult::new(Some(requests), Some(state)))
             }
         },
     }
@@ -95,7 +95,7 @@ pub(crate) async fn resume(
     arguments: Option<&JsonObject>,
     state: &str,
     responses: Option<&BTreeMap<String, serde_json::Value>>,
-) -> Result<Step, StaleState> {
+) -> Result<Progress, StaleState> {
     let found = suspended().lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(state);
     let Some(s) = found else {
         return Err(StaleState::Unknown);

@@ -83,7 +83,7 @@ impl Owner {
 }
 
 /// A question of a running task, waiting for `tasks/update`.
-struct Pending {
+struct OpenQuestion {
     request: InputRequest,
     answer: oneshot::Sender<Option<ElicitResult>>,
 }
@@ -94,7 +94,7 @@ struct Entry {
     created: Instant,
     /// How it ended, and when.
     end: Option<(TaskPayload, Instant)>,
-    pending: BTreeMap<String, Pending>,
+    pending: BTreeMap<String, OpenQuestion>,
     /// Questions asked so far (keys are never reused).
     asked: u64,
     cancel: CancellationToken,
@@ -288,7 +288,10 @@ impl TaskStore {
         let key = format!("q{}", e.asked);
         e.pending.insert(
             key,
-            Pending { request: InputRequest::Elicitation(ElicitRequest::new(asked.request)), answer: asked.answer },
+            OpenQuestion {
+                request: InputRequest::Elicitation(ElicitRequest::new(asked.request)),
+                answer: asked.answer,
+            },
         );
         e.touch(TaskStatus::InputRequired, "waiting for the client to answer the task's inputRequests (tasks/update)");
     }

@@ -43,8 +43,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub use jp_core::host::HostError;
 use jp_core::protocol::{
     DEFAULT_MAX_LINE, EmptyResult, FsExistsResult, FsGrepResult, FsListDirResult, FsMetadataResult, FsReadResult,
-    FsWriteParams, HttpPostParams, HttpResult, Id, InitParams, Message, ProcessRunResult, ProtocolNotification,
-    Request, encode_message,
+    FsWriteParams, HttpPostParams, HttpResult, Id, InitParams, ProcessRunResult, ProtocolNotification, Request,
+    RpcMessage, encode_message,
 };
 pub use jp_core::protocol::{DirEntry, EntryKind, FsGrepParams, GrepFileMatch, GrepLine, Header, InitTool};
 pub use jp_core::state::{AnswerType, ContentBlock, Question, ToolError, ToolResult};
@@ -265,7 +265,7 @@ pub fn connect() -> Result<VfsHost, ConnectError> {
     VfsHost::from_streams(BufReader::new(std::io::stdin()), std::io::stdout())
 }
 
-fn read_message(reader: &mut (dyn BufRead + Send)) -> Result<Option<Message>, ConnectError> {
+fn read_message(reader: &mut (dyn BufRead + Send)) -> Result<Option<RpcMessage>, ConnectError> {
     loop {
         let mut line = Vec::new();
         let n = std::io::Read::take(&mut *reader, DEFAULT_MAX_LINE as u64 + 1).read_until(b'\n', &mut line)?;
@@ -277,7 +277,7 @@ fn read_message(reader: &mut (dyn BufRead + Send)) -> Result<Option<Message>, Co
         }
         let value: Value = serde_json::from_slice(&line)
             .map_err(|e| ConnectError::BadInit(format!("invalid JSON from the host: {e}")))?;
-        return Message::from_value(value).map(Some).map_err(|(_, e)| ConnectError::BadInit(e.message));
+        return RpcMessage::from_value(value).map(Some).map_err(|(_, e)| ConnectError::BadInit(e.message));
     }
 }
 
@@ -293,7 +293,7 @@ impl VfsHost {
     ) -> Result<Self, ConnectError> {
         let mut reader: Box<dyn BufRead + Send> = Box::new(reader);
         let init = match read_message(reader.as_mut())? {
-            Some(Message::Notification(n)) if n.method == "init" => {
+            Some(RpcMessage::Notification(n)) if n.method == "init" => {
                 serde_json::from_value::<InitParams>(n.params).map_err(|e| ConnectError::BadInit(e.to_string()))?
             }
             Some(_) => return Err(ConnectError::BadInit("the first message was not init".into())),
@@ -333,21 +333,23 @@ impl VfsHost {
         let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         conn.next_id += 1;
         let id = Id::Number(conn.next_id);
-        let line = encode_message(&Message::Request(Request { id: id.clone(), method: method.into(), params }));
+        let line = encode_message(&RpcMessage::Request(Request { id: id.clone(), method: method.into(), params }));
         conn.writer.write_all(&line).and_then(|()| conn.writer.flush()).map_err(|e| host_err(&e.into()))?;
         loop {
             match read_message(conn.reader.as_mut()).map_err(|e| host_err(&e))? {
                 None => return Err(HostError::Internal("the host closed the connection".into())),
-                Some(Message::Response(r)) if r.id.as_ref() == Some(&id) => return r.outcome.map_err(HostError::from),
-                Some(Message::Response(_)) => {}
-                Some(Message::Notification(n)) => match ProtocolNotification::parse(&n.method, n.params) {
+                Some(RpcMessage::Response(r)) if r.id.as_ref() == Some(&id) => {
+                    return r.outcome.map_err(HostError::from);
+                }
+                Some(RpcMessage::Response(_)) => {}
+                Some(RpcMessage::Notification(n)) => match ProtocolNotification::parse(&n.method, n.params) {
                     Ok(ProtocolNotification::Cancel) => self.cancelled.store(true, Ordering::SeqCst),
                     Ok(ProtocolNotification::Pending(p)) => {
                         eprintln!("jp: request {} is waiting: {}", p.request_id, p.reason)
                     }
                     _ => {}
                 },
-                Some(Message::Request(_)) => {}
+                Some(RpcMessage::Request(_)) => {}
             }
         }
     }

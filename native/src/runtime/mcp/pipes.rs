@@ -257,7 +257,7 @@ impl ServerPipes {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         self.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(n, tx);
-        let mut guard = Pending { pipes: self.clone(), n, answered: false };
+        let mut guard = InFlight { pipes: self.clone(), n, answered: false };
         let name = serde_json::to_string(tool).map_err(|e| RelayError::Malformed(e.to_string()))?;
         let line = format!(
             "{{\"jsonrpc\":\"2.0\",\"id\":\"{RELAY_ID}{n}\",\"method\":\"tools/call\",\"params\":{{\"name\":{name},\"arguments\":{}}}}}\n",
@@ -279,13 +279,13 @@ impl ServerPipes {
 
 /// A request in flight: when dropped unanswered (cancelled, timed out), the waiter is forgotten
 /// and the server is told (`notifications/cancelled`).
-struct Pending {
+struct InFlight {
     pipes: Arc<ServerPipes>,
     n: u64,
     answered: bool,
 }
 
-impl Drop for Pending {
+impl Drop for InFlight {
     fn drop(&mut self) {
         if self.answered {
             return;

@@ -10,7 +10,7 @@ use jp_core::cancel::CancellationToken;
 use jp_core::host::{DispatchEvents, Dispatcher, HostError, TraceEvent};
 use jp_core::json_shape::TOO_DEEP;
 use jp_core::protocol::{
-    Frame, HostRequest, Id, Incoming, LineDecoder, Message, PendingParams, ProtocolNotification, Response, RpcError,
+    Frame, HostRequest, Id, Incoming, LineDecoder, PendingParams, ProtocolNotification, Response, RpcError, RpcMessage,
     decode_incoming, encode_message,
 };
 use jp_core::runtime::{ExecutionOutcome, RuntimeError};
@@ -47,7 +47,7 @@ pub(super) struct Spawned {
 }
 
 /// Where serving a tool stopped.
-pub(super) enum Step {
+pub(super) enum Halt {
     /// The tool's last word.
     Final(Result<ExecutionOutcome, RuntimeError>),
     /// A stateful tool's new `running` or `waiting` state; it stays alive.
@@ -59,7 +59,7 @@ pub(super) enum Step {
 }
 
 /// A request as read from the tool, typed straight from its line.
-struct Pending {
+struct ToolRequest {
     id: Id,
     method: String,
     request: Result<HostRequest, RpcError>,
@@ -68,7 +68,7 @@ struct Pending {
 /// A request in the queue, numbered in the order the tool sent it (from 1).
 struct Queued {
     seq: u64,
-    req: Pending,
+    req: ToolRequest,
 }
 
 /// A spawned tool being served.
@@ -95,7 +95,7 @@ pub(super) struct VfsConversation {
     /// Frames read but not handled yet (what one read brought beyond a full queue).
     backlog: VecDeque<Frame>,
     /// A request waiting for room in the queue; nothing more is read from the tool meanwhile.
-    blocked: Option<Pending>,
+    blocked: Option<ToolRequest>,
     decoder: LineDecoder,
     buf: Vec<u8>,
     stdout: pipe::Receiver,
@@ -169,10 +169,10 @@ impl VfsConversation {
                             std::future::pending::<()>().await;
                         }
                     };
-                    let Pending { id, method, request } = req;
+                    let ToolRequest { id, method, request } = req;
                     let line = tokio::select! {
                         line = dispatcher.respond(&id, &method, request, events.as_ref()) => line,
-                        () = cancelled => encode_message(&Message::Response(Response {
+                        () = cancelled => encode_message(&RpcMessage::Response(Response {
                             id: Some(id.clone()),
                             outcome: Err(HostError::Cancelled(format!("{method} was abandoned by the tool")).to_rpc()),
                         })),
@@ -220,7 +220,7 @@ impl VfsConversation {
 
     /// Serve the tool's requests until its last word, or — when `stateful` — its next
     /// `running`/`waiting` state.
-    pub(super) async fn serve(&mut self, cancel: &CancellationToken, stateful: bool) -> Step {
+    pub(super) async fn serve(&mut self, cancel: &CancellationToken, stateful: bool) -> Halt {
         let opts = self.opts;
         let mut deadline = tokio::time::Instant::now() + opts.request_timeout;
         loop {
@@ -238,13 +238,13 @@ impl VfsConversation {
                 deadline = tokio::time::Instant::now() + opts.request_timeout;
             }
             if self.eof && self.backlog.is_empty() {
-                return Step::Eof;
+                return Halt::Eof;
             }
             let busy = self.busy();
             let blocked = self.blocked.is_some();
             tokio::select! {
                 biased;
-                () = cancel.cancelled() => return Step::Cancelled,
+                () = cancel.cancelled() => return Halt::Cancelled,
                 status = self.child.wait(), if self.exited.is_none() => {
                     self.exited = status.ok();
                     // Whatever the tool left behind dies now, so its pipes close and we reach EOF.
@@ -253,7 +253,7 @@ impl VfsConversation {
                 () = self.served.notified() => {
                     deadline = tokio::time::Instant::now() + opts.request_timeout;
                 }
-                () = tokio::time::sleep_until(deadline), if !busy && !self.idle_ok => return Step::Timeout,
+                () = tokio::time::sleep_until(deadline), if !busy && !self.idle_ok => return Halt::Timeout,
                 permit = self.req_tx.reserve(), if blocked => {
                     if let (Ok(permit), Some(req)) = (permit, self.blocked.take()) {
                         self.queued += 1;
@@ -273,26 +273,26 @@ impl VfsConversation {
     }
 
     /// Handle one frame from the tool; `Some` when serving stops here.
-    fn handle(&mut self, frame: &Frame, stateful: bool) -> Option<Step> {
+    fn handle(&mut self, frame: &Frame, stateful: bool) -> Option<Halt> {
         let opts = self.opts;
         if self.pending_bytes.load(Ordering::SeqCst) > opts.max_line.saturating_mul(4) {
-            return Some(Step::Misbehaved("it stopped reading its stdin while sending requests".into()));
+            return Some(Halt::Misbehaved("it stopped reading its stdin while sending requests".into()));
         }
         match decode_incoming(frame, opts.max_line) {
             Err((id, e)) => {
                 self.malformed += 1;
-                self.out.send(encode_message(&Message::Response(Response { id, outcome: Err(e) })));
+                self.out.send(encode_message(&RpcMessage::Response(Response { id, outcome: Err(e) })));
                 if self.malformed >= opts.max_malformed {
-                    return Some(Step::Misbehaved(format!(
+                    return Some(Halt::Misbehaved(format!(
                         "it sent {} malformed messages; it does not speak the VFS protocol",
                         self.malformed
                     )));
                 }
             }
-            Ok(Incoming::Request { id, method, request }) => self.enqueue(Pending { id, method, request }),
-            Ok(Incoming::Other(Message::Notification(n))) => {
+            Ok(Incoming::Request { id, method, request }) => self.enqueue(ToolRequest { id, method, request }),
+            Ok(Incoming::Other(RpcMessage::Notification(n))) => {
                 let id = self.call_id.clone();
-                let done = |result| Some(Step::Final(Ok(ExecutionOutcome::Completed { id: id.clone(), result })));
+                let done = |result| Some(Halt::Final(Ok(ExecutionOutcome::Completed { id: id.clone(), result })));
                 match ProtocolNotification::parse(&n.method, n.params) {
                     Ok(ProtocolNotification::Result(r)) if r.is_error => {
                         return done(Err(ToolError::new(r.to_text())));
@@ -302,9 +302,9 @@ impl VfsConversation {
                     Ok(ProtocolNotification::State(ToolState::Stopped { result })) => {
                         return done(result.map(ToolResult::text));
                     }
-                    Ok(ProtocolNotification::State(state)) if stateful => return Some(Step::State(state)),
+                    Ok(ProtocolNotification::State(state)) if stateful => return Some(Halt::State(state)),
                     Ok(ProtocolNotification::State(ToolState::Waiting { question, .. })) => {
-                        return Some(Step::Final(Ok(ExecutionOutcome::NeedsInput { id, question })));
+                        return Some(Halt::Final(Ok(ExecutionOutcome::NeedsInput { id, question })));
                     }
                     Ok(ProtocolNotification::Cancel) => self.cancel(),
                     // The tool's last word, unreadable: say so rather than "exited without a
@@ -328,7 +328,7 @@ impl VfsConversation {
                     self.name
                 );
                 let result = Err(ToolError::new(message));
-                return Some(Step::Final(Ok(ExecutionOutcome::Completed { id: self.call_id.clone(), result })));
+                return Some(Halt::Final(Ok(ExecutionOutcome::Completed { id: self.call_id.clone(), result })));
             }
             Ok(Incoming::Other(_) | Incoming::TooDeep { .. }) => {}
         }
@@ -336,7 +336,7 @@ impl VfsConversation {
     }
 
     /// Queue a request, or hold it (and stop reading) when the queue is full.
-    fn enqueue(&mut self, req: Pending) {
+    fn enqueue(&mut self, req: ToolRequest) {
         if self.exited.is_some() {
             // The tool is gone: nobody would read the answer.
             return;
@@ -361,24 +361,24 @@ impl VfsConversation {
 
     /// Wind down after `step`: stop serving, close stdin, make sure the group is gone, and say
     /// how the call ended.
-    pub(super) async fn end(mut self, step: Step) -> Result<ExecutionOutcome, RuntimeError> {
+    pub(super) async fn end(mut self, step: Halt) -> Result<ExecutionOutcome, RuntimeError> {
         self.dispatch_task.abort();
         let (name, pgid) = (self.name.clone(), self.pgid);
         let result = match step {
-            Step::Final(outcome) => {
+            Halt::Final(outcome) => {
                 // The tool said its last word; it should exit by itself.
                 self.stop(false).await;
                 outcome
             }
-            Step::State(_) | Step::Cancelled => {
+            Halt::State(_) | Halt::Cancelled => {
                 self.stop(true).await;
                 Ok(ExecutionOutcome::Cancelled { id: self.call_id.clone() })
             }
-            Step::Timeout => {
+            Halt::Timeout => {
                 signal_group(pgid, Signal::KILL);
                 Err(RuntimeError::Timeout { tool: name, seconds: self.opts.request_timeout.as_secs() })
             }
-            Step::Misbehaved(why) => {
+            Halt::Misbehaved(why) => {
                 signal_group(pgid, Signal::KILL);
                 let tail = tail_of(self.stderr_task, pgid).await;
                 return Err(RuntimeError::Protocol {
@@ -386,7 +386,7 @@ impl VfsConversation {
                     message: with_tail(format!("it was stopped because {why}"), &tail),
                 });
             }
-            Step::Eof => {
+            Halt::Eof => {
                 let status = match self.exited {
                     Some(s) => Some(s),
                     None => {

@@ -11,7 +11,7 @@ use jp_core::protocol::{ApplyParams, ProtocolNotification, encode_message};
 use jp_core::state::{ToolError, ToolState};
 use tokio::sync::Notify;
 
-use super::conversation::{Outbox, Step, VfsConversation, stopped};
+use super::conversation::{Halt, Outbox, VfsConversation, stopped};
 
 /// A stateful VFS tool kept alive between calls (for the RFD 009 handle registry). A task
 /// serves it in the background — its host requests are answered and its `state` notifications
@@ -19,7 +19,7 @@ use super::conversation::{Outbox, Step, VfsConversation, stopped};
 /// the output gathered since the last fetch and the current state, waiting up to `wait` for a
 /// change; `apply` sends the input and waits the same way for the state that follows.
 pub struct VfsHandle {
-    inbox: Arc<Inbox>,
+    board: Arc<StateBoard>,
     out: Outbox,
     stop: CancellationToken,
     task: Option<tokio::task::JoinHandle<()>>,
@@ -31,12 +31,12 @@ pub struct VfsHandle {
 const MAX_UNREAD_STATE: usize = 4 * 1024 * 1024;
 
 /// What the serving task has gathered for the handle.
-struct Inbox {
-    state: std::sync::Mutex<Gathered>,
+struct StateBoard {
+    state: std::sync::Mutex<Posted>,
     changed: Notify,
 }
 
-struct Gathered {
+struct Posted {
     state: ToolState,
     /// Content of the states reached since the last fetch.
     unread: String,
@@ -49,8 +49,8 @@ impl std::fmt::Debug for VfsHandle {
     }
 }
 
-impl Inbox {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Gathered> {
+impl StateBoard {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Posted> {
         self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
@@ -77,27 +77,27 @@ impl Inbox {
 impl VfsHandle {
     /// Serve `conversation` in the background from its first state `state` on.
     pub(super) fn start(mut conversation: VfsConversation, state: ToolState, wait: Duration) -> Self {
-        let inbox = Arc::new(Inbox {
-            state: std::sync::Mutex::new(Gathered {
+        let board = Arc::new(StateBoard {
+            state: std::sync::Mutex::new(Posted {
                 state: ToolState::Running { content: None },
                 unread: String::new(),
                 version: 0,
             }),
             changed: Notify::new(),
         });
-        inbox.publish(state);
+        board.publish(state);
         // A live stateful tool may be silent for as long as the assistant leaves it alone.
         conversation.idle_ok = true;
         let out = conversation.out.clone();
         let stop = CancellationToken::new();
         let task = {
-            let (inbox, stop) = (inbox.clone(), stop.clone());
+            let (board, stop) = (board.clone(), stop.clone());
             tokio::spawn(async move {
                 loop {
                     match conversation.serve(&stop, true).await {
-                        Step::State(state) => inbox.publish(state),
+                        Halt::State(state) => board.publish(state),
                         step => {
-                            inbox.publish(stopped(conversation.end(step).await));
+                            board.publish(stopped(conversation.end(step).await));
                             break;
                         }
                     }
@@ -106,11 +106,11 @@ impl VfsHandle {
         };
         // The first state (and its content) went back with `spawn`.
         let seen = {
-            let mut g = inbox.lock();
+            let mut g = board.lock();
             g.unread.clear();
             g.version
         };
-        Self { inbox, out, stop, task: Some(task), wait, seen }
+        Self { board, out, stop, task: Some(task), wait, seen }
     }
 
     /// Whether the process is still being served (it has not stopped and was not aborted).
@@ -123,17 +123,17 @@ impl VfsHandle {
     async fn next_state(&mut self) -> ToolState {
         let deadline = tokio::time::Instant::now() + self.wait;
         loop {
-            let notified = self.inbox.changed.notified();
+            let notified = self.board.changed.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if self.inbox.lock().version != self.seen {
+            if self.board.lock().version != self.seen {
                 break;
             }
             if tokio::time::timeout_at(deadline, notified).await.is_err() {
                 break;
             }
         }
-        let mut g = self.inbox.lock();
+        let mut g = self.board.lock();
         self.seen = g.version;
         let unread = std::mem::take(&mut g.unread);
         let content = (!unread.is_empty()).then_some(unread);
@@ -152,7 +152,7 @@ impl VfsHandle {
     }
 
     async fn apply_input(&mut self, input: ApplyInput) -> Result<ToolState, ToolError> {
-        if !self.is_live() && self.inbox.lock().state.is_stopped() {
+        if !self.is_live() && self.board.lock().state.is_stopped() {
             return Err(ToolError::new("the tool has stopped; start it again to give it more input"));
         }
         let input = match input {
@@ -161,7 +161,7 @@ impl VfsHandle {
         };
         {
             // Answered: it is no longer waiting, whatever it says next.
-            let mut g = self.inbox.lock();
+            let mut g = self.board.lock();
             if matches!(g.state, ToolState::Waiting { .. }) {
                 g.state = ToolState::Running { content: None };
             }
@@ -187,7 +187,7 @@ impl AnyToolHandle for VfsHandle {
             if let Some(task) = self.task.take() {
                 let _ = task.await;
             }
-            self.inbox.publish(ToolState::Stopped { result: Err(ToolError::new("the tool was aborted")) });
+            self.board.publish(ToolState::Stopped { result: Err(ToolError::new("the tool was aborted")) });
         })
     }
 }

@@ -28,7 +28,7 @@ use jp_core::protocol::{DEFAULT_MAX_LINE, InitParams, InitTool, PROTOCOL_VERSION
 use jp_core::runtime::{CommandError, Execution, ExecutionOutcome, RuntimeError, ToolCall, ToolConfig, ToolRuntime};
 use jp_core::state::ToolState;
 
-use self::conversation::{Spawned, Step, VfsConversation, stopped};
+use self::conversation::{Halt, Spawned, VfsConversation, stopped};
 pub use self::handle::VfsHandle;
 use crate::process::{GroupGuard, find_program};
 use crate::runtime::services::HostServices;
@@ -224,7 +224,7 @@ impl VfsRuntime {
     ) -> Result<(ToolState, Option<VfsHandle>), RuntimeError> {
         let mut conversation = self.start(&call, config, Some("spawn"), default_policy)?;
         match conversation.serve(&call.cancel, true).await {
-            Step::State(state) => Ok((state.clone(), Some(VfsHandle::start(conversation, state, wait)))),
+            Halt::State(state) => Ok((state.clone(), Some(VfsHandle::start(conversation, state, wait)))),
             step => Ok((stopped(conversation.end(step).await), None)),
         }
     }
