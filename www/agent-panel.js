@@ -48,7 +48,8 @@ export function agentPanel($, host, { onFilesChanged }) {
 
   let conversation = [];
   let running = null; // the AbortController of the running turn
-  const allowed = new Set(); // tools the user allowed for the rest of the session
+  // Tools the user allowed for the rest of the running turn (as `jp query`'s `a`).
+  let allowed = new Set();
   // Questions the user allowed for the rest of the running turn: tool, method and target (a
   // read of `.env` by read_env, a GET of one URL by api_get), asked again in the next turn.
   let allowedInTurn = new Set();
@@ -128,12 +129,14 @@ export function agentPanel($, host, { onFilesChanged }) {
       const answer = (ok, always) => () => {
         if (answered) return;
         answered = true;
-        if (always) allowed.add(name);
+        if (always) turnTools.add(name);
         li.querySelectorAll('button').forEach((b) => { b.disabled = true; });
-        li.append(el('span', 'answered', ok ? (always ? ' — allowed for this session' : ' — allowed') : ' — declined'));
+        li.append(el('span', 'answered', ok ? (always ? ' — allowed for the rest of this turn' : ' — allowed once') : ' — denied'));
         resolve(ok);
       };
-      for (const [label, ok, always, cls] of [['Allow', true, false, 'allow-once'], [`Always allow ${name}`, true, true, 'allow-always'], ['Deny', false, false, 'deny']]) {
+      // The words of `jp query`'s [y = once, a = NAME for the rest of this turn, n = deny].
+      const turnTools = allowed;
+      for (const [label, ok, always, cls] of [['Allow once', true, false, 'allow-once'], [`Allow ${name} for the rest of this turn`, true, true, 'allow-turn'], ['Deny', false, false, 'deny']]) {
         const b = el('button', cls, label);
         b.type = 'button';
         b.onclick = answer(ok, always);
@@ -141,6 +144,24 @@ export function agentPanel($, host, { onFilesChanged }) {
       }
       running?.signal.addEventListener('abort', answer(false, false), { once: true });
     });
+  }
+
+  /**
+   * Whether `name` may run: allowed for the rest of this turn, or asked. One question at a time,
+   * as on a terminal: the calls of one model reply wait for the question before theirs, so an
+   * answer "for the rest of this turn" spares the next call of the same tool its question.
+   */
+  let asking = Promise.resolve();
+  async function permitted(name, args, entry) {
+    const before = asking;
+    let done;
+    asking = new Promise((resolve) => { done = resolve; });
+    try {
+      await before;
+      return allowed.has(name) || await ask(name, args, entry);
+    } finally {
+      done();
+    }
   }
 
   /**
@@ -177,7 +198,7 @@ export function agentPanel($, host, { onFilesChanged }) {
     // commands under the project's policy (a tool that only reads never does).
     const tool = host.listTools().find((t) => t.name === name);
     const mayWrite = !tool || askBeforeCall(tool, host.policyHints(), args);
-    if (mayWrite && !$('agent-unattended').checked && !allowed.has(name) && !(await ask(name, args, entry))) {
+    if (mayWrite && !$('agent-unattended').checked && !(await permitted(name, args, entry))) {
       entry?.querySelector('.result')?.replaceChildren('✗ declined by the user');
       return { content: `The user declined to run ${name}. Ask them, or do without it.`, isError: true };
     }
@@ -253,6 +274,7 @@ export function agentPanel($, host, { onFilesChanged }) {
     add(el('li', 'user', text));
     running = new AbortController();
     allowedInTurn = new Set();
+    allowed = new Set();
     const turn = `turn-${++turns}`;
     owner = turn;
     // Stop ends the turn's handles at once: a command running on one stops where it stands.

@@ -110,7 +110,13 @@ test('a finished demo turn reads in the order things happened, each decision wor
   const { context, page, errors } = await visit('demo-turn');
   try {
     await page.click('#agent-send');
-    // Each question before a change, answered as a visitor would: Allow.
+    // The first question, in jp query's words; "for the rest of this turn" allows the second
+    // create of the same reply unasked. The edit later is asked about, and allowed once.
+    const first = page.locator('#chat li.ask').first();
+    await first.locator('button').first().waitFor({ timeout: 30_000 });
+    assert.deepEqual(await first.locator('button').allTextContents(),
+      ['Allow once', 'Allow fs_create_file for the rest of this turn', 'Deny']);
+    await first.locator('button.allow-turn').click();
     const ended = page.locator('#chat li.note:has-text("turn ended")');
     while (!(await ended.count())) {
       const allow = page.locator('#chat li.ask button.allow-once:not([disabled])');
@@ -123,13 +129,16 @@ test('a finished demo turn reads in the order things happened, each decision wor
       kind: li.className.split(' ')[0], tool: li.dataset.tool ?? null, text: li.textContent,
     })));
     const asks = order.map((e, i) => [e, i]).filter(([e]) => e.kind === 'ask');
-    assert.equal(asks.length, 3, 'two creates and one modify were asked about');
+    assert.deepEqual(asks.map(([e]) => e.text.match(/^Allow (\w+)\?/)?.[1]), ['fs_create_file', 'fs_modify_file']);
+    assert.match(asks[0][0].text, /— allowed for the rest of this turn$/);
+    assert.match(asks[1][0].text, /— allowed once$/);
     for (const [ask, i] of asks) {
       const next = order[i + 1];
       assert.equal(next?.kind, 'tool', JSON.stringify(order.slice(i, i + 2)));
       assert.match(ask.text, new RegExp(`^Allow ${next.tool}\\?`), ask.text);
       assert.match(next.text, /✓/, 'the call ran, and its result is in its entry');
     }
+    assert.equal(order.filter((e) => e.kind === 'tool' && e.tool === 'fs_create_file').length, 2);
     // The order of the conversation: the user, the intro before it, the final answer last.
     assert.equal(order.findIndex((e) => e.kind === 'user'), 1, JSON.stringify(order.map((e) => e.kind)));
     assert.equal(order.at(-1).kind, 'note');
@@ -145,6 +154,12 @@ test('a finished demo turn reads in the order things happened, each decision wor
     await page.waitForSelector('#files li:has-text("jp-demo/src/greet.py")');
     const ink = await screenshot(t, page, 'demo-turn', await box(page, '#chat'));
     assert.ok(ink > 0.01, `the chat's part of the screenshot shows text (${(ink * 100).toFixed(2)}% of its pixels)`);
+    // "The rest of this turn" ends with it: the next turn asks again.
+    await page.fill('#agent-prompt', 'fix the TODO');
+    await page.click('#agent-send');
+    await page.waitForFunction(() => document.querySelectorAll('#chat li.ask').length === 3, null, { timeout: 30_000 });
+    assert.match(await page.locator('#chat li.ask').last().textContent(), /^Allow fs_create_file\?/);
+    await page.click('#agent-stop');
     assert.deepEqual(errors, []);
   } finally {
     await context.close();
