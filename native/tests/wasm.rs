@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use jp_core::cancel::CancellationToken;
 use jp_core::runtime::{ComponentError, Config, ExecutionOutcome, RuntimeError, ToolCall, ToolConfig};
@@ -347,14 +347,14 @@ async fn open_file_buffers_are_charged_to_the_memory_limit_and_descriptors_are_c
 #[tokio::test(flavor = "multi_thread")]
 async fn limits_end_a_call_cleanly_and_the_next_call_is_unaffected() {
     let ws = workspace();
-    let limits = WasmLimits { deadline: Duration::from_secs(1), memory: 64 << 20, output: 1 << 20, stdio: 64 << 10 };
+    // A deadline the other calls (a 64 MiB bomb, a 4 MiB flood) meet on a busy machine too.
+    let limits = WasmLimits { deadline: Duration::from_secs(5), memory: 64 << 20, output: 1 << 20, stdio: 64 << 10 };
     let rt = runtime(ws.path()).limits(limits);
     let faults = config("wasm = \".jp/tools/jp_tool_faults.wasm\"");
 
-    let t = Instant::now();
+    // The deadline stops the spin: a `Timeout`, not the spin's own end (it has none).
     let spin = rt.run(call("spin", json!({})), &faults, None).await.unwrap_err();
     assert!(matches!(spin, RuntimeError::Timeout { .. }), "{spin}");
-    assert!(t.elapsed() < Duration::from_secs(10), "the deadline stopped it");
     assert_eq!(ok(&rt.run(call("ok", json!({})), &faults, None).await.unwrap()), "ok");
 
     let bomb = tool_err(&rt.run(call("bomb", json!({})), &faults, None).await.unwrap());
@@ -374,13 +374,10 @@ async fn limits_end_a_call_cleanly_and_the_next_call_is_unaffected() {
         tokio::time::sleep(Duration::from_millis(200)).await;
         cancel.cancel();
     });
-    let t = Instant::now();
     let out = runtime(ws.path()).run(spin, &faults, None).await.unwrap();
     stopper.await.unwrap();
+    // Cancelled, not timed out: the cancellation stopped the spin, which never ends by itself.
     assert!(matches!(out, ExecutionOutcome::Cancelled { .. }), "{out:?}");
-    // Not a speed claim: the spin never ends by itself and the default deadline is 60 s, so
-    // ending well before that proves the cancellation stopped it.
-    assert!(t.elapsed() < Duration::from_secs(30), "the cancellation, not the 60 s deadline, stopped it");
 }
 
 #[test]

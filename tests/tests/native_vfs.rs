@@ -453,12 +453,10 @@ async fn cancel_then_sigterm_then_sigkill_for_a_tool_that_ignores_sigterm() {
         tokio::time::sleep(Duration::from_millis(300)).await;
         token.cancel();
     });
-    let started = std::time::Instant::now();
     let out = runtime(ws.path()).options(fast()).run(c, &cfg, None).await.unwrap();
+    // Cancelled (the request's own deadline would be a timeout), and the tool that ignores
+    // SIGTERM is gone: the SIGKILL after the grace period fired.
     assert!(matches!(out, ExecutionOutcome::Cancelled { .. }), "{out:?}");
-    // Not a speed claim: the tool ignores SIGTERM and would run forever; ending at all (well
-    // before the 60 s request timeout) proves the SIGKILL after the grace period fired.
-    assert!(started.elapsed() < Duration::from_secs(30), "SIGKILL ended a tool that ignores SIGTERM");
     assert!(processes_with(&m).is_empty(), "left behind: {:?}", processes_with(&m));
 }
 
