@@ -1,6 +1,6 @@
 //! What a tool produces: results, errors, questions and the RFD 009 state machine.
 //!
-//! Two wire formats exist for a tool's final word. The legacy [`Outcome`] (`success` / `error` /
+//! Two wire formats exist for a tool's final word. The legacy [`LegacyOutcome`] (`success` / `error` /
 //! `needs_input`) is what existing stdio tools print; [`ToolState`] (`running` / `waiting` /
 //! `stopped`) is RFD 009's. [`ToolState`]'s `Deserialize` accepts both, converting an `Outcome` with
 //! `From<Outcome> for ToolState`, so every runtime parses tool output the same way.
