@@ -289,6 +289,8 @@ async function main() {
     host,
   };
   $('status').textContent = `ready — ${tools.length} tools`;
+  // When it got ready, in ms from the navigation's start (the page-load bench reads it).
+  document.body.dataset.readyMs = String(Math.round(performance.now()));
   document.body.dataset.ready = 'true';
 }
 

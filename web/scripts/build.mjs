@@ -12,7 +12,8 @@
 // none. `--served-out DIR` builds only the --component ones, into DIR with their registry, and
 // leaves www/ as it is: for a set served apart (JP_EDGE_SERVED=DIR npm run edge) and for tests.
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ALWAYS_SERVED, BUILTIN_COMPONENTS, BuildError, checkExports, describeComponents, removeServed, transpileComponent, userComponents, writeServed } from './components.mjs';
@@ -26,6 +27,24 @@ const run = (cmd, args, opts = {}) => {
 const output = (cmd, args) => {
   try { return execFileSync(cmd, args, { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }); } catch { return ''; }
 };
+
+/**
+ * Shrink the bound jp-web module with binaryen's `wasm-opt -Oz` (the npm `binaryen` that jco
+ * brings, pinned by the lock file): what a page downloads first (BENCHMARKS.md, PAGE-load-*).
+ * It takes two minutes, so its output is kept in the target directory by the input's digest and
+ * reused while jp-web is unchanged. The features are the ones rustc's wasm32 target emits.
+ */
+function optimizeForSize(file) {
+  const digest = createHash('sha256').update(readFileSync(file)).digest('hex');
+  const kept = join(target, 'jp-web-opt', `${digest}.wasm`);
+  if (!existsSync(kept)) {
+    mkdirSync(dirname(kept), { recursive: true });
+    const features = ['bulk-memory', 'mutable-globals', 'sign-ext', 'nontrapping-float-to-int', 'multivalue', 'reference-types'];
+    run(join(root, 'node_modules/.bin/wasm-opt'), ['-Oz', ...features.map((f) => `--enable-${f}`), file, '-o', `${kept}.tmp`]);
+    renameSync(`${kept}.tmp`, kept);
+  }
+  copyFileSync(kept, file);
+}
 
 /** `--component [NAME=]PATH` (repeatable) and `--served-out DIR`, as `--flag value` or `--flag=value`. */
 function options(argv) {
@@ -88,6 +107,7 @@ async function main() {
   rmSync(join(root, 'www/pkg'), { recursive: true, force: true });
   run('wasm-bindgen', ['--target', 'web', '--out-dir', join(root, 'www/pkg'),
     join(target, 'wasm32-unknown-unknown/web/jp_web.wasm')]);
+  optimizeForSize(join(root, 'www/pkg/jp_web_bg.wasm'));
 
   // Guest components → www/components/<name>/ (the same nested build native/build.rs runs). The
   // directory is the build's alone: emptied first, so nothing of an earlier build is left.
