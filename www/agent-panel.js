@@ -189,7 +189,7 @@ export function agentPanel($, host, { onFilesChanged }) {
   async function callTool(name, args, id) {
     const entry = calls.get(id);
     // Arguments that do not fit the tool's schema go back to the model to fix; nobody is asked.
-    const problem = host.checkArguments(name, args);
+    const problem = await host.checkArguments(name, args);
     if (problem) {
       entry?.querySelector('.result')?.replaceChildren(`✗ ${problem}`);
       return { content: problem, isError: true };

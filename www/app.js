@@ -9,7 +9,7 @@
 // is loaded. `?db=NAME` picks the database (default: jp-playground); `?calc` adds the stateful
 // calc, `?fetch`, `?media` and `?faults` their examples. A database's first open writes the
 // sample project (sample.js) into it.
-import { Host, resultText, shownReason, shownText } from './jp.js';
+import { Host, loadValidator, resultText, shownReason, shownText } from './jp.js';
 import { FAULT_TOOLS } from './fault-tools.js';
 import { KNOWLEDGE_BASE } from './subjects.js';
 import { schemaForm } from './schema-form.js';
@@ -292,6 +292,8 @@ async function main() {
   // When it got ready, in ms from the navigation's start (the page-load bench reads it).
   document.body.dataset.readyMs = String(Math.round(performance.now()));
   document.body.dataset.ready = 'true';
+  // The argument validator, which the first screen does not need, loads now; a call awaits it.
+  loadValidator().catch((e) => console.error('the argument validator did not load:', e));
 }
 
 main().catch((e) => {

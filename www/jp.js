@@ -4,6 +4,7 @@
 // and limits), the Worker and the questions relayed to the page.
 
 import init, { JpHost, runAgentTurn, describeCall, policyExceeds, agentTool, askBeforeCall, agentResult, resultText, shownText, shownReason, inquiryElicitation } from './pkg/jp_web.js';
+import initValidator, { validate as validateArguments } from './pkg/validate/jp_validate.js';
 
 // describeCall(name, args): what a permission question shows of a call, as `jp query` shows it;
 // agentTool, askBeforeCall, agentResult: the core's agent surface, as `jp mcp` and `jp query` use
@@ -39,11 +40,28 @@ export function jspiMissing() {
 let ready;
 /**
  * Load the jp-web module once: `source` is a `WebAssembly.Module` (edge runtimes inject it),
- * bytes, or a URL; by default the file next to this one, fetched (the page).
+ * bytes, or a URL; by default the file next to this one, fetched (the page). `validator`: the
+ * same for the argument validator's module (web/validate), loaded at once when given (an edge
+ * function, Node); without it the validator is fetched from next to this file by the first call
+ * that checks arguments (the page: after its first screen, see `loadValidator`).
  */
-export function loadJp(source) {
+export function loadJp(source, validator) {
   ready ??= init({ module_or_path: source ?? new URL('./pkg/jp_web_bg.wasm', import.meta.url) });
+  if (validator !== undefined) loadValidator(validator);
   return ready;
+}
+
+let validatorReady;
+/**
+ * Load the argument validator once — jp-core's check with the `jsonschema` crate, a module of
+ * its own so that a page's first download is a third smaller — and install it as the global
+ * jp-web checks with (`jpValidateArguments`). `source` as in `loadJp`; by default the file next
+ * to this one. Every call path of `Host` awaits it; a page may start it early.
+ */
+export function loadValidator(source) {
+  validatorReady ??= initValidator({ module_or_path: source ?? new URL('./pkg/validate/jp_validate_bg.wasm', import.meta.url) })
+    .then(() => { globalThis.jpValidateArguments = validateArguments; });
+  return validatorReady;
 }
 
 /**
@@ -329,7 +347,8 @@ export class Host {
    * Why `args` do not fit tool `name`'s schema (the core's check, as `jp` makes it), or
    * `undefined` when they do.
    */
-  checkArguments(name, args) {
+  async checkArguments(name, args) {
+    await loadValidator();
     return this.inner.checkArguments(name, args);
   }
 
@@ -345,6 +364,7 @@ export class Host {
    * owner's ids are unknown here. `callTool` comes here for stateful tools.
    */
   async agentCall(name, args = {}, { owner = 'default', inquirer = null, answerer = null, signal = null } = {}) {
+    await loadValidator();
     const tool = this.tools.get(name);
     if (!tool) throw new Error(`no tool '${name}'; registered: ${[...this.tools.keys()].join(', ') || 'none'}`);
     const component = this.components.get(tool.component);
@@ -396,6 +416,7 @@ export class Host {
    * the tool does not run and nothing is written.
    */
   async callTool(name, args = {}, { files = null, signal = null, inquirer = null, answerer = null, owner = 'default' } = {}) {
+    await loadValidator();
     const tool = this.tools.get(name);
     if (!tool) {
       throw new Error(`no tool '${name}'; registered: ${[...this.tools.keys()].join(', ') || 'none'}`);
@@ -408,7 +429,7 @@ export class Host {
     const portable = (component.moduleUrl && component.coresUrl) || component.source !== null;
     if (this.worker && portable && !files) {
       // Checked here too, so a call that cannot run starts no Worker.
-      const problem = this.checkArguments(name, args);
+      const problem = await this.checkArguments(name, args);
       if (problem) return { tag: 'error', val: { message: problem, trace: [], transient: false }, changed: [] };
       return this.callInWorker(name, args, component, signal, inquirer, answerer);
     }

@@ -79,7 +79,7 @@ if (import.meta.main) {
   const i = Deno.args.indexOf('--port');
   const port = i >= 0 ? Number(Deno.args[i + 1]) : 8787;
   const env = (k) => Deno.env.get(k) ?? '';
-  const { jp, components } = await compiledModules((url) => Deno.readFile(url), { faults: env('JP_EDGE_FAULTS') === '1', served: env('JP_EDGE_SERVED') });
+  const { jp, validator, components } = await compiledModules((url) => Deno.readFile(url), { faults: env('JP_EDGE_FAULTS') === '1', served: env('JP_EDGE_SERVED') });
   const kv = await Deno.openKv(env('JP_EDGE_KV') || undefined);
   // A secret of the policy: Deno.env, if this process may read it.
   const secret = (name) => {
@@ -89,7 +89,7 @@ if (import.meta.main) {
       throw new Error(`the operator's policy (JP_EDGE_POLICY) names ${name} in network.envs, but Deno may not read it (${e.name}): add it to --allow-env (with \`deno task edge\`: JP_EDGE_DENO_ENVS=,${name})`);
     }
   };
-  const handler = createHandler({ jp, components, storage: kvStorage(kv), bench: env('JP_EDGE_BENCH') === '1', token: env('JP_EDGE_TOKEN'), tokens: env('JP_EDGE_TOKENS'), policy: env('JP_EDGE_POLICY'), allowedOrigins: env('JP_EDGE_ALLOWED_ORIGINS'), hosts: env('JP_EDGE_HOSTS') || LOOPBACK_HOSTS, env: secret, stateKey: env('JP_EDGE_STATE_KEY'), limits: { memoryMiB: Number(env('JP_EDGE_MEMORY_MIB') || 0), deadlineMs: Number(env('JP_EDGE_DEADLINE_MS') || DEADLINE_MS) } });
+  const handler = createHandler({ jp, validator, components, storage: kvStorage(kv), bench: env('JP_EDGE_BENCH') === '1', token: env('JP_EDGE_TOKEN'), tokens: env('JP_EDGE_TOKENS'), policy: env('JP_EDGE_POLICY'), allowedOrigins: env('JP_EDGE_ALLOWED_ORIGINS'), hosts: env('JP_EDGE_HOSTS') || LOOPBACK_HOSTS, env: secret, stateKey: env('JP_EDGE_STATE_KEY'), limits: { memoryMiB: Number(env('JP_EDGE_MEMORY_MIB') || 0), deadlineMs: Number(env('JP_EDGE_DEADLINE_MS') || DEADLINE_MS) } });
   // A promise the WASI shim leaves rejected (a component's sleep drops its pollable while the
   // shim still waits on it) must not end the function: Deno ends the process on one.
   globalThis.addEventListener('unhandledrejection', (e) => {

@@ -140,7 +140,7 @@ const isProjectChanged = (e) => e?.name === 'ProjectChanged';
  * - `stateKey`: the secret MCP requestStates are sealed with (JP_EDGE_STATE_KEY; default: a key
  *   derived from the operator's `token`; with neither, nobody is asked through input_required).
  */
-export function createHandler({ jp, components, storage = () => null, token = '', tokens = '', policy = '', allowedOrigins = '', hosts = null, limits = {}, bench = false, env = () => undefined, stateKey = '' }) {
+export function createHandler({ jp, validator, components, storage = () => null, token = '', tokens = '', policy = '', allowedOrigins = '', hosts = null, limits = {}, bench = false, env = () => undefined, stateKey = '' }) {
   const access = accessControl({ token, tokens, allowedOrigins, hosts });
   // Only a secret nobody else holds seals a state: the operator's key or token, never a project
   // token (whose holder could rebuild the key) and never a binding stringified.
@@ -158,7 +158,7 @@ export function createHandler({ jp, components, storage = () => null, token = ''
    * host under that policy alone says which), their values from the engine's environment. */
   function operatorSecrets() {
     secrets ??= (async () => {
-      await loadJp(jp);
+      await loadJp(jp, validator);
       // The function's own settings are never a tool's, whatever the policy says.
       const names = (await Host.create({ db: null, policy: '', ceiling: policy })).secretNames().filter((n) => !n.startsWith('JP_EDGE_'));
       const values = {};
@@ -173,7 +173,7 @@ export function createHandler({ jp, components, storage = () => null, token = ''
   }
 
   async function newHost(policyText, projectStorage, instances) {
-    await loadJp(jp);
+    await loadJp(jp, validator);
     const h = await Host.create({ db: null, policy: policyText, ceiling: policy, storage: projectStorage, limits, instances });
     h.setSecrets((await operatorSecrets()).values);
     const first = described === null;
@@ -242,7 +242,7 @@ export function createHandler({ jp, components, storage = () => null, token = ''
     const denied = principal.refuses(project ?? null);
     if (denied) return denied;
     // The operator's policy is a ceiling: a request's policy may only narrow it.
-    await loadJp(jp);
+    await loadJp(jp, validator);
     let refused;
     try {
       refused = policyExceeds(policyText, policy);

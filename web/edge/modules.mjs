@@ -6,11 +6,12 @@ import { componentNames, FAULT_TOOLS, knowledgeBase } from './common.js';
 
 const www = new URL('../../www/', import.meta.url);
 
-/** `{ jp, components }` for `createHandler`; `readFile(url)` gives a file's bytes. `served`:
+/** `{ jp, validator, components }` for `createHandler`; `readFile(url)` gives a file's bytes. `served`:
  * the directory of the user's components and their served.json (a URL or a path; default
  * www/components/, or JP_EDGE_SERVED as the entries read it). */
 export async function compiledModules(readFile, { faults = false, served = null } = {}) {
   const jp = await WebAssembly.compile(await readFile(new URL('pkg/jp_web_bg.wasm', www)));
+  const validator = await WebAssembly.compile(await readFile(new URL('pkg/validate/jp_validate_bg.wasm', www)));
   const components = {};
   const compile = async (name, dir, tools = null) => {
     const files = JSON.parse(new TextDecoder().decode(await readFile(new URL('cores.json', dir))));
@@ -29,7 +30,7 @@ export async function compiledModules(readFile, { faults = false, served = null 
     throw new Error(`the registry of served components ${new URL('served.json', servedDir).href} cannot be read (${e?.message ?? e}): run \`npm run build\` (with --component for your own)`);
   }
   for (const name of names) await compile(name, new URL(`${name}/`, servedDir));
-  return { jp, components };
+  return { jp, validator, components };
 }
 
 /** The served components' directory as a URL ending in '/'. */

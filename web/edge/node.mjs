@@ -20,8 +20,8 @@ const env = (k) => process.env[k] ?? '';
 
 /** The handler with Node's modules and in-memory projects (or `storage`: id → ProjectStorage). */
 export async function nodeHandler({ token = env('JP_EDGE_TOKEN'), tokens = env('JP_EDGE_TOKENS'), policy = env('JP_EDGE_POLICY'), allowedOrigins = env('JP_EDGE_ALLOWED_ORIGINS'), hosts = env('JP_EDGE_HOSTS') || LOOPBACK_HOSTS, faults = env('JP_EDGE_FAULTS') === '1', storage = memoryStorage(), environment = (name) => process.env[name], stateKey = env('JP_EDGE_STATE_KEY'), served = env('JP_EDGE_SERVED') } = {}) {
-  const { jp, components } = await compiledModules((url) => readFile(url), { faults, served });
-  return createHandler({ jp, components, storage, token, tokens, policy, allowedOrigins, hosts, env: environment, stateKey, bench: env('JP_EDGE_BENCH') === '1', limits: { memoryMiB: Number(env('JP_EDGE_MEMORY_MIB') || 0), deadlineMs: Number(env('JP_EDGE_DEADLINE_MS') || DEADLINE_MS) } });
+  const { jp, validator, components } = await compiledModules((url) => readFile(url), { faults, served });
+  return createHandler({ jp, validator, components, storage, token, tokens, policy, allowedOrigins, hosts, env: environment, stateKey, bench: env('JP_EDGE_BENCH') === '1', limits: { memoryMiB: Number(env('JP_EDGE_MEMORY_MIB') || 0), deadlineMs: Number(env('JP_EDGE_DEADLINE_MS') || DEADLINE_MS) } });
 }
 
 const plain = (res, status, error) => {

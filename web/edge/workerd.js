@@ -6,6 +6,7 @@ import { DurableObject } from 'cloudflare:workers';
 import { bodyText, createHandler, DEADLINE_MS, PROJECT_ID, tooLarge } from './handler.js';
 import { FAULT_TOOLS, knowledgeBase, projectChanged } from './common.js';
 import jp from '../../www/pkg/jp_web_bg.wasm';
+import validator from '../../www/pkg/validate/jp_validate_bg.wasm';
 import * as fsModule from '../../www/components/fs/fs.js';
 import fsCores from '../../www/components/fs/cores.js';
 import * as learnModule from '../../www/components/learn/learn.js';
@@ -84,7 +85,7 @@ export class Project extends DurableObject {
   constructor(ctx, env) {
     super(ctx, env);
     const storage = sqlStorage(ctx.storage);
-    this.handler = createHandler({ jp, components: components(env), storage: () => storage, bench: env.JP_EDGE_BENCH === '1', ...access(env), limits: limits(env) });
+    this.handler = createHandler({ jp, validator, components: components(env), storage: () => storage, bench: env.JP_EDGE_BENCH === '1', ...access(env), limits: limits(env) });
   }
 
   fetch(request) {
@@ -96,7 +97,7 @@ let local; // calls without a project: files for the request only
 
 export default {
   async fetch(request, env) {
-    local ??= createHandler({ jp, components: components(env), ...access(env), limits: limits(env) });
+    local ??= createHandler({ jp, validator, components: components(env), ...access(env), limits: limits(env) });
     // Refused before anything is read (the project's object checks again).
     const gated = local.gate(request);
     if (gated.response) return gated.response;

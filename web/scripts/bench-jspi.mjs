@@ -42,7 +42,7 @@ export const builtCores = (dir) => JSON.parse(readFileSync(join(dir, 'cores.json
  * The measurement, self-contained (Playwright hands its source to the page): `p` is
  * `{ sides: { sync, jspi, checked: { module, base, cores } }, jp: { js, wasm? }, blocks, noop:
  * { perBlock }, io: { n, size, perBlock } }` with URLs (file: in Node, http: in the page);
- * `jp.wasm` the jp-web module's bytes where it cannot be fetched (Node). Resolves to the median
+ * `jp.wasm` the jp-web module's bytes where it cannot be fetched (Node), `jp.validator` its validator's. Resolves to the median
  * of the per-block means of each side, in ms per call, for `noop` and `io_loop`.
  *
  * Sides, each with its own instance kept for all its calls (no instantiation timed):
@@ -98,7 +98,7 @@ export async function measureCallPaths(p) {
   const jspi = await instance(p.sides.jspi, asyncFs);
   const checked = await instance(p.sides.checked, asyncFs);
   const jpModule = await import(p.jp.js);
-  if (p.jp.wasm) await jpModule.loadJp(p.jp.wasm);
+  if (p.jp.wasm) await jpModule.loadJp(p.jp.wasm, p.jp.validator);
   const host = await jpModule.Host.create({ db: null, policy: '', instances: new Map() });
   await host.registerComponent('bench', await import(p.sides.checked.module), await compiled(p.sides.checked));
 

@@ -55,7 +55,7 @@ const fileSide = (dir, cores) => ({ module: pathToFileURL(join(dir, 'bench.js'))
 const inNode = await measureCallPaths({
   ...PATHS,
   sides: { sync: fileSide(transpiled.sync.dir, transpiled.sync.cores), jspi: fileSide(transpiled.jspi.dir, transpiled.jspi.cores), checked: fileSide(built, builtCores(built)) },
-  jp: { js: pathToFileURL(join(root, 'www/jp.js')).href, wasm: readFileSync(join(root, 'www/pkg/jp_web_bg.wasm')) },
+  jp: { js: pathToFileURL(join(root, 'www/jp.js')).href, wasm: readFileSync(join(root, 'www/pkg/jp_web_bg.wasm')), validator: readFileSync(join(root, 'www/pkg/validate/jp_validate_bg.wasm')) },
 });
 callPaths('node', `Node ${process.version}`, inNode);
 

@@ -1,5 +1,6 @@
 // Builds what the page and the edge handler load, into www/ (git-ignored outputs):
-//   www/pkg/         jp-web for wasm32-unknown-unknown, bound by wasm-bindgen (--target web)
+//   www/pkg/         jp-web for wasm32-unknown-unknown, bound by wasm-bindgen (--target web), and
+//                    in www/pkg/validate its argument validator (web/validate), loaded apart
 //   www/components/  the guest components (tools/guests, wasm32-wasip2) transpiled by jco, and
 //                    the user's own (below) with their registry, served.json and served.js
 // Installs what it needs first (rustup targets, wasm-bindgen-cli at the pinned version, the npm
@@ -108,6 +109,11 @@ async function main() {
   run('wasm-bindgen', ['--target', 'web', '--out-dir', join(root, 'www/pkg'),
     join(target, 'wasm32-unknown-unknown/web/jp_web.wasm')]);
   optimizeForSize(join(root, 'www/pkg/jp_web_bg.wasm'));
+  // Its argument validator (web/validate, jp-core with the jsonschema crate) → www/pkg/validate:
+  // a module of its own, which a page loads after its first screen.
+  run('cargo', ['build', '-p', 'jp-validate', '--target', 'wasm32-unknown-unknown', '--profile', 'web', '--locked']);
+  run('wasm-bindgen', ['--target', 'web', '--out-dir', join(root, 'www/pkg/validate'),
+    join(target, 'wasm32-unknown-unknown/web/jp_validate.wasm')]);
 
   // Guest components → www/components/<name>/ (the same nested build native/build.rs runs). The
   // directory is the build's alone: emptied first, so nothing of an earlier build is left.

@@ -9,7 +9,10 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Host, loadJp } from '../../www/jp.js';
 
-await loadJp(await WebAssembly.compile(await readFile(new URL('../../www/pkg/jp_web_bg.wasm', import.meta.url))));
+await loadJp(
+    await WebAssembly.compile(await readFile(new URL('../../www/pkg/jp_web_bg.wasm', import.meta.url))),
+    await WebAssembly.compile(await readFile(new URL('../../www/pkg/validate/jp_validate_bg.wasm', import.meta.url))),
+  );
 const tools = {};
 for (const spec of process.argv.slice(2)) {
   const eq = spec.indexOf('=');

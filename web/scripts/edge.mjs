@@ -208,7 +208,7 @@ export async function startEdge(options) {
  * `stateKey`: JP_EDGE_STATE_KEY.
  */
 async function startEdgeOnce({ engine, port = 0, data = join(root, '.jp-edge'), token = '', tokens = '', allowedOrigins = '', hosts = '127.0.0.1,localhost,[::1]', faults = false, policy = '', deadlineMs = 0, bench = false, secrets = {}, stateKey = '', served = process.env.JP_EDGE_SERVED || null, quiet = true }) {
-  for (const f of ['www/pkg/jp_web_bg.wasm', 'www/components/fs/cores.json', 'www/components/served.json']) {
+  for (const f of ['www/pkg/jp_web_bg.wasm', 'www/pkg/validate/jp_validate_bg.wasm', 'www/components/fs/cores.json', 'www/components/served.json']) {
     if (!existsSync(join(root, f))) throw new Error(`${f} is missing: run \`npm run build\` first`);
   }
   if (served && !existsSync(join(served, 'served.json'))) {

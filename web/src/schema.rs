@@ -1,12 +1,46 @@
 //! Tool argument schemas for JS: the core's check of a call's arguments against the tool's
 //! whole JSON Schema (`jp_core::schema::ArgumentSchema`) and the schema a D06 description stands for,
 //! so the page and the edge check and show exactly what `jp` does.
+//!
+//! jp-web is built without the core's in-process validator (the `jsonschema` crate, a third of
+//! what this module would weigh): a check goes to jp-core's own, built with it, in the module of
+//! `web/validate`, which `www/jp.js` loads and installs as the JS global `jpValidateArguments`.
+//! Until it is loaded a check fails, saying so (jp.js awaits it before every call).
 
-use jp_core::schema::{ArgumentSchema, ToolDefinition};
+use jp_core::schema::{ArgumentProblem, ArgumentSchema, ToolDefinition};
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
 use crate::js::err;
+
+#[wasm_bindgen]
+extern "C" {
+    /// `validate` of the `jp-validate` module: `[[path, message], …]` as JSON, or it throws.
+    #[wasm_bindgen(js_namespace = globalThis, js_name = jpValidateArguments, catch)]
+    fn js_validate(schema: &str, arguments: &str) -> Result<String, JsValue>;
+}
+
+/// The core's external validator: the `jp-validate` module through its JS global.
+fn validate(schema: &str, arguments: &str) -> Result<Vec<ArgumentProblem>, String> {
+    let answer = js_validate(schema, arguments).map_err(|e| {
+        let why = js_sys::Error::from(e).message().as_string().unwrap_or_default();
+        if why.contains("jpValidateArguments") {
+            format!("the argument validator is not loaded ({why}); load it first (loadJp in www/jp.js)")
+        } else {
+            why
+        }
+    })?;
+    let pairs: Vec<(String, String)> =
+        serde_json::from_str(&answer).map_err(|e| format!("the argument validator answered {answer:?}: {e}"))?;
+    Ok(pairs.into_iter().map(|(path, message)| ArgumentProblem { path, message }).collect())
+}
+
+/// Installs [`validate`] as the core's validator when the module starts (a build with the
+/// in-process validator, as jp-web's own tests are, never uses it).
+#[wasm_bindgen(start)]
+fn start() {
+    jp_core::schema::set_validator(validate);
+}
 
 /// A tool's argument schema compiled once (`new ArgumentSchema(inputSchema)`): the core's
 /// check of a call's arguments against the whole JSON Schema, the same as `jp` makes.

@@ -18,7 +18,10 @@ let fetchModule;
 const cores = {};
 
 before(async () => {
-  await loadJp(await WebAssembly.compile(await readFile(new URL('../../www/pkg/jp_web_bg.wasm', import.meta.url))));
+  await loadJp(
+    await WebAssembly.compile(await readFile(new URL('../../www/pkg/jp_web_bg.wasm', import.meta.url))),
+    await WebAssembly.compile(await readFile(new URL('../../www/pkg/validate/jp_validate_bg.wasm', import.meta.url))),
+  );
   fetchModule = await import(new URL('fetch.js', dir).href);
   for (const f of JSON.parse(await readFile(new URL('cores.json', dir), 'utf8'))) cores[f] = await WebAssembly.compile(await readFile(new URL(f, dir)));
   server = createServer((req, res) => {

@@ -419,19 +419,15 @@ for (const engine of ENGINES) {
       const { status, sent } = await rawChunked(edge.url, TOKEN, 200);
       const peak = peakMiB(edge.child.pid, SERVER[engine]);
       console.log(`${engine}: ${status} after ${sent} MiB sent; peak ${peak.toFixed(0)} MiB`);
-      if (engine === 'wrangler' || engine === 'workerd') {
-        // workerd closes a connection whose body it stopped reading right after writing the 413;
-        // the unread bytes make the kernel send a reset, which can drop the 413 before the client
-        // reads it (seen in CI about one run in three; wrangler dev's proxy resets it too). The
-        // function refused it either way: the body was not read whole and the memory stayed low.
-        // wrangler dev's proxy (on the pinned Node 25), cut off by workerd while it still
-        // streams the body up, can answer that as its own 500 instead.
-        const proxied = engine === 'wrangler' && status === 500;
-        assert.ok(status === 413 || proxied || String(status).startsWith('connection closed'), `the client got ${status}`);
-        assert.ok(sent < 200, 'the body was not read whole');
-      } else {
-        assert.equal(status, 413, `the client got ${status} after sending ${sent} MiB`);
-      }
+      // An engine closes a connection whose body it stopped reading right after writing the
+      // 413; the unread bytes make the kernel send a reset, which can drop the 413 before the
+      // client reads it (a race the machine's speed decides: seen on workerd about one run in
+      // three, and on Deno). The function refused it either way: the body was not read whole and
+      // the memory stayed low. wrangler dev's proxy (on the pinned Node 25), cut off by workerd
+      // while it still streams the body up, can answer that as its own 500 instead.
+      const proxied = engine === 'wrangler' && status === 500;
+      assert.ok(status === 413 || proxied || String(status).startsWith('connection closed'), `the client got ${status} after sending ${sent} MiB`);
+      assert.ok(sent < 200, 'the body was not read whole');
       assert.ok(peak < 600, `the ${engine} process reached ${peak.toFixed(0)} MiB`);
       assert.equal((await post({ tool: 'ok', args: {} })).body.outcome.val, 'ok', 'it keeps serving');
     });

@@ -95,6 +95,15 @@ test('the first screen: a sample project beside the chat, the demo ready to send
     assert.doesNotMatch(await page.inputValue('#policy'), /RFD/);
     const ink = await screenshot(t, page, 'first-screen', await box(page, '#chat'));
     assert.ok(ink > 0.01, `the chat's part of the screenshot shows text (${(ink * 100).toFixed(2)}% of its pixels)`);
+    // The argument validator is not part of the first screen: fetched once the page is ready,
+    // and the first call checks its arguments with it, in the core's words.
+    const loads = await page.evaluate(() => performance.getEntriesByType('resource').map((e) => ({ url: e.name, start: e.startTime })));
+    const readyMs = Number(await page.getAttribute('body', 'data-ready-ms'));
+    const validator = loads.filter((e) => e.url.endsWith('/pkg/validate/jp_validate_bg.wasm'));
+    assert.ok(validator.length <= 1 && validator.every((e) => e.start >= readyMs), JSON.stringify({ readyMs, validator }));
+    const typo = await page.evaluate(() => window.jpHost.callTool('fs_read_file', { pth: 'README.md' }));
+    assert.equal(typo.tag, 'error', JSON.stringify(typo));
+    assert.match(typo.val.message, /argument 'pth' is not one of this tool's arguments; did you mean 'path'\?/);
     // A second open of the same database does not write the sample again.
     await page.evaluate(() => window.jpHost.host.deleteFile('docs/notes.md'));
     await page.reload();

@@ -11,7 +11,10 @@ let server;
 let base;
 before(async () => {
   // Node may compile wasm itself; the module is injected (no environment sniffing in jp.js).
-  await loadJp(await WebAssembly.compile(await readFile(new URL('../../www/pkg/jp_web_bg.wasm', import.meta.url))));
+  await loadJp(
+    await WebAssembly.compile(await readFile(new URL('../../www/pkg/jp_web_bg.wasm', import.meta.url))),
+    await WebAssembly.compile(await readFile(new URL('../../www/pkg/validate/jp_validate_bg.wasm', import.meta.url))),
+  );
   server = createServer((req, res) => {
     if (req.url.endsWith('/redirect')) {
       res.writeHead(302, { location: 'http://example.invalid/elsewhere' });

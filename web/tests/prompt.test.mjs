@@ -7,7 +7,10 @@ import { readFile } from 'node:fs/promises';
 import { describeCall, loadJp } from '../../www/jp.js';
 
 before(async () => {
-  await loadJp(await WebAssembly.compile(await readFile(new URL('../../www/pkg/jp_web_bg.wasm', import.meta.url))));
+  await loadJp(
+    await WebAssembly.compile(await readFile(new URL('../../www/pkg/jp_web_bg.wasm', import.meta.url))),
+    await WebAssembly.compile(await readFile(new URL('../../www/pkg/validate/jp_validate_bg.wasm', import.meta.url))),
+  );
 });
 
 test('the path comes first and whole; a long content is cut and named', () => {

@@ -20,7 +20,10 @@ async function load(name) {
 }
 
 before(async () => {
-  await loadJp(await WebAssembly.compile(await readFile(new URL('../../www/pkg/jp_web_bg.wasm', import.meta.url))));
+  await loadJp(
+    await WebAssembly.compile(await readFile(new URL('../../www/pkg/jp_web_bg.wasm', import.meta.url))),
+    await WebAssembly.compile(await readFile(new URL('../../www/pkg/validate/jp_validate_bg.wasm', import.meta.url))),
+  );
   await load('calc');
   await load('faults-stateful');
   await load('fs');

@@ -8,7 +8,10 @@ import { readFile } from 'node:fs/promises';
 import { agentTool, askBeforeCall, agentResult, loadJp } from '../../www/jp.js';
 
 before(async () => {
-  await loadJp(await WebAssembly.compile(await readFile(new URL('../../www/pkg/jp_web_bg.wasm', import.meta.url))));
+  await loadJp(
+    await WebAssembly.compile(await readFile(new URL('../../www/pkg/jp_web_bg.wasm', import.meta.url))),
+    await WebAssembly.compile(await readFile(new URL('../../www/pkg/validate/jp_validate_bg.wasm', import.meta.url))),
+  );
 });
 
 const WRITES = { writes: true, destructive: true, network: false, commands: false };

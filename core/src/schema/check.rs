@@ -11,25 +11,49 @@
 //! properties through, but a tool's parameters are its named ones, and an unnamed argument is
 //! almost always a typo that would otherwise pass silently.
 //!
-//! The validator is the `jsonschema` crate (all drafts, `$ref` inside the schema; no remote
-//! references: its HTTP and file retrieval are not built, so it builds for wasm32).
+//! The validator is the `jsonschema` crate ([`validator`], feature `jsonschema`, on by default).
+//! Without it (the page's jp-web, whose first download it would grow by a third) the check is
+//! handed to the validator the embedder installs with [`set_validator`]: the page loads the same
+//! core, built with the feature, as a module of its own when a first check needs it, so every
+//! front end checks with the same code and words.
 
 use std::fmt;
 
-use jsonschema::error::{TypeKind, ValidationErrorKind};
-use jsonschema::paths::LocationSegment;
+use std::sync::OnceLock;
+
 use serde_json::{Map, Value};
+
+#[cfg(feature = "jsonschema")]
+mod validator;
 
 /// At most this many problems are named in one error (the first ones found).
 pub const MAX_PROBLEMS: usize = 5;
 
 /// A value quoted in a message is cut to about this many bytes.
+#[cfg_attr(not(feature = "jsonschema"), allow(dead_code))]
 const SHOWN_BYTES: usize = 60;
+
+/// A validator installed by the embedder: the schema and the arguments as JSON text, the
+/// problems found (empty: they fit) or why the schema cannot be used.
+pub type ExternalValidator = fn(schema: &str, arguments: &str) -> Result<Vec<ArgumentProblem>, String>;
+
+static EXTERNAL: OnceLock<ExternalValidator> = OnceLock::new();
+
+/// Install the validator a build without the `jsonschema` feature checks arguments with (once;
+/// a later call changes nothing). With the feature it is never used.
+pub fn set_validator(validator: ExternalValidator) {
+    let _ = EXTERNAL.set(validator);
+}
 
 /// A tool's argument schema, compiled once.
 pub struct ArgumentSchema {
-    validator: jsonschema::Validator,
+    #[cfg(feature = "jsonschema")]
+    validator: validator::Compiled,
+    /// The schema as JSON, for the installed validator (which compiles and keeps it).
+    #[cfg(not(feature = "jsonschema"))]
+    schema: String,
     /// The top-level properties the schema names, when those are all the arguments it takes.
+    #[cfg(feature = "jsonschema")]
     named: Option<Vec<String>>,
 }
 
@@ -82,18 +106,27 @@ impl ArgumentSchema {
     /// Compile `schema` (a JSON Schema of the arguments object; draft 2020-12 unless its
     /// `$schema` says otherwise).
     pub fn compile(schema: &Value) -> Result<Self, ArgumentError> {
-        let validator = jsonschema::validator_for(schema).map_err(|e| ArgumentError::Schema(e.to_string()))?;
-        const OPEN: [&str; 6] = ["patternProperties", "unevaluatedProperties", "allOf", "anyOf", "oneOf", "$ref"];
-        let closed = schema.get("additionalProperties").is_none_or(|a| *a == Value::Bool(false));
-        let named = match schema.get("properties").and_then(Value::as_object) {
-            Some(p) if closed && !OPEN.iter().any(|k| schema.get(*k).is_some()) => Some(p.keys().cloned().collect()),
-            _ => None,
-        };
-        Ok(Self { validator, named })
+        #[cfg(feature = "jsonschema")]
+        {
+            let validator = validator::Compiled::new(schema)?;
+            const OPEN: [&str; 6] = ["patternProperties", "unevaluatedProperties", "allOf", "anyOf", "oneOf", "$ref"];
+            let closed = schema.get("additionalProperties").is_none_or(|a| *a == Value::Bool(false));
+            let named = match schema.get("properties").and_then(Value::as_object) {
+                Some(p) if closed && !OPEN.iter().any(|k| schema.get(*k).is_some()) => {
+                    Some(p.keys().cloned().collect())
+                }
+                _ => None,
+            };
+            Ok(Self { validator, named })
+        }
+        // Compiled, and a bad schema found, by the installed validator at the first check.
+        #[cfg(not(feature = "jsonschema"))]
+        Ok(Self { schema: schema.to_string() })
     }
 
     /// The arguments the schema does not name (when it names all it takes), each with the
     /// closest name it does when one is close.
+    #[cfg(feature = "jsonschema")]
     fn unnamed(&self, arguments: &Value) -> Vec<ArgumentProblem> {
         let (Some(named), Some(given)) = (&self.named, arguments.as_object()) else { return Vec::new() };
         given
@@ -120,26 +153,30 @@ impl ArgumentSchema {
 
     /// [`check`](Self::check) on arguments already held as a `Value`.
     pub fn check_value(&self, arguments: &Value) -> Result<(), ArgumentError> {
-        let mut problems = self.unnamed(arguments);
-        if problems.is_empty() && self.validator.is_valid(arguments) {
-            return Ok(());
-        }
-        for error in self.validator.iter_errors(arguments) {
-            let path = argument_path(error.instance_path().segments());
-            // Named above, with a suggestion.
-            let top_extra = matches!(error.kind(), ValidationErrorKind::AdditionalProperties { .. }) && path.is_empty();
-            if top_extra && self.named.is_some() {
-                continue;
+        #[cfg(feature = "jsonschema")]
+        let mut problems = {
+            let mut problems = self.unnamed(arguments);
+            // An unexpected top-level property is named above, with a suggestion.
+            self.validator.problems(arguments, &mut problems, self.named.is_some());
+            if problems.is_empty() {
+                return Ok(());
             }
-            problems.extend(problems_of(&path, error.kind(), error.instance(), &error.to_string()));
-            if problems.len() >= MAX_PROBLEMS {
-                break;
+            problems
+        };
+        #[cfg(not(feature = "jsonschema"))]
+        let mut problems = {
+            let Some(validate) = EXTERNAL.get() else {
+                return Err(ArgumentError::Schema(
+                    "no argument validator is installed in this build (jp_core::schema::set_validator)".into(),
+                ));
+            };
+            let problems = validate(&self.schema, &arguments.to_string()).map_err(ArgumentError::Schema)?;
+            if problems.is_empty() {
+                return Ok(());
             }
-        }
+            problems
+        };
         problems.truncate(MAX_PROBLEMS);
-        if problems.is_empty() {
-            problems.push(ArgumentProblem { path: String::new(), message: "do not fit".into() });
-        }
         Err(ArgumentError::Invalid { problems })
     }
 }
@@ -166,112 +203,6 @@ pub fn closest<'a>(given: &str, names: impl IntoIterator<Item = &'a str>) -> Opt
         })
         .min_by_key(|(_, edits)| *edits)
         .map(|(n, _)| n)
-}
-
-/// `a.b[2]` from the segments of an instance location.
-fn argument_path<'a>(segments: impl Iterator<Item = LocationSegment<'a>>) -> String {
-    let mut out = String::new();
-    for s in segments {
-        match s {
-            LocationSegment::Property(p) => {
-                if !out.is_empty() {
-                    out.push('.');
-                }
-                out.push_str(&p);
-            }
-            LocationSegment::Index(i) => out.push_str(&format!("[{i}]")),
-        }
-    }
-    out
-}
-
-fn joined(path: &str, key: &str) -> String {
-    if path.is_empty() { key.to_owned() } else { format!("{path}.{key}") }
-}
-
-/// A JSON value as a message quotes it: compact, cut after about [`SHOWN_BYTES`] bytes.
-fn shown(value: &Value) -> String {
-    let mut text = value.to_string();
-    if text.len() > SHOWN_BYTES {
-        let mut cut = SHOWN_BYTES - 3;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        text.truncate(cut);
-        text.push_str("...");
-    }
-    text
-}
-
-fn a_type(name: &str) -> String {
-    match name {
-        "null" => "null".into(),
-        n if n.starts_with(['a', 'i', 'o']) => format!("an {n}"),
-        n => format!("a {n}"),
-    }
-}
-
-/// The problems one validation error stands for (a missing property is named as the argument
-/// that is missing; each unexpected property as itself).
-fn problems_of(path: &str, kind: &ValidationErrorKind, got: &Value, fallback: &str) -> Vec<ArgumentProblem> {
-    let one = |message: String| vec![ArgumentProblem { path: path.to_owned(), message }];
-    let got_s = shown(got);
-    match kind {
-        ValidationErrorKind::Required { property } => {
-            let name = property.as_str().map_or_else(|| property.to_string(), str::to_owned);
-            vec![ArgumentProblem { path: joined(path, &name), message: "is required but missing".into() }]
-        }
-        ValidationErrorKind::AdditionalProperties { unexpected }
-        | ValidationErrorKind::UnevaluatedProperties { unexpected } => unexpected
-            .iter()
-            .map(|k| ArgumentProblem {
-                path: joined(path, k),
-                message: "is not one the schema allows here; remove it".into(),
-            })
-            .collect(),
-        ValidationErrorKind::Type { kind } => {
-            let wanted = match kind {
-                TypeKind::Single(t) => a_type(t.as_str()),
-                TypeKind::Multiple(set) => {
-                    let names: Vec<String> = set.iter().map(|t| a_type(t.as_str())).collect();
-                    format!("one of {}", names.join(", "))
-                }
-            };
-            one(format!("must be {wanted}, got {got_s}"))
-        }
-        ValidationErrorKind::Minimum { limit } => one(format!("must be at least {limit}, got {got_s}")),
-        ValidationErrorKind::Maximum { limit } => one(format!("must be at most {limit}, got {got_s}")),
-        ValidationErrorKind::ExclusiveMinimum { limit } => one(format!("must be greater than {limit}, got {got_s}")),
-        ValidationErrorKind::ExclusiveMaximum { limit } => one(format!("must be less than {limit}, got {got_s}")),
-        ValidationErrorKind::MultipleOf { multiple_of } => {
-            one(format!("must be a multiple of {multiple_of}, got {got_s}"))
-        }
-        ValidationErrorKind::Enum { options } => {
-            let options = match options.as_ref() {
-                Value::Array(o) => o.iter().map(shown).collect::<Vec<_>>().join(", "),
-                other => shown(other),
-            };
-            one(format!("must be one of {options}, got {got_s}"))
-        }
-        ValidationErrorKind::Constant { expected_value } => {
-            one(format!("must be {}, got {got_s}", shown(expected_value)))
-        }
-        ValidationErrorKind::MinLength { limit } => {
-            one(format!("must be at least {limit} character(s) long, got {got_s}"))
-        }
-        ValidationErrorKind::MaxLength { limit } => {
-            one(format!("must be at most {limit} character(s) long, got {got_s}"))
-        }
-        ValidationErrorKind::Pattern { pattern } => one(format!("must match the pattern {pattern:?}, got {got_s}")),
-        ValidationErrorKind::Format { format } => one(format!("must be a valid {format}, got {got_s}")),
-        ValidationErrorKind::MinItems { limit } => one(format!("must have at least {limit} item(s), got {got_s}")),
-        ValidationErrorKind::MaxItems { limit } => one(format!("must have at most {limit} item(s), got {got_s}")),
-        ValidationErrorKind::UniqueItems => one(format!("must not repeat an item, got {got_s}")),
-        ValidationErrorKind::MinProperties { limit } => one(format!("must have at least {limit} field(s)")),
-        ValidationErrorKind::MaxProperties { limit } => one(format!("must have at most {limit} field(s)")),
-        // anyOf / oneOf / not / …: the validator's own words, which quote the value.
-        _ => one(format!("is not valid: {fallback}")),
-    }
 }
 
 #[cfg(test)]

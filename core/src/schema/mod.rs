@@ -14,7 +14,9 @@ use serde_json::{Map, Value, json};
 
 mod check;
 
-pub use check::{ArgumentError, ArgumentProblem, ArgumentSchema, MAX_PROBLEMS, check_arguments, closest};
+pub use check::{
+    ArgumentError, ArgumentProblem, ArgumentSchema, ExternalValidator, MAX_PROBLEMS, check_arguments, closest, set_validator,
+};
 
 /// The JSON Schema keywords a parameter may carry besides the named fields of
 /// [`ParameterConfig`]; they are passed through to the schema as written.
