@@ -40,7 +40,7 @@ async function visit(page, reload = false) {
   return page.evaluate(() => ({
     readyMs: Number(document.body.dataset.readyMs),
     files: [performance.getEntriesByType('navigation')[0], ...performance.getEntriesByType('resource')]
-      .map((e) => ({ url: e.name, status: e.responseStatus, encoded: e.encodedBodySize, decoded: e.decodedBodySize, transfer: e.transferSize })),
+      .map((e) => ({ url: e.name, start: e.startTime, status: e.responseStatus, encoded: e.encodedBodySize, decoded: e.decodedBodySize, transfer: e.transferSize })),
   }));
 }
 
@@ -63,15 +63,18 @@ async function blank(context) {
 const first = await browser.newContext();
 const seen = await visit(await first.newPage());
 await first.close();
-// The files of the page (not a missing favicon the browser asks for on its own).
-const files = seen.files.filter((f) => f.url.startsWith(server.url) && f.status === 200);
+// The files of the page's first screen: fetched before it was ready (not what it loads after,
+// the argument validator; not a missing favicon the browser asks for on its own).
+const page = seen.files.filter((f) => f.url.startsWith(server.url) && f.status === 200);
+const files = page.filter((f) => f.start < seen.readyMs);
+const later = page.filter((f) => f.start >= seen.readyMs);
 const urls = files.map((f) => f.url);
 const jpWeb = files.find((f) => f.url.endsWith('/pkg/jp_web_bg.wasm'));
 if (!jpWeb) throw new Error(`the visit did not fetch jp-web: ${urls.join(', ')}`);
 const total = files.reduce((n, f) => n + f.encoded, 0);
 const raw = readFileSync(join(root, 'www/pkg/jp_web_bg.wasm'));
 if (jpWeb.decoded !== raw.length) throw new Error(`jp-web read ${jpWeb.decoded} B, the file has ${raw.length} B`);
-console.log(`a first visit fetches ${files.length} files, ${mb(total)} as sent (gzip -9); jp-web ${mb(jpWeb.encoded)} of them (${mb(raw.length)} uncompressed)`);
+console.log(`a first visit fetches ${files.length} files before it is ready, ${mb(total)} as sent (gzip -9); jp-web ${mb(jpWeb.encoded)} of them (${mb(raw.length)} uncompressed); after: ${later.map((f) => `${f.url.slice(server.url.length - 1)} ${mb(f.encoded)}`).join(', ') || 'nothing'}`);
 
 // Cold: a new context per visit, the two sides alternating.
 const cold = { ours: [], base: [] };

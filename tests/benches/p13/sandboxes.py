@@ -14,6 +14,8 @@ One-shot, the same trivial command (`/bin/true`) in the same workspace:
 - srt (`@anthropic-ai/sandbox-runtime`, npm): `srt -s settings "true"` with the workspace
   writable and no network allowed (node start, its proxies, then bubblewrap).
 A Landlock-only sandbox has no command-line tool on Debian: not measured.
+P13j: reading one small file, `jp tool call fs_read_file` (the builtin tool, in-process: no
+child, the policy deciding the read) vs `cat` of it under bwrap as above.
 
 MCP server cold start, spawn + `initialize` + `tools/list` + one `tools/call` (read a small file)
 + close, the reference `@modelcontextprotocol/server-filesystem` on Node:
@@ -102,6 +104,8 @@ filesystem = [{{ path = ".", allow = ["read"] }}]
     }
     if bwrap:
         sides["bwrap"] = lambda: timed(bwrap_argv(ws, ["/bin/true"]), ws)
+        sides["jp-read"] = lambda: timed([jp, "tool", "call", "fs_read_file", "--args", '{"path":"notes.txt"}'], ws)
+        sides["bwrap-cat"] = lambda: timed(bwrap_argv(ws, ["/usr/bin/cat", "notes.txt"]), ws)
     else:
         print("p13: bubblewrap (bwrap) is not installed: not measured")
     samples = {k: [] for k in sides}
@@ -117,6 +121,8 @@ filesystem = [{{ path = ".", allow = ["read"] }}]
     if bwrap:
         report("P13c", "one-shot /bin/true under bubblewrap (ro system, workspace rw, no net, own pid ns)", samples["bwrap"], "bare spawn", base)
         report("P13d", "jp tool call vs bubblewrap, the same command", samples["jp"], "bwrap", samples["bwrap"])
+        report("P13j", "read a small file: jp tool call fs_read_file (builtin) vs cat under bubblewrap",
+               samples["jp-read"], "bwrap cat", samples["bwrap-cat"])
     report("P13e", "one-shot /bin/true under srt (sandbox-runtime 0.0.83: node, proxies, bubblewrap)", samples["srt"], "bare spawn", base)
     report("P13f", "jp tool call vs srt, the same command", samples["jp"], "srt", samples["srt"])
 
