@@ -15,7 +15,8 @@ use serde_json::{Map, Value, json};
 mod check;
 
 pub use check::{
-    ArgumentError, ArgumentProblem, ArgumentSchema, ExternalValidator, MAX_PROBLEMS, check_arguments, closest, set_validator,
+    ArgumentError, ArgumentProblem, ArgumentSchema, ExternalValidator, MAX_PROBLEMS, check_arguments, closest,
+    set_validator,
 };
 
 /// The JSON Schema keywords a parameter may carry besides the named fields of

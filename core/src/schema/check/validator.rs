@@ -145,4 +145,3 @@ fn problems_of(path: &str, kind: &ValidationErrorKind, got: &Value, fallback: &s
         _ => one(format!("is not valid: {fallback}")),
     }
 }
-
