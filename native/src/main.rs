@@ -191,9 +191,15 @@ fn main() -> ExitCode {
         if let Err(e) = jp_native::sandbox::become_subreaper() {
             eprintln!("warning: cannot become the subreaper of the tools' processes: {e}");
         }
-        let reaper = tokio::spawn(reap_on_sigchld());
+        // Listening before any child is started: no child's end is missed, and no scan of
+        // /proc is made before one ended (a one-shot call pays nothing for it otherwise).
+        let reaper = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child())
+            .ok()
+            .map(|sigchld| tokio::spawn(reap_on_sigchld(sigchld)));
         let code = until_signal(run_handling_signals(&cli), run(cli)).await;
-        reaper.abort();
+        if let Some(reaper) = reaper {
+            reaper.abort();
+        }
         code
     });
     // A read of a blocking stdin (a socket or a terminal: tokio reads those on a blocking
@@ -205,14 +211,9 @@ fn main() -> ExitCode {
 }
 
 /// Reaps the zombies a tool left behind (see `sandbox::reap_orphans`) each time a child ends.
-async fn reap_on_sigchld() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let Ok(mut sigchld) = signal(SignalKind::child()) else { return };
-    loop {
+async fn reap_on_sigchld(mut sigchld: tokio::signal::unix::Signal) {
+    while sigchld.recv().await.is_some() {
         jp_native::sandbox::reap_orphans();
-        if sigchld.recv().await.is_none() {
-            return;
-        }
     }
 }
 

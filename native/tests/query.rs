@@ -553,16 +553,23 @@ fn pid_in(ws: &Path, file: &str) -> u32 {
 
 #[test]
 fn a_handle_left_open_is_aborted_when_the_turn_ends() {
-    let model = Endpoint::start(vec![
-        openai(
-            "",
-            &[(
-                "run",
-                json!({"action": "spawn", "program": "sh", "args": ["-c", "echo $$ > sleeper.pid; exec sleep 300"]}),
-            )],
-        ),
-        openai("Left it running.", &[]),
-    ]);
+    // The program writes its pid, says so, then sleeps; the model fetches until it has said so
+    // (however long the machine takes to start it), then ends the turn with the handle open.
+    let model = Endpoint::scripted(|seen| {
+        let said = tool_messages(seen).iter().any(|m| m.contains("started"));
+        let rounds = tool_messages(seen).len();
+        Some(match rounds {
+            0 => openai(
+                "",
+                &[(
+                    "run",
+                    json!({"action": "spawn", "program": "sh", "args": ["-c", "echo $$ > sleeper.pid; echo started; exec sleep 300"]}),
+                )],
+            ),
+            n if !said && n < 60 => openai("", &[("run", json!({"action": "fetch", "id": "h_1"}))]),
+            _ => openai("Left it running.", &[]),
+        })
+    });
     let ws = run_workspace(&openai_provider(&model.url, false));
     let out = jp(ws.path(), &["query", "start something long"]);
     assert!(out.status.success(), "{:?}", text(&out));

@@ -242,6 +242,28 @@ impl Default for AccessPolicy {
 }
 
 fn sensitive_set(patterns: &[String], home: Option<&WorkspacePath>) -> Result<GlobSet, SensitivePathError> {
+    // Compiling the globs into one set is most of what building a policy costs (a few hundred
+    // microseconds); every tool of a workspace has the same patterns and home, so a set is
+    // compiled once per process and cloned (its automata are shared). At most `KEPT` are kept.
+    type Key = (Vec<String>, Option<String>);
+    const KEPT: usize = 64;
+    static SETS: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<Key, GlobSet>>> =
+        std::sync::OnceLock::new();
+    let key = (patterns.to_vec(), home.map(|h| h.as_str().to_owned()));
+    let sets = SETS.get_or_init(Default::default);
+    if let Some(set) = sets.lock().ok().and_then(|kept| kept.get(&key).cloned()) {
+        return Ok(set);
+    }
+    let set = compile_sensitive_set(patterns, home)?;
+    if let Ok(mut kept) = sets.lock()
+        && kept.len() < KEPT
+    {
+        kept.insert(key, set.clone());
+    }
+    Ok(set)
+}
+
+fn compile_sensitive_set(patterns: &[String], home: Option<&WorkspacePath>) -> Result<GlobSet, SensitivePathError> {
     let mut builder = GlobSetBuilder::new();
     for pattern in patterns {
         let expanded = match pattern.strip_prefix("~/") {
@@ -265,11 +287,8 @@ fn sensitive_set(patterns: &[String], home: Option<&WorkspacePath>) -> Result<Gl
 
 impl AccessPolicy {
     fn empty() -> Self {
-        // Compiling the globs costs tens of microseconds; the builtin set is the same for every
-        // policy, so it is compiled once per process and cloned (its automata are shared).
-        static BUILTIN: std::sync::OnceLock<GlobSet> = std::sync::OnceLock::new();
         let patterns: Vec<String> = BUILTIN_SENSITIVE.iter().map(|s| s.to_string()).collect();
-        let sensitive = BUILTIN.get_or_init(|| sensitive_set(&patterns, None).unwrap_or_default()).clone();
+        let sensitive = sensitive_set(&patterns, None).unwrap_or_default();
         Self {
             fs_rules: Vec::new(),
             fs_fallback: Fallback::Ask,
