@@ -31,6 +31,16 @@ function stoppedBy(e) {
 }
 
 /**
+ * `promise`, marked as handled: the core may stop waiting for a command (its deadline, a Stop)
+ * before the command's own end, and that end's rejection must not surface as an unhandled one
+ * later. Whoever still awaits it gets the rejection as before.
+ */
+const handled = (promise) => {
+  promise.catch(() => {});
+  return promise;
+};
+
+/**
  * The stateful runner of `component` on this thread: every handle an instance of its own, its
  * commands bounded by `deadlineMs` each. `memoryMiB`: the engine's cap, named when a trap looks
  * like running out of it.
@@ -45,6 +55,22 @@ export function localRunner(component, { deadlineMs, memoryMiB = null }) {
     let dead = null; // why the instance may not run again
     let running = null; // the session of the command in progress
     let own = null; // the component's session resource
+    /**
+     * Drop the component's session now, once its handle has ended — never left to jco's
+     * FinalizationRegistry, which would run the component's destructor whenever the garbage
+     * collector gets to it: outside any command, past its deadline, where a loop check's throw
+     * would be an uncaught exception (and end a Node process). The destructor gets a deadline
+     * of its own; whatever it throws, the session is gone.
+     */
+    const release = () => {
+      const resource = own;
+      own = null;
+      const dispose = resource?.[Symbol.dispose || Symbol.for('dispose')];
+      if (typeof dispose !== 'function') return;
+      live.limits.reset(name, deadlineMs);
+      try { dispose.call(resource); } catch { /* it failed or ran out of time: dropped all the same */ }
+      live.limits.cancel(dead ?? `tool '${name}' has ended`);
+    };
     const command = async (session, f) => {
       if (dead) throw new Error(dead);
       running = session;
@@ -57,6 +83,7 @@ export function localRunner(component, { deadlineMs, memoryMiB = null }) {
       try {
         const state = await f();
         if (live.limits.stopped) throw new DeadlineExceeded(live.limits.stopped);
+        if (state?.tag === 'stopped') dead ??= 'the tool stopped';
         return state;
       } catch (e) {
         const stopped = own === null ? stoppedBy(e) : null;
@@ -71,6 +98,8 @@ export function localRunner(component, { deadlineMs, memoryMiB = null }) {
         watchdog.stop();
         live.current.session = nullSession;
         running = null;
+        // The handle ended with this command (it stopped, failed, or was aborted meanwhile).
+        if (dead) release();
       }
     };
     const ctx = { root: '/workspace', action: 'run' };
@@ -79,28 +108,31 @@ export function localRunner(component, { deadlineMs, memoryMiB = null }) {
       return first ? own.fetch() : undefined;
     });
     const handle = {
-      fetch: (session) => command(session, () => own.fetch()),
-      apply: (session, input) => command(session, () => own.apply(input)),
+      fetch: (session) => handled(command(session, () => own.fetch())),
+      apply: (session, input) => handled(command(session, () => own.apply(input))),
       // Run like a command (its deadline, its session); undefined: the session cannot be saved.
-      save: (session) => (dead ? undefined : command(session, () => own.save())),
+      save: (session) => (dead ? undefined : handled(command(session, () => own.save()))),
       abort: () => {
         dead ??= `tool '${name}' was aborted`;
         live.limits.cancel(dead);
-        running?.abort(dead);
-        own = null;
+        // A command still running releases the session when it unwinds.
+        if (running) running.abort(dead);
+        else release();
       },
     };
     return { state, handle };
   }
   return {
-    spawn: (session, name, argumentsJson) => start(session, name, (exported, ctx) => exported.spawn(ctx, name, argumentsJson), true),
-    async restore(session, name, saved) {
-      const { state, handle } = await start(session, name, (exported, ctx) => exported.restore(ctx, name, saved), false);
-      // The component refused what it saved: an error, not a session.
-      if (state?.tag === 'stopped') throw new Error(state.val.val?.message ?? 'the component refused its saved session');
-      return { handle };
-    },
+    spawn: (session, name, argumentsJson) => handled(start(session, name, (exported, ctx) => exported.spawn(ctx, name, argumentsJson), true)),
+    restore: (session, name, saved) => handled(restore(session, name, saved)),
   };
+  /** A session rebuilt from what its `save` gave. */
+  async function restore(session, name, saved) {
+    const { state, handle } = await start(session, name, (exported, ctx) => exported.restore(ctx, name, saved), false);
+    // The component refused what it saved: an error, not a session.
+    if (state?.tag === 'stopped') throw new Error(state.val.val?.message ?? 'the component refused its saved session');
+    return { handle };
+  }
 }
 
 /**
@@ -173,8 +205,8 @@ export function workerRunner(host, component, { deadlineMs, tools, inquirer, ans
         },
       });
       const handle = {
-        fetch: (session) => send(session, { command: { method: 'fetch' } }),
-        apply: (session, input) => send(session, { command: { method: 'apply', input } }),
+        fetch: (session) => handled(send(session, { command: { method: 'fetch' } })),
+        apply: (session, input) => handled(send(session, { command: { method: 'apply', input } })),
         abort: () => stop(`tool '${name}' was aborted`),
         worker, // for tests: whether it is still running
       };

@@ -254,3 +254,38 @@ test('a stateful tool that never stops, run to its end, ends at the deadline on 
   assert.match(out.val.message, /timed out|deadline/i);
   assert.deepEqual(h.handles(), []);
 });
+
+test("an ended session's resource is dropped by the host, never left to the garbage collector", async () => {
+  // jco drops a resource the program forgot when the collector finalizes it: the component's
+  // destructor would then run outside any command, past its deadline, and its loop check's
+  // throw be an uncaught exception (which ends a Node process). The host drops each session
+  // itself when its handle ends: no session resource is left registered for finalization.
+  const Real = globalThis.FinalizationRegistry;
+  const registered = new Set();
+  globalThis.FinalizationRegistry = class extends Real {
+    register(target, held, token) {
+      if (target?.constructor?.name === 'Session') registered.add(token);
+      return super.register(target, held, token);
+    }
+    unregister(token) {
+      registered.delete(token);
+      return super.unregister(token);
+    }
+  };
+  try {
+    const h = await Host.create({ limits: { deadlineMs: 300 } });
+    await h.registerComponent('faults-stateful', component['faults-stateful'].module, component['faults-stateful'].cores,
+      [{ name: 'fault_session', summary: 'faults', parameters: {}, actions: ['spawn', 'fetch', 'apply', 'abort'] }]);
+    for (const input of ['spin', 'trap']) {
+      const a = content(await h.spawn('fault_session', {}));
+      assert.equal(content(await h.applyHandle('fault_session', a.id, input)).state, 'stopped');
+    }
+    const b = content(await h.spawn('fault_session', {}));
+    assert.equal(registered.size, 1, 'the live session is registered');
+    assert.equal(content(await h.abortHandle('fault_session', b.id)).state, 'stopped');
+    assert.deepEqual(h.handles(), []);
+    assert.equal(registered.size, 0, 'every ended session was dropped by the host');
+  } finally {
+    globalThis.FinalizationRegistry = Real;
+  }
+});
