@@ -23,6 +23,7 @@ use std::sync::OnceLock;
 
 use serde_json::{Map, Value};
 
+mod plain;
 #[cfg(feature = "jsonschema")]
 mod validator;
 
@@ -47,8 +48,12 @@ pub fn set_validator(validator: ExternalValidator) {
 
 /// A tool's argument schema, compiled once.
 pub struct ArgumentSchema {
+    /// The schema when it is plain (see `plain`): arguments that fit it need no validator.
+    plain: Option<Value>,
+    /// Compiled when first needed: at once for a schema that is not plain, else by the first
+    /// arguments that do not surely fit it.
     #[cfg(feature = "jsonschema")]
-    validator: validator::Compiled,
+    validator: OnceLock<Result<validator::Compiled, ArgumentError>>,
     /// The schema as JSON, for the installed validator (which compiles and keeps it).
     #[cfg(not(feature = "jsonschema"))]
     schema: String,
@@ -106,9 +111,13 @@ impl ArgumentSchema {
     /// Compile `schema` (a JSON Schema of the arguments object; draft 2020-12 unless its
     /// `$schema` says otherwise).
     pub fn compile(schema: &Value) -> Result<Self, ArgumentError> {
+        let plain = plain::is_plain(schema).then(|| schema.clone());
         #[cfg(feature = "jsonschema")]
         {
-            let validator = validator::Compiled::new(schema)?;
+            let validator = OnceLock::new();
+            if plain.is_none() {
+                let _ = validator.set(Ok(validator::Compiled::new(schema)?));
+            }
             const OPEN: [&str; 6] = ["patternProperties", "unevaluatedProperties", "allOf", "anyOf", "oneOf", "$ref"];
             let closed = schema.get("additionalProperties").is_none_or(|a| *a == Value::Bool(false));
             let named = match schema.get("properties").and_then(Value::as_object) {
@@ -117,11 +126,22 @@ impl ArgumentSchema {
                 }
                 _ => None,
             };
-            Ok(Self { validator, named })
+            Ok(Self { plain, validator, named })
         }
         // Compiled, and a bad schema found, by the installed validator at the first check.
         #[cfg(not(feature = "jsonschema"))]
-        Ok(Self { schema: schema.to_string() })
+        Ok(Self { plain, schema: schema.to_string() })
+    }
+
+    /// [`compile`](Self::compile) with the validator compiled at once and no plain fast path
+    /// (what the fast path is checked against).
+    #[cfg(all(test, feature = "jsonschema"))]
+    pub(super) fn compile_full(schema: &Value) -> Result<Self, ArgumentError> {
+        let mut compiled = Self::compile(schema)?;
+        if let Some(plain) = compiled.plain.take() {
+            let _ = compiled.validator.set(Ok(validator::Compiled::new(&plain)?));
+        }
+        Ok(compiled)
     }
 
     /// The arguments the schema does not name (when it names all it takes), each with the
@@ -153,11 +173,19 @@ impl ArgumentSchema {
 
     /// [`check`](Self::check) on arguments already held as a `Value`.
     pub fn check_value(&self, arguments: &Value) -> Result<(), ArgumentError> {
+        if self.plain.as_ref().is_some_and(|schema| plain::fits(schema, arguments, true)) {
+            return Ok(());
+        }
         #[cfg(feature = "jsonschema")]
         let mut problems = {
+            let compiled = self.validator.get_or_init(|| match &self.plain {
+                Some(schema) => validator::Compiled::new(schema),
+                None => Err(ArgumentError::Schema("the schema was not compiled".into())),
+            });
+            let compiled = compiled.as_ref().map_err(Clone::clone)?;
             let mut problems = self.unnamed(arguments);
             // An unexpected top-level property is named above, with a suggestion.
-            self.validator.problems(arguments, &mut problems, self.named.is_some());
+            compiled.problems(arguments, &mut problems, self.named.is_some());
             if problems.is_empty() {
                 return Ok(());
             }

@@ -270,23 +270,41 @@ pub fn user_namespaces() -> Result<(), NamespaceError> {
     PROBE.get_or_init(probe).clone()
 }
 
+/// What the probe child reads, and where it leaves its errno.
+struct Probe<'a> {
+    ids: &'a IdMaps,
+    egress: &'a EgressChild,
+    errno: std::sync::atomic::AtomicI32,
+}
+
 fn probe() -> Result<(), NamespaceError> {
     let egress = EgressChild::new().map_err(|e| NamespaceError::SocketPair(e.to_string()))?;
     let ids = IdMaps::new().map_err(|e| NamespaceError::SocketPair(e.to_string()))?;
-    #[allow(unsafe_code)]
-    // SAFETY: a fork-like clone (no CLONE_VM: the child has its own copy of memory) whose child
-    // only makes system calls and leaves with `_exit`.
-    let pid = unsafe {
-        let flags = (EgressChild::CLONE_FLAGS | libc::SIGCHLD) as libc::c_ulong;
-        let pid = libc::syscall(libc::SYS_clone, flags, 0usize, 0usize, 0usize, 0usize);
-        if pid == 0 {
-            let code = match ids.write_in_child().and_then(|()| egress.setup_in_child()) {
-                Ok(()) => 0,
-                Err(e) => e.clamp(1, 255),
-            };
-            libc::_exit(code);
+    let stack = super::spawn::Stack::new().map_err(|e| NamespaceError::CloneFailed(e.to_string()))?;
+    let probe = Probe { ids: &ids, egress: &egress, errno: std::sync::atomic::AtomicI32::new(0) };
+    /// The probe child: only system calls, no allocation; its errno is left in `Probe::errno`.
+    extern "C" fn probe_main(arg: *mut libc::c_void) -> libc::c_int {
+        // SAFETY: `arg` is the `Probe` the parent keeps alive until this child has exited
+        // (CLONE_VFORK suspends the parent until then).
+        #[allow(unsafe_code)]
+        let probe = unsafe { &*(arg as *const Probe<'_>) };
+        if let Err(e) = probe.ids.write_in_child().and_then(|()| probe.egress.setup_in_child()) {
+            probe.errno.store(e.max(1), std::sync::atomic::Ordering::Relaxed);
         }
-        pid
+        // SAFETY: leaves without running anything of the parent's.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::_exit(0)
+        }
+    }
+    #[allow(unsafe_code)]
+    // SAFETY: a vfork-like clone (CLONE_VM | CLONE_VFORK, as `spawn_raw` starts a tool): the
+    // child runs `probe_main` on its own stack, borrows this memory without copying it (a copy
+    // of a large process's page tables, and the copy-on-write faults after it, cost more than
+    // the probe) and only makes system calls; this thread waits until it has exited.
+    let pid = unsafe {
+        let flags = EgressChild::CLONE_FLAGS | libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD;
+        libc::clone(probe_main, stack.top(), flags, (&probe as *const Probe<'_>).cast_mut().cast())
     };
     if pid < 0 {
         let e = io::Error::last_os_error();
@@ -310,7 +328,8 @@ fn probe() -> Result<(), NamespaceError> {
     unsafe {
         libc::waitpid(pid as libc::pid_t, &mut status, 0);
     }
-    match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
+    drop(stack);
+    match (libc::WIFEXITED(status), probe.errno.load(std::sync::atomic::Ordering::Relaxed)) {
         (true, 0) => egress.receive().map(drop).map_err(|e| NamespaceError::NotHandedOver(e.to_string())),
         (true, errno) => Err(NamespaceError::Setup(io::Error::from_raw_os_error(errno).to_string())),
         _ => Err(NamespaceError::Abnormal(status)),

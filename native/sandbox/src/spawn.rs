@@ -183,13 +183,13 @@ const STACK: usize = 64 << 10;
 
 /// The child's stack, mapped on its own with an inaccessible guard page below it: the child
 /// shares the host's memory, so an overflow must fault, never write into the host's heap.
-struct Stack {
+pub(super) struct Stack {
     base: *mut libc::c_void,
     len: usize,
 }
 
 impl Stack {
-    fn new() -> io::Result<Self> {
+    pub(super) fn new() -> io::Result<Self> {
         #[allow(unsafe_code)]
         // SAFETY: a fresh anonymous mapping, owned by the returned value.
         unsafe {
@@ -215,7 +215,7 @@ impl Stack {
     }
 
     /// The 16-byte-aligned top (the stack grows down).
-    fn top(&self) -> *mut libc::c_void {
+    pub(super) fn top(&self) -> *mut libc::c_void {
         ((self.base as usize + self.len) & !15) as *mut libc::c_void
     }
 }
