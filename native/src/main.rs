@@ -179,7 +179,14 @@ fn main() -> ExitCode {
         return jp_tool::serve(jp_fs_tools::TOOLS);
     }
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    // A command that serves a client (`mcp`) or a turn's calls at once (`query`) gets a worker
+    // per core; the others (one call, a listing, `trust`) one worker: a thread fewer to start
+    // is part of a one-shot call's cost (BENCHMARKS.md, "The one-shot path").
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if !matches!(cli.command, Command::Mcp(_) | Command::Query(_)) {
+        builder.worker_threads(1);
+    }
+    let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
