@@ -16,7 +16,7 @@
 //   opened yet (seeded through /__bare, untimed). jp: a host is made (jp-web and the component
 //   instantiated, tools described, the storage listed into a copy), then the call. Bare: the
 //   storage listed into a copy, then the lookup. On workerd each project is a Durable Object,
-//   already started by the seeding on both sides.
+//   already started by the seeding on both sides. 3 cold projects per side first, untimed.
 //
 // EDGE-<engine>-http: a component's `http.get` through jp vs the engine's own `fetch`, on a
 // second start of the function (the test components served, JP_EDGE_FAULTS=1; the operator's
@@ -42,7 +42,8 @@ import { join } from 'node:path';
 import { startEdge } from './edge.mjs';
 
 const N = Number(process.argv[2] ?? 400);
-const COLD = Number(process.argv[3] ?? 10);
+const COLD = Number(process.argv[3] ?? 20);
+const COLD_WARMUP = 3;
 const BLOCK = 50;
 const GOAL = 2;
 const TOKEN = 'edge-bench-token';
@@ -104,17 +105,19 @@ for (const engine of engines) {
     const kept = p50.jp / p50['bare-kept'];
     const fromStorage = p50.jp / p50['bare-storage'];
 
-    // Cold: COLD fresh projects per side, seeded without jp, each timed on its first call.
+    // Cold: COLD fresh projects per side, seeded without jp, each timed on its first call,
+    // after COLD_WARMUP untimed ones per side (the cold path's own code warmed up on both sides,
+    // as a running function has opened projects before; the isolate's start is not this row).
     const cold = { jp: [], bare: [] };
-    for (let i = 0; i < COLD; i++) {
+    for (let i = -COLD_WARMUP; i < COLD; i++) {
       for (const side of ['jp', 'bare']) {
         const r = await post('/__bare', { project: `cold-${side}-${i}`, seed: files });
         if (r.seeded !== 100) throw new Error(`seeding cold-${side}-${i} failed: ${JSON.stringify(r)}`);
       }
     }
-    for (let i = 0; i < COLD; i++) {
-      cold.jp.push(await timed(viaJp(`cold-jp-${i}`)));
-      cold.bare.push(await timed(bare(`cold-bare-${i}`, true)));
+    for (let i = -COLD_WARMUP; i < COLD; i++) {
+      const [a, b] = [await timed(viaJp(`cold-jp-${i}`)), await timed(bare(`cold-bare-${i}`, true))];
+      if (i >= 0) cold.jp.push(a), cold.bare.push(b);
     }
     const coldP50 = { jp: median(cold.jp), bare: median(cold.bare) };
     const coldRatio = coldP50.jp / coldP50.bare;
