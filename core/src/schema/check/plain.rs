@@ -61,7 +61,12 @@ fn plain_at(schema: &Value, depth: usize) -> bool {
         "const" => true,
         "minimum" | "maximum" => v.as_number().is_some_and(|n| exact(n).is_some()),
         "minLength" | "maxLength" | "minItems" | "maxItems" => v.as_u64().is_some(),
-        k => ANNOTATIONS.contains(&k),
+        // As the meta-schemas have them: a schema that is not valid JSON Schema is never plain.
+        "description" | "title" | "$comment" => v.is_string(),
+        "examples" => v.is_array(),
+        "deprecated" | "readOnly" | "writeOnly" => v.is_boolean(),
+        "default" => true,
+        _ => false,
     })
 }
 
@@ -188,6 +193,9 @@ mod tests {
             json!({"minimum": 1e300}),
             json!({"minLength": -1}),
             json!({"items": [{"type": "string"}]}),
+            json!({"type": "string", "examples": "a"}),
+            json!({"type": "string", "description": 3}),
+            json!({"type": "string", "readOnly": "yes"}),
         ] {
             assert!(!is_plain(&not), "{not}");
         }
