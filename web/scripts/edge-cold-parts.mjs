@@ -102,11 +102,11 @@ for (let i = 0; i < ROUNDS; i++) {
   samples.bare.push(await bare(await seeded()));
 }
 const median = (xs) => xs.slice().sort((x, y) => x - y)[Math.floor(xs.length / 2)];
-const whole = median(samples.whole);
+const total = median(samples.whole);
 const base = median(samples.bare);
-console.log(`edge cold parts (Node ${process.version}, ${ROUNDS} rounds, medians): the whole cold call ${whole.toFixed(3)} ms; bare (storage listed + one lookup) ${base.toFixed(3)} ms`);
+console.log(`edge cold parts (Node ${process.version}, ${ROUNDS} rounds, medians): the whole cold call ${total.toFixed(3)} ms; bare (storage listed + one lookup) ${base.toFixed(3)} ms`);
 for (const k of ['host', 'register', 'list', 'instantiate', 'call', 'again']) {
   const m = median(samples[k]);
-  console.log(`  ${k.padEnd(12)} ${m.toFixed(3)} ms  (${((100 * m) / whole).toFixed(0)}% of the whole)`);
-  console.log(`TABLE|EDGE-cold-${k}|the edge's cold call on Node in process, part: ${k}|${m.toFixed(2)} ms|whole cold call ${whole.toFixed(2)} ms|${((100 * m) / whole).toFixed(0)}%|-|info`);
+  console.log(`  ${k.padEnd(12)} ${m.toFixed(3)} ms  (${((100 * m) / total).toFixed(0)}% of the whole)`);
+  console.log(`TABLE|EDGE-cold-${k}|the edge's cold call on Node in process, part: ${k}|${m.toFixed(2)} ms|whole cold call ${total.toFixed(2)} ms|${((100 * m) / total).toFixed(0)}%|-|info`);
 }
