@@ -302,12 +302,21 @@ fn probe() -> Result<(), NamespaceError> {
     // child runs `probe_main` on its own stack, borrows this memory without copying it (a copy
     // of a large process's page tables, and the copy-on-write faults after it, cost more than
     // the probe) and only makes system calls; this thread waits until it has exited.
-    let pid = unsafe {
+    // Every signal blocked around the clone, as `spawn_raw` does: no handler of jp's runs in the
+    // child, which shares jp's memory (it inherits the mask and only exits).
+    let (pid, clone_error) = unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        let mut mask: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut mask);
         let flags = EgressChild::CLONE_FLAGS | libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD;
-        libc::clone(probe_main, stack.top(), flags, (&probe as *const Probe<'_>).cast_mut().cast())
+        let pid = libc::clone(probe_main, stack.top(), flags, (&probe as *const Probe<'_>).cast_mut().cast());
+        let clone_error = io::Error::last_os_error();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &mask, std::ptr::null_mut());
+        (pid, clone_error)
     };
     if pid < 0 {
-        let e = io::Error::last_os_error();
+        let e = clone_error;
         let why = match e.raw_os_error() {
             Some(libc::EPERM) | Some(libc::EACCES) => {
                 "the kernel refuses unprivileged user namespaces (a sysctl such as kernel.unprivileged_userns_clone=0 or kernel.apparmor_restrict_unprivileged_userns=1, or a container's seccomp profile)"
