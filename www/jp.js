@@ -52,6 +52,19 @@ export function loadJp(source, validator) {
 }
 
 let validatorReady;
+
+/** The tools each `tools` list given to `registerComponent` was registered as (`JpHost.toolSet`),
+ * by that list: `{ component, set }`. */
+const toolSets = new WeakMap();
+
+/** `value` and everything in it made read-only; `value`. */
+function deepFreeze(value) {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}
 /**
  * Load the argument validator once — jp-core's check with the `jsonschema` crate, a module of
  * its own so that a page's first download is a third smaller — and install it as the global
@@ -237,8 +250,18 @@ export class Host {
       described = withActions(probe, JSON.parse(schema()).tools);
     }
     this.components.set(name, component);
-    // The core compiles each tool's schema once and checks every call against it.
-    for (const tool of this.inner.addTools(name, described)) this.tools.set(tool.name, tool);
+    // The core compiles each tool's schema once and checks every call against it. The same
+    // `tools` given again (an edge function's host per project) registers what the first host
+    // with them registered, without converting and compiling them again.
+    const shared = tools ? toolSets.get(tools) : undefined;
+    if (shared?.component === name) {
+      for (const tool of this.inner.addToolSet(shared.set)) this.tools.set(tool.name, tool);
+    } else {
+      const listing = this.inner.addTools(name, described);
+      for (const tool of listing) this.tools.set(tool.name, tool);
+      // Shared by every host that gets the set: nobody may change them.
+      if (tools) toolSets.set(tools, { component: name, set: this.inner.toolSet(name, deepFreeze(listing)) });
+    }
     return described.map((t) => t.name);
   }
 

@@ -32,6 +32,7 @@ pub const MAX_OUTPUT: usize = 10 << 20;
 
 /// A registered tool: its component, its compiled argument schema (or why it has none) — a
 /// stateful tool's is that of `spawn` — and the RFD 009 actions it offers (none: one-shot).
+#[derive(Clone)]
 pub(crate) struct WebTool {
     component: String,
     schema: Result<Rc<ArgumentSchema>, String>,
@@ -43,6 +44,14 @@ impl WebTool {
     pub(crate) fn component(&self) -> &str {
         &self.component
     }
+}
+
+/// A component's registered tools, taken from one host for others ([`JpHost::tool_set`]).
+#[wasm_bindgen]
+pub struct ToolSet {
+    component: String,
+    tools: Vec<(String, WebTool)>,
+    listing: Array,
 }
 
 /// The registered tools, by name.
@@ -204,6 +213,43 @@ impl JpHost {
             self.tools.borrow_mut().insert(name, WebTool { component: component.clone(), schema, actions });
         }
         Ok(listing)
+    }
+
+    /// The tools of `component` as registered on this host, with their listing, to register on
+    /// other hosts without describing and compiling them again (`addToolSet`): an edge function
+    /// makes a host per project, with the same components.
+    #[wasm_bindgen(js_name = toolSet)]
+    pub fn tool_set(&self, component: &str, listing: Array) -> ToolSet {
+        let tools = self
+            .tools
+            .borrow()
+            .iter()
+            .filter(|(_, t)| t.component == component)
+            .map(|(n, t)| (n.clone(), t.clone()))
+            .collect();
+        ToolSet { component: component.to_owned(), tools, listing }
+    }
+
+    /// Register a [`ToolSet`] taken from another host: the same tools, schemas and listing, the
+    /// same refusal of a name another component serves. Returns the listing.
+    #[wasm_bindgen(js_name = addToolSet)]
+    pub fn add_tool_set(&self, set: &ToolSet) -> Result<Array, JsValue> {
+        let mut tools = self.tools.borrow_mut();
+        if let Some((name, other)) = set
+            .tools
+            .iter()
+            .find_map(|(n, _)| tools.get(n).filter(|t| t.component != set.component).map(|t| (n, t.component.clone())))
+        {
+            return Err(err(format!(
+                "tool '{name}' of component '{}' is served already by component '{other}'; rename one of them",
+                set.component
+            ))
+            .into());
+        }
+        for (name, tool) in &set.tools {
+            tools.insert(name.clone(), tool.clone());
+        }
+        Ok(set.listing.clone())
     }
 
     /// Why `args` do not fit tool `name`'s schema (the core's check, as `jp` makes it), or

@@ -79,3 +79,30 @@ test('bad input gets clear errors', async () => {
   assert.equal(unknown.error?.code, -32601);
   await assert.rejects(Host.create({ policy: '[access]\nfilesystem = "x"' }), /policy/);
 });
+
+test('hosts given the same tools list share one registration; it cannot be changed or take a name', async () => {
+  const dir = new URL('../../www/components/fs/', import.meta.url);
+  const module = await import(new URL('fs.js', dir).href);
+  const cores = {};
+  for (const f of JSON.parse(await readFile(new URL('cores.json', dir), 'utf8'))) cores[f] = await WebAssembly.compile(await readFile(new URL(f, dir)));
+  const first = await Host.create({ policy: policy() });
+  await first.registerComponent('fs', module, cores);
+  // As an edge function does: the first host's listing given to every later one.
+  const described = first.listTools();
+  const a = await Host.create({ policy: policy() });
+  await a.registerComponent('fs', module, cores, described);
+  const b = await Host.create({ policy: policy() });
+  await b.registerComponent('fs', module, cores, described);
+  assert.deepEqual(b.listTools().map((t) => t.name), a.listTools().map((t) => t.name));
+  // b's registration is a's, shared: frozen, so one host's caller cannot change another's.
+  const shared = b.listTools().find((t) => t.name === 'fs_read_file');
+  assert.ok(Object.isFrozen(shared) && Object.isFrozen(shared.inputSchema), 'the shared listing is read-only');
+  assert.throws(() => { 'use strict'; shared.inputSchema.properties = {}; }, TypeError);
+  // Still checked and run as registered: a bad argument refused, a good one served.
+  assert.match((await b.callTool('fs_read_file', { path: 3 })).val.message, /argument 'path' must be a string, got 3/);
+  assert.equal((await b.callTool('fs_read_file', { path: 'x.txt' }, { files: { 'x.txt': 'hello' } })).val, 'hello');
+  // Another component cannot take the shared tools' names on a host that has them.
+  const c = await Host.create({ policy: policy() });
+  await c.registerComponent('fs', module, cores, described);
+  await assert.rejects(c.registerComponent('other', module, cores, described), /tool 'fs_\w+' of component 'other' is served already by component 'fs'/);
+});
