@@ -140,13 +140,18 @@ const isProjectChanged = (e) => e?.name === 'ProjectChanged';
  * - `stateKey`: the secret MCP requestStates are sealed with (JP_EDGE_STATE_KEY; default: a key
  *   derived from the operator's `token`; with neither, nobody is asked through input_required).
  */
+/** The tools each component described, by its module: once per isolate, for every handler (on
+ * workerd a Durable Object each) and every host of theirs — whose registration of the same list
+ * is then shared too (`Host.registerComponent`). A component's own description, the same for
+ * every project. */
+const describedOnce = new WeakMap();
+
 export function createHandler({ jp, validator, components, storage = () => null, token = '', tokens = '', policy = '', allowedOrigins = '', hosts = null, limits = {}, bench = false, env = () => undefined, stateKey = '' }) {
   const access = accessControl({ token, tokens, allowedOrigins, hosts });
   // Only a secret nobody else holds seals a state: the operator's key or token, never a project
   // token (whose holder could rebuild the key) and never a binding stringified.
   const states = requestStates({ secret: typeof stateKey === 'string' && stateKey ? stateKey : (typeof token === 'string' ? token : '') });
   let secrets = null; // { names, values: { NAME: value } } of the operator's `network.envs`, read once
-  let described = null; // the tools each component described, once
   const queues = new Map(); // project id → the tail of its calls: one at a time per project
   // project id → its host, kept for its next calls (never shared across projects): its
   // component instances, its policy and its copy of the files (reused while the storage's
@@ -176,11 +181,11 @@ export function createHandler({ jp, validator, components, storage = () => null,
     await loadJp(jp, validator);
     const h = await Host.create({ db: null, policy: policyText, ceiling: policy, storage: projectStorage, limits, instances });
     h.setSecrets((await operatorSecrets()).values);
-    const first = described === null;
-    if (first) described = {};
     for (const [name, c] of Object.entries(components)) {
-      const tools = await h.registerComponent(name, c.module, c.cores, first ? (c.tools ?? null) : described[name], { knowledgeBase: c.knowledgeBase ?? null });
-      if (first) described[name] = h.listTools().filter((t) => tools.includes(t.name));
+      const known = describedOnce.get(c.module);
+      const usable = known?.name === name && known.cores === c.cores && known.given === (c.tools ?? null) ? known.tools : null;
+      const tools = await h.registerComponent(name, c.module, c.cores, usable ?? c.tools ?? null, { knowledgeBase: c.knowledgeBase ?? null });
+      if (!usable) describedOnce.set(c.module, { name, cores: c.cores, given: c.tools ?? null, tools: h.listTools().filter((t) => tools.includes(t.name)) });
     }
     return h;
   }
