@@ -302,35 +302,29 @@ fn probe() -> Result<(), NamespaceError> {
     // child runs `probe_main` on its own stack, borrows this memory without copying it (a copy
     // of a large process's page tables, and the copy-on-write faults after it, cost more than
     // the probe) and only makes system calls; this thread waits until it has exited.
-    // Every signal blocked around the clone, as `spawn_raw` does: no handler of jp's runs in the
-    // child, which shares jp's memory (it inherits the mask and only exits).
-    let (pid, clone_error) = unsafe {
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        let mut mask: libc::sigset_t = std::mem::zeroed();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut mask);
+    let pid = match unsafe {
         let flags = EgressChild::CLONE_FLAGS | libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD;
-        let pid = libc::clone(probe_main, stack.top(), flags, (&probe as *const Probe<'_>).cast_mut().cast());
-        let clone_error = io::Error::last_os_error();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &mask, std::ptr::null_mut());
-        (pid, clone_error)
+        super::spawn::vfork_clone(probe_main, &stack, flags, (&probe as *const Probe<'_>).cast_mut().cast())
+    } {
+        Ok(pid) => pid,
+        Err(e) => {
+            let why = match e.raw_os_error() {
+                Some(libc::EPERM) | Some(libc::EACCES) => {
+                    "the kernel refuses unprivileged user namespaces (a sysctl such as kernel.unprivileged_userns_clone=0 or kernel.apparmor_restrict_unprivileged_userns=1, or a container's seccomp profile)"
+                }
+                Some(libc::ENOSPC) => {
+                    "the limit on user namespaces is reached (user.max_user_namespaces is 0 or used up)"
+                }
+                Some(libc::EINVAL) => "the kernel was built without user or network namespaces",
+                _ => "",
+            };
+            return Err(if why.is_empty() {
+                NamespaceError::CloneFailed(e.to_string())
+            } else {
+                NamespaceError::Refused { why, error: e.to_string() }
+            });
+        }
     };
-    if pid < 0 {
-        let e = clone_error;
-        let why = match e.raw_os_error() {
-            Some(libc::EPERM) | Some(libc::EACCES) => {
-                "the kernel refuses unprivileged user namespaces (a sysctl such as kernel.unprivileged_userns_clone=0 or kernel.apparmor_restrict_unprivileged_userns=1, or a container's seccomp profile)"
-            }
-            Some(libc::ENOSPC) => "the limit on user namespaces is reached (user.max_user_namespaces is 0 or used up)",
-            Some(libc::EINVAL) => "the kernel was built without user or network namespaces",
-            _ => "",
-        };
-        return Err(if why.is_empty() {
-            NamespaceError::CloneFailed(e.to_string())
-        } else {
-            NamespaceError::Refused { why, error: e.to_string() }
-        });
-    }
     let mut status = 0;
     #[allow(unsafe_code)]
     // SAFETY: reaps our own child.

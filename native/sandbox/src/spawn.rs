@@ -70,7 +70,6 @@ struct Child<'a> {
     steps: SandboxSteps,
     exec: &'a Exec,
     stdio: [libc::c_int; 3],
-    mask: libc::sigset_t,
     /// The errno of the step that failed, 0 if the child reached `execve`.
     error: AtomicI32,
 }
@@ -183,6 +182,33 @@ const STACK: usize = 64 << 10;
 
 /// The child's stack, mapped on its own with an inaccessible guard page below it: the child
 /// shares the host's memory, so an overflow must fault, never write into the host's heap.
+/// `clone(main, stack, flags, arg)` with every signal blocked around it: a child that shares
+/// jp's memory (`CLONE_VM`) inherits the full mask, so no handler of jp's runs in it before it
+/// has set its own mask or exited. The child's pid, or the clone's error.
+///
+/// # Safety
+/// As `libc::clone`: `main` may only use `arg` and make system calls, and with `CLONE_VFORK`
+/// this thread waits, so `arg` and `stack` outlive the child's use of them.
+#[allow(unsafe_code)]
+pub(super) unsafe fn vfork_clone(
+    main: extern "C" fn(*mut libc::c_void) -> libc::c_int,
+    stack: &Stack,
+    flags: libc::c_int,
+    arg: *mut libc::c_void,
+) -> io::Result<libc::pid_t> {
+    // SAFETY: the masks are plain C structs filled by the calls; the clone is the caller's.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        let mut mask: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut mask);
+        let pid = libc::clone(main, stack.top(), flags, arg);
+        let clone_error = io::Error::last_os_error();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &mask, std::ptr::null_mut());
+        if pid < 0 { Err(clone_error) } else { Ok(pid) }
+    }
+}
+
 pub(super) struct Stack {
     base: *mut libc::c_void,
     len: usize,
@@ -274,33 +300,18 @@ pub(super) fn spawn_raw(
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "stdio of a sandboxed child must not be fds 0-2"));
     }
     let stack = Stack::new()?;
-    #[allow(unsafe_code)]
-    // SAFETY: `all` and `mask` are plain C structs filled by the calls.
-    let mut child = unsafe {
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        let mut mask: libc::sigset_t = std::mem::zeroed();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut mask);
-        Child { sandbox, steps, exec: &exec, stdio, mask, error: AtomicI32::new(0) }
-    };
-    let top = stack.top();
+    let mut child = Child { sandbox, steps, exec: &exec, stdio, error: AtomicI32::new(0) };
     #[allow(unsafe_code)]
     // SAFETY: `child_main` only reads `child` and makes system calls (see the module doc);
     // CLONE_VFORK keeps this thread, `child` and `stack` where they are until the child has
     // exec'd or exited.
     let pid = unsafe {
-        let pid = libc::clone(
+        vfork_clone(
             child_main,
-            top,
+            &stack,
             libc::CLONE_VM | libc::CLONE_VFORK | namespaces | libc::SIGCHLD,
             (&mut child as *mut Child<'_>).cast(),
-        );
-        let clone_error = io::Error::last_os_error();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &child.mask, std::ptr::null_mut());
-        if pid < 0 {
-            return Err(clone_error);
-        }
-        pid
+        )?
     };
     drop(stack);
     match child.error.load(Ordering::Relaxed) {
