@@ -553,17 +553,21 @@ fn pid_in(ws: &Path, file: &str) -> u32 {
 
 #[test]
 fn a_handle_left_open_is_aborted_when_the_turn_ends() {
-    // The program writes its pid, says so, then sleeps; the model fetches until it has said so
+    // The program writes its pid, says it, then sleeps; the model fetches until it has said it
     // (however long the machine takes to start it), then ends the turn with the handle open.
     let model = Endpoint::scripted(|seen| {
-        let said = tool_messages(seen).iter().any(|m| m.contains("started"));
+        // "pid=" and a digit: only the program's output has it (the spawn's echo of its
+        // arguments has "pid=$$", which would end the turn before the program ran).
+        let said = tool_messages(seen)
+            .iter()
+            .any(|m| m.match_indices("pid=").any(|(i, _)| m[i + 4..].starts_with(|c: char| c.is_ascii_digit())));
         let rounds = tool_messages(seen).len();
         Some(match rounds {
             0 => openai(
                 "",
                 &[(
                     "run",
-                    json!({"action": "spawn", "program": "sh", "args": ["-c", "echo $$ > sleeper.pid; echo started; exec sleep 300"]}),
+                    json!({"action": "spawn", "program": "sh", "args": ["-c", "echo $$ > sleeper.pid; echo pid=$$; exec sleep 300"]}),
                 )],
             ),
             n if !said && n < 60 => openai("", &[("run", json!({"action": "fetch", "id": "h_1"}))]),
