@@ -180,12 +180,14 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     // A command that serves a client (`mcp`) or a turn's calls at once (`query`) gets a worker
-    // per core; the others (one call, a listing, `trust`) one worker: a thread fewer to start
-    // is part of a one-shot call's cost (BENCHMARKS.md, "The one-shot path").
-    let mut builder = tokio::runtime::Builder::new_multi_thread();
-    if !matches!(cli.command, Command::Mcp(_) | Command::Query(_)) {
-        builder.worker_threads(1);
-    }
+    // per core; the others (one call, a listing, `trust`) run on this thread: no thread to
+    // start and no wake-up of another one is part of a one-shot call's cost (BENCHMARKS.md,
+    // "The one-shot path").
+    let mut builder = if matches!(cli.command, Command::Mcp(_) | Command::Query(_)) {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
     let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
