@@ -201,11 +201,10 @@ impl TokioProcessRunner {
             .spawn(sandbox)
             .map_err(|e| BackendError::Failed(format!("cannot start '{}': {e}", request.program)))?;
         // Without a gate nobody serves the listener: the program reaches nothing.
-        let egress = child
-            .egress
-            .take()
-            .zip(request.egress.clone())
-            .map(|(listener, gate)| crate::egress::serve(listener, gate, crate::egress::EgressLimits::default()));
+        let egress =
+            child.egress.take().zip(request.egress.clone()).map(|(listener, gate)| {
+                crate::egress::serve(listener, gate, crate::egress::EgressLimits::default(), None)
+            });
         Ok(Started { child, scratch, egress })
     }
 }

@@ -85,7 +85,7 @@ async fn proxy(network: &str, limits: EgressLimits) -> (EgressProxy, u16, Arc<Tr
         EgressGate::new("t", policy, Arc::new(DenyInquirer), Some(trace.clone()), Arc::new(AtomicBool::new(false)));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    (serve(listener, Arc::new(gate), limits), port, trace)
+    (serve(listener, Arc::new(gate), limits, None), port, trace)
 }
 
 /// Send `bytes` to the proxy and read its whole answer.

@@ -16,6 +16,9 @@ use super::{DispatchEvents, Inquirer, Inquiry, InquiryAnswer, NoEvents, TraceEve
 pub const CONNECT_METHOD: &str = "net.connect";
 /// The trace method of a plain-HTTP request through the proxy (target `METHOD URL`).
 pub const HTTP_METHOD: &str = "net.http";
+/// The trace method of a placeholder sent where its secret is not bound (target the URL): it
+/// went as the placeholder.
+pub const PLACEHOLDER_METHOD: &str = "net.placeholder";
 
 /// Why a request or connection was refused ([`EgressGate::connect`], [`EgressGate::request`],
 /// and the dispatcher's own decisions). The text is the reason traced and reported.
@@ -149,6 +152,21 @@ impl EgressGate {
             Some(t) => t.as_ref(),
             None => &NoEvents,
         }
+    }
+
+    /// Trace that a request to `url` carried the placeholders of `names`, whose secrets are not
+    /// bound to its origin: they went as placeholders (the value never leaves jp for it).
+    pub fn note_placeholder(&self, url: &str, names: &[&str]) {
+        self.events().decided(&TraceEvent {
+            method: PLACEHOLDER_METHOD.into(),
+            target: url.into(),
+            decision: "deny",
+            reason: format!(
+                "the placeholder of {} was sent to {url}, to which access.secrets does not bind it; it went as the placeholder, without the value",
+                names.join(", ")
+            ),
+            allowed: true,
+        });
     }
 
     /// Decide a tunnel to `host:port` (`CONNECT`): `Ok(rule)` or `Err(why)`.

@@ -21,6 +21,7 @@ type SentHeader = (Header, bool, (String, String));
 pub(super) fn substitute_headers(
     policy: &AccessPolicy,
     env: &BTreeMap<String, String>,
+    url: &str,
     headers: &[Header],
 ) -> Result<Vec<(Header, bool)>, HostError> {
     let mut out = Vec::with_capacity(headers.len());
@@ -40,7 +41,7 @@ pub(super) fn substitute_headers(
             let Some(len) = rest[start + 2..].find('}') else { break };
             let name = &rest[start + 2..start + 2 + len];
             value.push_str(&rest[..start]);
-            match policy.check_header_env(name) {
+            match policy.check_header_env_for(name, url) {
                 Decision::Allow(_) => {}
                 other => return Err(HostError::AccessDenied(other.reason().to_owned())),
             }
@@ -93,7 +94,7 @@ impl Dispatcher {
         // not set) is reported after the URL was decided: a refused URL is refused as such.
         let written = |h: &Header| (h.name.clone(), h.value.clone());
         let (mut headers, mut unusable): (Vec<SentHeader>, _) =
-            match substitute_headers(&self.policy, &self.env, headers) {
+            match substitute_headers(&self.policy, &self.env, url, headers) {
                 Ok(list) => (
                     list.into_iter().zip(headers).map(|((sent, secret), w)| (sent, secret, written(w))).collect(),
                     None,

@@ -19,7 +19,7 @@ pub mod testing;
 
 pub use backends::*;
 use egress::Settler;
-pub use egress::{CONNECT_METHOD, EgressGate, HTTP_METHOD, Refused};
+pub use egress::{CONNECT_METHOD, EgressGate, HTTP_METHOD, PLACEHOLDER_METHOD, Refused};
 pub use error::{BackendError, HostError};
 
 use std::collections::BTreeMap;

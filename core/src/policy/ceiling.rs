@@ -56,6 +56,13 @@ impl AccessPolicy {
         for var in self.net_envs.iter().filter(|v| !ceiling.net_envs.contains(*v)) {
             out.push(format!("header variable: ${{{var}}}"));
         }
+        for binding in &self.secrets {
+            for origin in &binding.origins {
+                if !ceiling.check_header_env_for(&binding.name, &origin.to_string()).is_allow() {
+                    out.push(format!("secret: {} to {origin}", binding.name));
+                }
+            }
+        }
         for var in self.env_allowed.iter().filter(|v| !ceiling.env_allowed.contains(*v)) {
             out.push(format!("environment variable: {var}"));
         }

@@ -19,6 +19,7 @@
 //!   commands.git = { args = [["status"], ["diff", "**"]] }
 //!   env = ["CARGO_TERM_COLOR"]
 //!   sensitive_paths = ["**/*.pem"]
+//!   secrets = { API_TOKEN = ["https://api.example.com"] }
 //!   ```
 
 use std::collections::BTreeMap;
@@ -102,6 +103,10 @@ pub struct AccessConfig {
     /// Paths to add to the built-in sensitive list.
     #[serde(default)]
     pub sensitive_paths: Vec<String>,
+    /// Host environment variables bound to the origins their values may be sent to
+    /// (`GITHUB_TOKEN = ["https://api.github.com"]`, see `secrets.rs`).
+    #[serde(default)]
+    pub secrets: Option<BTreeMap<String, Vec<String>>>,
 }
 
 /// One `access.filesystem` rule.

@@ -61,6 +61,15 @@ impl AccessPolicy {
             let names: Vec<&str> = self.net_envs.iter().map(String::as_str).collect();
             out.push(format!("network  secrets for ${{VAR}} headers: {}", names.join(", ")));
         }
+        for b in &self.secrets {
+            let origins: Vec<String> = b.origins.iter().map(ToString::to_string).collect();
+            let how = if direct {
+                "the process holds a placeholder; jp puts the value in requests there"
+            } else {
+                "for ${VAR} in headers of requests there"
+            };
+            out.push(format!("network  secret {} only to {}   ({how})", b.name, origins.join(", ")));
+        }
         for (program, rule) in &self.commands {
             let args = match &rule.args {
                 None => "any arguments".to_owned(),

@@ -34,6 +34,9 @@ pub enum PolicyProblem {
     /// An argument pattern has `**` before its last element.
     #[error("'**' may only be the last element (it matches any remaining arguments)")]
     DoubleStarNotLast,
+    /// An `access.secrets` entry does not compile.
+    #[error("{0}")]
+    Secret(String),
 }
 
 /// Why a `sensitive_paths` entry (or the set of them) does not compile.

@@ -121,7 +121,9 @@ impl AccessPolicy {
         if !self.net_rules.iter().any(|r| r.allow) {
             return Ok(false);
         }
-        if let Some(rule) = self.net_rules.iter().find(|r| r.finer_than_origin()) {
+        let held_per_request =
+            |r: &&super::NetRule| r.prefix.port.is_some_and(|port| self.inspected(&r.prefix.host, port));
+        if let Some(rule) = self.net_rules.iter().find(|r| r.finer_than_origin() && !held_per_request(r)) {
             let port = rule.prefix.port.unwrap_or(0);
             return Err(GrantError::FinerThanOrigin(match self.check_connect(&rule.prefix.host, port) {
                 super::Decision::Deny(why) => why,

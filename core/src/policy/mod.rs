@@ -30,6 +30,7 @@ mod grant;
 mod network;
 mod path;
 mod scrub;
+mod secrets;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -45,6 +46,7 @@ use network::NetRule;
 pub use network::{HeaderRules, HttpCheck, METHODS, NetRuleConfig, NetRuleTable, canonical_host};
 pub use path::{MAX_COMPONENT_BYTES, MAX_PATH_BYTES, PathError, WorkspacePath};
 pub use scrub::{MIN_SECRET_LEN, REDACTED, Scrubber, StreamScrubber};
+pub use secrets::{Origin, SecretBinding};
 
 /// A filesystem capability.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -209,6 +211,8 @@ pub struct AccessPolicy {
     commands: BTreeMap<String, CommandRule>,
     commands_fallback: Fallback,
     env_allowed: BTreeSet<String>,
+    /// `access.secrets`: host variables bound to the origins they may be sent to.
+    secrets: Vec<SecretBinding>,
     sensitive_patterns: Vec<String>,
     sensitive: GlobSet,
     /// Paths no tool may create, change or delete, whatever the rules say ([`PROTECTED_DIR`]).
@@ -298,6 +302,7 @@ impl AccessPolicy {
             commands: BTreeMap::new(),
             commands_fallback: Fallback::Ask,
             env_allowed: BTreeSet::new(),
+            secrets: Vec::new(),
             sensitive_patterns: patterns,
             sensitive,
             protected: vec![WorkspacePath::parse(PROTECTED_DIR).unwrap_or_else(|_| WorkspacePath::root())],
@@ -456,6 +461,9 @@ impl AccessPolicy {
             if let Some(env) = &ac.env {
                 p.env_allowed.extend(env.iter().cloned());
             }
+            if let Some(table) = &ac.secrets {
+                p.secrets = secrets::compile(table).map_err(|(k, e)| err(k, PolicyProblem::Secret(e)))?;
+            }
             extra_sensitive.extend(ac.sensitive_paths.iter().cloned().map(|s| ("access.sensitive_paths", s)));
         }
 
@@ -517,6 +525,7 @@ impl AccessPolicy {
         self.net_envs
             .iter()
             .chain(self.env_allowed.iter())
+            .chain(self.secrets.iter().map(|b| &b.name))
             .chain(self.commands.values().flat_map(|rule| rule.envs.iter()))
             .map(String::as_str)
     }
@@ -615,22 +624,6 @@ impl AccessPolicy {
         match WorkspacePath::parse(path) {
             Ok(p) => self.check_fs(cap, &p),
             Err(e) => Decision::Deny(format!("Access denied: {e}")),
-        }
-    }
-
-    /// Decide whether `${name}` in a header value may be substituted (`network.envs`).
-    pub fn check_header_env(&self, name: &str) -> Decision {
-        let own = self.check_header_env_own(name);
-        self.bounded(own, |c| c.check_header_env(name))
-    }
-
-    fn check_header_env_own(&self, name: &str) -> Decision {
-        if self.net_envs.contains(name) {
-            Decision::Allow(format!("${{{name}}} allowed by network.envs"))
-        } else {
-            Decision::Deny(format!(
-                "Access denied: header variable ${{{name}}} is not in the tool's network.envs; add \"{name}\" to network.envs to let the host substitute it"
-            ))
         }
     }
 }

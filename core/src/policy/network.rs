@@ -568,7 +568,16 @@ impl AccessPolicy {
                 rule.origin, rule.text
             ));
         }
-        if let Some(rule) = on_it.iter().find(|r| r.finer_than_origin()) {
+        if self.inspected(&host, port) {
+            // jp terminates this TLS (a secret is bound to it): every request inside is decided
+            // by `check_request`, so rules finer than the origin hold.
+            if let Some(rule) = on_it.iter().find(|r| r.allow) {
+                return Decision::Allow(format!(
+                    "a connection to {host}:{port} (each request inside decided, as jp sees it) allowed by {} ({:?})",
+                    rule.origin, rule.text
+                ));
+            }
+        } else if let Some(rule) = on_it.iter().find(|r| r.finer_than_origin()) {
             return Decision::Deny(format!(
                 "Access denied: a connection to {host}:{port} cannot be held to {} ({:?}): a process that reaches the network itself is held per host and port, not per method, path or header; allow the whole origin, or reach it through jp's http requests",
                 rule.origin, rule.text

@@ -20,11 +20,15 @@
 //! process, time to send the head, idle time of a tunnel or response (nothing in either
 //! direction), time to connect. Dropping the [`EgressProxy`] ends every connection it serves.
 
+mod secrets;
+mod terminate;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use jp_core::host::{EgressGate, Refused};
 use jp_core::policy::HttpCheck;
+pub use secrets::{CA_VARIABLES, NODE_CA_VARIABLE, SecretBroker, upstream_roots};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
@@ -100,8 +104,14 @@ impl Drop for EgressProxy {
     }
 }
 
-/// Serve `listener` (a process's egress listener) with `gate` deciding every connection.
-pub fn serve(listener: TcpListener, gate: Arc<EgressGate>, limits: EgressLimits) -> EgressProxy {
+/// Serve `listener` (a process's egress listener) with `gate` deciding every connection, and
+/// `broker` holding the process's bound secrets (`access.secrets`), if any.
+pub fn serve(
+    listener: TcpListener,
+    gate: Arc<EgressGate>,
+    limits: EgressLimits,
+    broker: Option<Arc<SecretBroker>>,
+) -> EgressProxy {
     let task = tokio::spawn(async move {
         // Connections live in the set, so aborting this task ends them all.
         let mut connections = JoinSet::new();
@@ -123,8 +133,8 @@ pub fn serve(listener: TcpListener, gate: Arc<EgressGate>, limits: EgressLimits)
                         let _ = client.try_write(response(503, "Service Unavailable", &body).as_bytes());
                         continue;
                     }
-                    let gate = gate.clone();
-                    connections.spawn(async move { handle(client, &gate, &limits).await });
+                    let (gate, broker) = (gate.clone(), broker.clone());
+                    connections.spawn(async move { handle(client, &gate, &limits, broker.as_ref()).await });
                 }
                 Some(_) = connections.join_next(), if !connections.is_empty() => {}
             }
@@ -150,8 +160,8 @@ impl Refusal {
     }
 }
 
-async fn handle(mut client: TcpStream, gate: &EgressGate, limits: &EgressLimits) {
-    if let Err(Refusal(code, status, body)) = serve_one(&mut client, gate, limits).await {
+async fn handle(mut client: TcpStream, gate: &EgressGate, limits: &EgressLimits, broker: Option<&Arc<SecretBroker>>) {
+    if let Err(Refusal(code, status, body)) = serve_one(&mut client, gate, limits, broker).await {
         let _ =
             tokio::time::timeout(Duration::from_secs(5), client.write_all(response(code, status, &body).as_bytes()))
                 .await;
@@ -187,7 +197,12 @@ async fn read_head(client: &mut TcpStream, max: usize) -> Result<(usize, Vec<u8>
     ))
 }
 
-async fn serve_one(client: &mut TcpStream, gate: &EgressGate, limits: &EgressLimits) -> Result<(), Refusal> {
+async fn serve_one(
+    client: &mut TcpStream,
+    gate: &EgressGate,
+    limits: &EgressLimits,
+    broker: Option<&Arc<SecretBroker>>,
+) -> Result<(), Refusal> {
     let (head_len, buf) = tokio::time::timeout(limits.head_timeout, read_head(client, limits.max_head))
         .await
         .map_err(|_| Refusal(408, "Request Timeout", "jp egress proxy: no whole request head in time\n".into()))??;
@@ -217,7 +232,26 @@ async fn serve_one(client: &mut TcpStream, gate: &EgressGate, limits: &EgressLim
     let rest = &buf[head_len..];
     if method.eq_ignore_ascii_case("CONNECT") {
         let (host, port) = authority(&target)?;
+        let terminated = broker.filter(|b| b.terminates(&host, port));
+        if terminated.is_none() && gate.policy().inspected(&host, port) {
+            // The policy holds this origin per request, which only a terminated connection can.
+            return Err(Refusal(
+                403,
+                "Forbidden",
+                format!(
+                    "jp egress proxy: {host}:{port} is held per request (access.secrets binds a secret to it), and this process's proxy cannot see its requests; it was not connected\n"
+                ),
+            ));
+        }
         gate.connect(&host, port).await.map_err(denied)?;
+        if let Some(broker) = terminated {
+            client
+                .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                .await
+                .map_err(|e| Refusal::bad(format!("writing to the process: {e}")))?;
+            let host = jp_core::policy::canonical_host(host.trim_start_matches('[').trim_end_matches(']'));
+            return terminate::serve(client, rest.to_vec(), host, port, gate, broker, limits).await;
+        }
         let mut upstream = connect(&host, port, limits).await?;
         client
             .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
@@ -226,10 +260,10 @@ async fn serve_one(client: &mut TcpStream, gate: &EgressGate, limits: &EgressLim
         if !rest.is_empty() && upstream.write_all(rest).await.is_err() {
             return Ok(());
         }
-        splice(client, &mut upstream, None, limits.idle_timeout).await;
+        splice(client, &mut upstream, None, limits.idle_timeout, None).await;
         return Ok(());
     }
-    plain_http(client, gate, limits, &method, &target, &written, rest).await
+    plain_http(client, gate, limits, &method, &target, written, rest, broker).await
 }
 
 /// A refusal of the policy (or the user), with its reason.
@@ -295,14 +329,16 @@ const HOP_BY_HOP: [&str; 10] = [
     "host",
 ];
 
+#[allow(clippy::too_many_arguments)]
 async fn plain_http(
     client: &mut TcpStream,
     gate: &EgressGate,
     limits: &EgressLimits,
     method: &str,
     target: &str,
-    headers: &[(String, String)],
+    mut headers: Vec<(String, String)>,
     rest: &[u8],
+    broker: Option<&Arc<SecretBroker>>,
 ) -> Result<(), Refusal> {
     let lower = target.to_ascii_lowercase();
     if lower.starts_with("https://") {
@@ -317,21 +353,29 @@ async fn plain_http(
     fn header<'h>(headers: &'h [(String, String)], name: &'static str) -> impl Iterator<Item = &'h String> {
         headers.iter().filter(move |(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v)
     }
-    if header(headers, "transfer-encoding").next().is_some() {
+    if header(&headers, "transfer-encoding").next().is_some() {
         return Err(Refusal(
             501,
             "Not Implemented",
             "jp egress proxy: a request body must have a Content-Length (Transfer-Encoding is not supported for plain HTTP; use https, which is tunnelled)\n".into(),
         ));
     }
-    let lengths: Vec<&String> = header(headers, "content-length").collect();
+    let lengths: Vec<&String> = header(&headers, "content-length").collect();
     let length: u64 = match lengths.as_slice() {
         [] => 0,
         [one] => one.trim().parse().map_err(|_| Refusal::bad(format!("Content-Length {one:?} is not a number")))?,
         _ => return Err(Refusal::bad("more than one Content-Length")),
     };
-    gate.request(&HttpCheck { method, url: target, headers }).await.map_err(denied)?;
+    gate.request(&HttpCheck { method, url: target, headers: &headers }).await.map_err(denied)?;
     let url = url::Url::parse(target).map_err(|e| Refusal::bad(format!("{target:?} is not a URL ({e})")))?;
+    // Decided as written; a placeholder bound to this (plain http) origin becomes its value,
+    // one bound elsewhere goes as it is, noted in the trace.
+    if let (Some(broker), Some(origin)) = (broker, jp_core::policy::Origin::of_url(target)) {
+        let (_, left) = broker.put_in(&origin, &mut headers);
+        if !left.is_empty() {
+            gate.note_placeholder(target, &left);
+        }
+    }
     let host = url.host_str().ok_or_else(|| Refusal::bad("the URL has no host"))?;
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     let port = url.port_or_known_default().unwrap_or(80);
@@ -346,7 +390,7 @@ async fn plain_http(
     head.push_str(" HTTP/1.1\r\nHost: ");
     head.push_str(&url[url::Position::BeforeHost..url::Position::AfterPort]);
     head.push_str("\r\n");
-    for (name, value) in headers {
+    for (name, value) in &headers {
         if !HOP_BY_HOP.iter().any(|h| name.eq_ignore_ascii_case(h)) {
             head.push_str(&format!("{name}: {value}\r\n"));
         }
@@ -356,14 +400,24 @@ async fn plain_http(
     if upstream.write_all(head.as_bytes()).await.is_err() || upstream.write_all(early).await.is_err() {
         return Err(Refusal(502, "Bad Gateway", "jp egress proxy: the server closed the connection\n".into()));
     }
-    splice(client, &mut upstream, Some(length - early.len() as u64), limits.idle_timeout).await;
+    // What comes back has every bound secret masked (an upstream that echoes a header).
+    splice(client, &mut upstream, Some(length - early.len() as u64), limits.idle_timeout, broker.map(Arc::as_ref))
+        .await;
     Ok(())
 }
 
 /// Copy both ways until both sides are done, nothing moves for `idle`, or an error. With
 /// `client_limit`, only that many more bytes go from the client upstream (a request body), and
-/// the exchange ends when the server is done.
-async fn splice(client: &mut TcpStream, upstream: &mut TcpStream, client_limit: Option<u64>, idle: Duration) {
+/// the exchange ends when the server is done. With `scrub`, the process's bound secrets are
+/// masked in what goes back to it.
+async fn splice(
+    client: &mut TcpStream,
+    upstream: &mut TcpStream,
+    client_limit: Option<u64>,
+    idle: Duration,
+    scrub: Option<&SecretBroker>,
+) {
+    let mut carry = secrets::Carry::default();
     let (mut cr, mut cw) = client.split();
     let (mut ur, mut uw) = upstream.split();
     let mut to_up = vec![0u8; BUFFER];
@@ -392,9 +446,19 @@ async fn splice(client: &mut TcpStream, upstream: &mut TcpStream, client_limit: 
             r = ur.read(&mut to_client), if upstream_open => match r {
                 Ok(0) | Err(_) => {
                     upstream_open = false;
+                    if let Some(broker) = scrub {
+                        let rest = carry.finish(broker);
+                        let _ = tokio::time::timeout(idle, cw.write_all(&rest)).await;
+                    }
                     let _ = cw.shutdown().await;
                 }
-                Ok(n) => if !matches!(tokio::time::timeout(idle, cw.write_all(&to_client[..n])).await, Ok(Ok(()))) { break; },
+                Ok(n) => {
+                    let out = match scrub {
+                        Some(broker) => std::borrow::Cow::Owned(carry.piece(broker, &to_client[..n])),
+                        None => std::borrow::Cow::Borrowed(&to_client[..n]),
+                    };
+                    if !matches!(tokio::time::timeout(idle, cw.write_all(&out)).await, Ok(Ok(()))) { break; }
+                }
             },
             () = tokio::time::sleep(idle) => break,
         }

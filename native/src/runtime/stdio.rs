@@ -93,6 +93,23 @@ impl StdioRuntime {
         })?;
 
         let mut env = private_env(&services.env, |k| policy.check_env(k).is_allow(), scratch.path());
+        // A bound secret is never in its environment: a placeholder is (see `egress::secrets`).
+        let who = format!("stdio tool '{name}'");
+        let broker = crate::egress::SecretBroker::new(&policy, &services.env, &who)
+            .map_err(RuntimeError::Sandbox)?
+            .map(Arc::new);
+        if let Some(broker) = &broker {
+            if matches!(self.sandbox, SandboxMode::Disabled) {
+                return Err(RuntimeError::Sandbox(format!(
+                    "{who} was not started: its access.secrets are put in by jp's egress proxy, which needs the OS sandbox; run it without --no-os-sandbox"
+                )));
+            }
+            let vars = broker.child_env(scratch.path()).map_err(|e| RuntimeError::Spawn {
+                tool: name.clone(),
+                message: format!("cannot write its certificate files: {e}"),
+            })?;
+            env.extend(vars);
+        }
 
         let mut network = false;
         let sandbox = match self.sandbox {
@@ -138,7 +155,7 @@ impl StdioRuntime {
         let _egress = child.egress.take().filter(|_| network).map(|listener| {
             let inquirer = call.inquirer.clone().unwrap_or_else(|| services.inquirer.clone());
             let gate = EgressGate::new(name.clone(), policy.clone(), inquirer, services.trace.clone(), Arc::default());
-            crate::egress::serve(listener, Arc::new(gate), crate::egress::EgressLimits::default())
+            crate::egress::serve(listener, Arc::new(gate), crate::egress::EgressLimits::default(), broker.clone())
         });
         let _guard = GroupGuard(pgid);
         let (mut stdin, stdout, stderr) = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {

@@ -83,6 +83,21 @@ impl McpRuntime {
             .tempdir()
             .map_err(|e| RuntimeError::Spawn { tool: who.clone(), message: format!("no private HOME: {e}") })?;
         let mut env = private_env(&self.env, |k| config.env.iter().any(|e| e == k), scratch.path());
+        // A bound secret is never in its environment: a placeholder is (see `egress::secrets`).
+        let broker =
+            crate::egress::SecretBroker::new(&policy, &self.env, &who).map_err(RuntimeError::Sandbox)?.map(Arc::new);
+        if let Some(broker) = &broker {
+            if matches!(self.sandbox, SandboxMode::Disabled) {
+                return Err(RuntimeError::Sandbox(format!(
+                    "{who} was not started: its access.secrets are put in by jp's egress proxy, which needs the OS sandbox; run it without --no-os-sandbox"
+                )));
+            }
+            let vars = broker.child_env(scratch.path()).map_err(|e| RuntimeError::Spawn {
+                tool: who.clone(),
+                message: format!("cannot write its certificate files: {e}"),
+            })?;
+            env.extend(vars);
+        }
         let mut network = false;
         let sandbox = match self.sandbox {
             SandboxMode::Enforce => {
@@ -137,7 +152,7 @@ impl McpRuntime {
                 self.trace.clone(),
                 Arc::default(),
             );
-            crate::egress::serve(listener, Arc::new(gate), crate::egress::EgressLimits::default())
+            crate::egress::serve(listener, Arc::new(gate), crate::egress::EgressLimits::default(), broker.clone())
         });
         let guard = GroupGuard(pgid);
         let (stdin, stdout, stderr) = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
