@@ -223,7 +223,7 @@ async function main() {
   };
 
   /**
-   * The secrets the policy lets `${VAR}` headers use (`network.envs`): one field each, kept
+   * The secrets the policy lets `${VAR}` headers use (`access.secrets`, `network.envs`): one field each, kept
    * like the agent's API key in this tab's session storage only (never in IndexedDB or the
    * project) and given to the host, which fills them into a tool's request and scrubs them from
    * what the tool reads back; a tool never sees them. Shown again whenever the policy changes.
@@ -236,7 +236,7 @@ async function main() {
     if (!names.length) {
       const none = document.createElement('p');
       none.className = 'muted';
-      none.textContent = 'The policy names none: a tool may send a secret in a header as ${NAME} when its network table lists NAME in envs.';
+      none.textContent = 'The policy names none: a tool may send a secret in a header as ${NAME} to the origins its access table binds NAME to (secrets = { NAME = ["https://api.example.com"] }).';
       fields.append(none);
     }
     for (const name of names) {

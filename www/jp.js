@@ -170,10 +170,10 @@ export class Host {
   /**
    * The secrets a tool's `${VAR}` headers may use, `{ NAME: value }`: substituted by the host,
    * never shown to the tool, scrubbed from everything it reads back. Only the names the
-   * policy's `network.envs` lists are kept (`secretNames()`). Replaces the previous set.
+   * policy's `access.secrets` binds (or `network.envs` lists) are kept (`secretNames()`). Replaces the previous set.
    */
   setSecrets(secrets) { this.secrets = { ...secrets }; this.inner.setSecrets(this.secrets); }
-  /** The variable names the policy lets `${VAR}` headers use (`network.envs`). */
+  /** The variable names the policy lets `${VAR}` headers use (`access.secrets`, `network.envs`). */
   secretNames() { return this.inner.secretNames(); }
 
   /**

@@ -10,7 +10,7 @@
 // The answer is `{val}` (the file's text), or 404.
 // And the baseline of a component's `http.get` (`EDGE-<engine>-http`): `{get: url, headers}`
 // fetches `url` with the engine's own `fetch` (redirect: manual, as jp's), each header's
-// `${VAR}` filled in from the operator's secrets (the names its policy's `network.envs` lists,
+// `${VAR}` filled in from the operator's secrets (the names its policy's `access.secrets` binds (or `network.envs` lists),
 // as jp's host gets them), and answers `{status, val}` (the body's text). Only a 127.0.0.1 URL
 // (the benchmark's own server): this route decides nothing, so it reaches nothing else.
 const json = (status, value) => new Response(JSON.stringify(value), { status, headers: { 'content-type': 'application/json' } });

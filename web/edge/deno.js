@@ -86,7 +86,7 @@ if (import.meta.main) {
     try {
       return Deno.env.get(name);
     } catch (e) {
-      throw new Error(`the operator's policy (JP_EDGE_POLICY) names ${name} in network.envs, but Deno may not read it (${e.name}): add it to --allow-env (with \`deno task edge\`: JP_EDGE_DENO_ENVS=,${name})`);
+      throw new Error(`the operator's policy (JP_EDGE_POLICY) names ${name} (access.secrets or network.envs), but Deno may not read it (${e.name}): add it to --allow-env (with \`deno task edge\`: JP_EDGE_DENO_ENVS=,${name})`);
     }
   };
   const handler = createHandler({ jp, validator, components, storage: kvStorage(kv), bench: env('JP_EDGE_BENCH') === '1', token: env('JP_EDGE_TOKEN'), tokens: env('JP_EDGE_TOKENS'), policy: env('JP_EDGE_POLICY'), allowedOrigins: env('JP_EDGE_ALLOWED_ORIGINS'), hosts: env('JP_EDGE_HOSTS') || LOOPBACK_HOSTS, env: secret, stateKey: env('JP_EDGE_STATE_KEY'), limits: { memoryMiB: Number(env('JP_EDGE_MEMORY_MIB') || 0), deadlineMs: Number(env('JP_EDGE_DEADLINE_MS') || DEADLINE_MS) } });

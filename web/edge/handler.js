@@ -136,7 +136,7 @@ const isProjectChanged = (e) => e?.name === 'ProjectChanged';
  * - `limits`: `{ deadlineMs, memoryMiB }`: each call's deadline, and the memory cap the engine
  *   was started with (see edge.mjs);
  * - `env(name)`: a variable of the engine's environment (a string, or undefined), for the
- *   secrets the operator's policy names (`network.envs`);
+ *   secrets the operator's policy names (`access.secrets`, `network.envs`);
  * - `stateKey`: the secret MCP requestStates are sealed with (JP_EDGE_STATE_KEY; default: a key
  *   derived from the operator's `token`; with neither, nobody is asked through input_required).
  */
@@ -151,7 +151,7 @@ export function createHandler({ jp, validator, components, storage = () => null,
   // Only a secret nobody else holds seals a state: the operator's key or token, never a project
   // token (whose holder could rebuild the key) and never a binding stringified.
   const states = requestStates({ secret: typeof stateKey === 'string' && stateKey ? stateKey : (typeof token === 'string' ? token : '') });
-  let secrets = null; // { names, values: { NAME: value } } of the operator's `network.envs`, read once
+  let secrets = null; // { names, values: { NAME: value } } of the operator's `access.secrets` / `network.envs`, read once
   const queues = new Map(); // project id → the tail of its calls: one at a time per project
   // project id → its host, kept for its next calls (never shared across projects): its
   // component instances, its policy and its copy of the files (reused while the storage's

@@ -41,7 +41,7 @@ const components = (env) => ({
 /** The access settings of a handler (see handler.js): tokens, allowed origins, host names
  * (checked only when JP_EDGE_HOSTS is set: on Cloudflare the platform routes by name), the
  * requestState key, and the Worker's bindings as the environment the policy's secrets
- * (`network.envs`) are read from — Workers secrets (`wrangler secret put NAME`) or vars; a
+ * (`access.secrets`, `network.envs`) are read from — Workers secrets (`wrangler secret put NAME`) or vars; a
  * binding that is not text (the Durable Object namespace) is none. */
 const access = (env) => ({
   token: env.JP_EDGE_TOKEN ?? '', tokens: env.JP_EDGE_TOKENS ?? '', policy: env.JP_EDGE_POLICY ?? '', allowedOrigins: env.JP_EDGE_ALLOWED_ORIGINS ?? '',

@@ -369,8 +369,8 @@ impl JpHost {
         Ok(())
     }
 
-    /// The variable names the policy lets a tool's `${VAR}` headers use (`network.envs`): the
-    /// secrets a host should offer (`setSecrets`).
+    /// The variable names the policy lets a tool's `${VAR}` headers use (`access.secrets`, each
+    /// to the origins it binds; `network.envs`): the secrets a host should offer (`setSecrets`).
     #[wasm_bindgen(js_name = secretNames)]
     pub fn secret_names(&self) -> Vec<String> {
         self.policy.borrow().resolvable_env().map(str::to_owned).collect()

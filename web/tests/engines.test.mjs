@@ -101,16 +101,18 @@ function rawChunked(url, token, mib) {
     socket.setTimeout(30_000, () => finish('timeout'));
   });
 }
-/** The secret the operator's policy names (`network.envs`), in each engine's environment. */
+/** The secret the operator's policy binds to the recording server (`access.secrets`, the rule
+ * syntax of native too), in each engine's environment. */
 const SECRET = 's3cr3t-edge-value-81f4';
 /** The `.env` of the projects where read_env is asked about. */
 const ENV_FILE = 'TOKEN=hunter2\n';
 
 /** The operator's policy: the workspace read-write (the default), and GETs of the recording
- * server's /allowed with `${API_TOKEN}`. */
+ * server's /allowed with `${API_TOKEN}`, a secret bound to that server's origin only. */
 const operatorPolicy = (port) => `[access]
 filesystem = [{ path = ".", allow = ["read", "write"] }]
-network = { allow = ["http://127.0.0.1:${port}/allowed"], envs = ["API_TOKEN"] }
+network = { allow = ["http://127.0.0.1:${port}/allowed"] }
+secrets = { API_TOKEN = ["http://127.0.0.1:${port}"] }
 `;
 
 /**

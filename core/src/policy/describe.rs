@@ -22,8 +22,17 @@ impl AccessPolicy {
         let net = if net.is_empty() { String::new() } else { format!("{}, ", net.join(", ")) };
         let procs: Vec<&str> = self.commands.keys().map(String::as_str).collect();
         let procs = if procs.is_empty() { String::new() } else { format!("{}, ", procs.join(", ")) };
+        let secrets: Vec<String> = self
+            .secrets
+            .iter()
+            .map(|b| {
+                let to: Vec<String> = b.origins.iter().map(ToString::to_string).collect();
+                format!("{} only to {}", b.name, to.join(", "))
+            })
+            .collect();
+        let secrets = if secrets.is_empty() { String::new() } else { format!("; secrets: {}", secrets.join("; ")) };
         let own = format!(
-            "files: {files}else {}; network: {net}else {}; processes: {procs}else {}",
+            "files: {files}else {}; network: {net}else {}{secrets}; processes: {procs}else {}",
             fallback(self.fs_fallback),
             fallback(self.net_fallback),
             fallback(self.commands_fallback)

@@ -178,7 +178,10 @@ fn lost(theirs: &toml::Table, ours: &toml::Table) -> Vec<String> {
 fn policy_line(policy: Result<AccessPolicy, PolicyConfigError>) -> String {
     match policy {
         Ok(p) => {
-            let env: Vec<String> = p.resolvable_env().map(str::to_owned).collect();
+            // A bound secret is in the summary with where it may go; it is no variable handed out.
+            let bound = |v: &str| p.secret_bindings().iter().any(|b| b.name == v);
+            let mut env: Vec<String> = p.resolvable_env().filter(|v| !bound(v)).map(str::to_owned).collect();
+            env.dedup();
             let env = if env.is_empty() { String::new() } else { format!("; environment: {}", list(&env)) };
             // The summary holds the configuration's own text (URLs, header values): escaped, so
             // that it cannot draw on the terminal.
@@ -233,6 +236,18 @@ pub fn render(grants: &[Grant]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bound_secret_is_shown_with_where_it_may_go() {
+        let text = "[mcp.servers.gh]\ncommand = \"gh-mcp\"\n[mcp.servers.gh.access]\nnetwork = { allow = [\"https://api.github.com\"] }\nsecrets = { GITHUB_TOKEN = [\"https://api.github.com\", \"https://uploads.github.com\"] }\n";
+        let config = Config::from_toml(text, "c.toml").unwrap();
+        let shown = render(&grants(&config));
+        assert!(
+            shown.contains("secrets: GITHUB_TOKEN only to https://api.github.com, https://uploads.github.com"),
+            "{shown}"
+        );
+        assert!(!shown.contains("environment: `GITHUB_TOKEN`"), "it is no variable handed out: {shown}");
+    }
 
     #[test]
     fn a_hostile_configuration_shows_every_right_it_takes() {
