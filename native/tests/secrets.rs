@@ -251,11 +251,16 @@ fn a_path_rule_on_the_bound_origin_holds_and_a_pinning_client_cannot_connect() {
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(out.contains("403") && out.contains("Access denied"), "{out}\n{err}");
     assert!(err.lines().any(|l| l.contains("net.http") && l.contains("/admin") && l.contains("deny")), "{err}");
+    // The path sent is the path decided: dot segments resolved before the decision and sent so.
+    let (code, out, err) = w.call("call", &[w.url(&w.bound, "https", "/admin/%2e%2e/allowed/dots")]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("200 seen Bearer"), "{out}\n{err}");
+    assert_eq!(w.bound.seen().iter().map(|(l, _)| l.as_str()).collect::<Vec<_>>(), ["GET /allowed/dots HTTP/1.1"]);
     // A client that trusts only the system's roots does not trust the process's authority.
     let (code, out, err) = w.call("call_pinned", &[w.url(&w.bound, "https", "/allowed/pinned")]);
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(out.contains("error") && out.contains("CERTIFICATE_VERIFY_FAILED"), "{out}\n{err}");
-    assert!(w.bound.seen().is_empty(), "a refused or failed request reached the server: {:?}", w.bound.seen());
+    assert_eq!(w.bound.seen().len(), 1, "a refused or failed request reached the server: {:?}", w.bound.seen());
 }
 
 #[test]

@@ -186,6 +186,20 @@ impl EgressGate {
         let decision = self.policy.check_request(request);
         self.settler().settle(HTTP_METHOD, &target, decision, None, self.events()).await
     }
+
+    /// [`request`](Self::request) for a request jp will put a bound secret into: as for jp's own
+    /// `http.*`, a person is never asked to allow a URL no rule covers when the request carries a
+    /// secret they are not shown; it is refused instead.
+    pub async fn request_carrying_secret(&self, request: &HttpCheck<'_>) -> Result<String, Refused> {
+        let target = format!("{} {}", request.method, request.url);
+        let decision = match self.policy.check_request(request) {
+            Decision::Ask(reason) => Decision::Deny(format!(
+                "Access denied: {reason}; this request carries a secret jp puts in (access.secrets), which goes only to a URL a network rule allows; add it to the network allow list"
+            )),
+            decision => decision,
+        };
+        self.settler().settle(HTTP_METHOD, &target, decision, None, self.events()).await
+    }
 }
 
 #[cfg(test)]

@@ -467,6 +467,29 @@ impl AccessPolicy {
             extra_sensitive.extend(ac.sensitive_paths.iter().cloned().map(|s| ("access.sensitive_paths", s)));
         }
 
+        // A bound secret goes only where it is bound: handed out another way (a header anywhere,
+        // a variable of a process) it would go anywhere, while `jp trust` shows the binding.
+        for b in &p.secrets {
+            let also = if p.net_envs.contains(&b.name) {
+                Some("network.envs".to_owned())
+            } else if p.env_allowed.contains(&b.name) {
+                Some("env".to_owned())
+            } else {
+                p.commands
+                    .iter()
+                    .find(|(_, r)| r.envs.contains(&b.name))
+                    .map(|(prog, _)| format!("commands.{prog}.envs"))
+            };
+            if let Some(also) = also {
+                return Err(err(
+                    format!("access.secrets.{}", b.name),
+                    PolicyProblem::Secret(format!(
+                        "{} is bound to origins here and also listed in {also}, which would hand out its value; remove it from {also}",
+                        b.name
+                    )),
+                ));
+            }
+        }
         for (i, (table, pattern)) in extra_sensitive.into_iter().enumerate() {
             let mut all = p.sensitive_patterns.clone();
             all.push(pattern.clone());

@@ -213,4 +213,14 @@ mod tests {
         let e = policy(&[("T", &[])]).unwrap_err();
         assert!(e.contains("bound to no origin"), "{e}");
     }
+
+    #[test]
+    fn a_bound_variable_cannot_also_be_handed_out() {
+        for other in ["network = { envs = [\"TOKEN\"] }", "env = [\"TOKEN\"]", "commands.sh = { envs = [\"TOKEN\"] }"] {
+            let text = format!("{other}\nsecrets = {{ TOKEN = [\"https://api.example.com\"] }}");
+            let access: AccessConfig = toml::from_str(&text).unwrap();
+            let e = AccessPolicy::from_config(None, Some(&access)).unwrap_err().to_string();
+            assert!(e.contains("access.secrets.TOKEN") && e.contains("would hand out its value"), "{other}: {e}");
+        }
+    }
 }

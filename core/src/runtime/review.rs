@@ -178,10 +178,10 @@ fn lost(theirs: &toml::Table, ours: &toml::Table) -> Vec<String> {
 fn policy_line(policy: Result<AccessPolicy, PolicyConfigError>) -> String {
     match policy {
         Ok(p) => {
-            // A bound secret is in the summary with where it may go; it is no variable handed out.
+            // A bound secret is in the summary with where it may go; it is no variable handed out
+            // (a policy that also hands it out another way is refused).
             let bound = |v: &str| p.secret_bindings().iter().any(|b| b.name == v);
-            let mut env: Vec<String> = p.resolvable_env().filter(|v| !bound(v)).map(str::to_owned).collect();
-            env.dedup();
+            let env: Vec<String> = p.resolvable_env().filter(|v| !bound(v)).map(str::to_owned).collect();
             let env = if env.is_empty() { String::new() } else { format!("; environment: {}", list(&env)) };
             // The summary holds the configuration's own text (URLs, header values): escaped, so
             // that it cannot draw on the terminal.

@@ -260,7 +260,7 @@ async fn serve_one(
         if !rest.is_empty() && upstream.write_all(rest).await.is_err() {
             return Ok(());
         }
-        splice(client, &mut upstream, None, limits.idle_timeout, None).await;
+        splice(client, &mut upstream, None, limits.idle_timeout).await;
         return Ok(());
     }
     plain_http(client, gate, limits, &method, &target, written, rest, broker).await
@@ -336,7 +336,7 @@ async fn plain_http(
     limits: &EgressLimits,
     method: &str,
     target: &str,
-    mut headers: Vec<(String, String)>,
+    headers: Vec<(String, String)>,
     rest: &[u8],
     broker: Option<&Arc<SecretBroker>>,
 ) -> Result<(), Refusal> {
@@ -368,10 +368,10 @@ async fn plain_http(
     };
     gate.request(&HttpCheck { method, url: target, headers: &headers }).await.map_err(denied)?;
     let url = url::Url::parse(target).map_err(|e| Refusal::bad(format!("{target:?} is not a URL ({e})")))?;
-    // Decided as written; a placeholder bound to this (plain http) origin becomes its value,
-    // one bound elsewhere goes as it is, noted in the trace.
-    if let (Some(broker), Some(origin)) = (broker, jp_core::policy::Origin::of_url(target)) {
-        let (_, left) = broker.put_in(&origin, &mut headers);
+    // A placeholder goes as it is (secrets are bound to https origins only), noted in the trace.
+    if let Some(broker) = broker {
+        let values: Vec<&str> = headers.iter().map(|(_, v)| v.as_str()).collect();
+        let left = broker.placeholders_in(&values.join("\n"));
         if !left.is_empty() {
             gate.note_placeholder(target, &left);
         }
@@ -400,24 +400,14 @@ async fn plain_http(
     if upstream.write_all(head.as_bytes()).await.is_err() || upstream.write_all(early).await.is_err() {
         return Err(Refusal(502, "Bad Gateway", "jp egress proxy: the server closed the connection\n".into()));
     }
-    // What comes back has every bound secret masked (an upstream that echoes a header).
-    splice(client, &mut upstream, Some(length - early.len() as u64), limits.idle_timeout, broker.map(Arc::as_ref))
-        .await;
+    splice(client, &mut upstream, Some(length - early.len() as u64), limits.idle_timeout).await;
     Ok(())
 }
 
 /// Copy both ways until both sides are done, nothing moves for `idle`, or an error. With
 /// `client_limit`, only that many more bytes go from the client upstream (a request body), and
-/// the exchange ends when the server is done. With `scrub`, the process's bound secrets are
-/// masked in what goes back to it.
-async fn splice(
-    client: &mut TcpStream,
-    upstream: &mut TcpStream,
-    client_limit: Option<u64>,
-    idle: Duration,
-    scrub: Option<&SecretBroker>,
-) {
-    let mut carry = secrets::Carry::default();
+/// the exchange ends when the server is done.
+async fn splice(client: &mut TcpStream, upstream: &mut TcpStream, client_limit: Option<u64>, idle: Duration) {
     let (mut cr, mut cw) = client.split();
     let (mut ur, mut uw) = upstream.split();
     let mut to_up = vec![0u8; BUFFER];
@@ -446,19 +436,9 @@ async fn splice(
             r = ur.read(&mut to_client), if upstream_open => match r {
                 Ok(0) | Err(_) => {
                     upstream_open = false;
-                    if let Some(broker) = scrub {
-                        let rest = carry.finish(broker);
-                        let _ = tokio::time::timeout(idle, cw.write_all(&rest)).await;
-                    }
                     let _ = cw.shutdown().await;
                 }
-                Ok(n) => {
-                    let out = match scrub {
-                        Some(broker) => std::borrow::Cow::Owned(carry.piece(broker, &to_client[..n])),
-                        None => std::borrow::Cow::Borrowed(&to_client[..n]),
-                    };
-                    if !matches!(tokio::time::timeout(idle, cw.write_all(&out)).await, Ok(Ok(()))) { break; }
-                }
+                Ok(n) => if !matches!(tokio::time::timeout(idle, cw.write_all(&to_client[..n])).await, Ok(Ok(()))) { break; },
             },
             () = tokio::time::sleep(idle) => break,
         }

@@ -110,13 +110,21 @@ impl SecretBroker {
                 origins: b.origins.clone(),
             });
         }
+        if let Some((b, o)) = bound.iter().find_map(|b| b.origins.iter().find(|o| o.scheme != "https").map(|o| (b, o)))
+        {
+            return Err(format!(
+                "{who} was not started: access.secrets binds {} to {o}, a plain-http origin; jp puts a secret into a process's requests over https only (what comes back over plain http cannot be masked reliably), so bind it to an https origin",
+                b.name
+            ));
+        }
         let hosts: Vec<String> =
             bound.iter().flat_map(|b| &b.origins).filter(|o| o.scheme == "https").map(|o| o.host.clone()).collect();
         let (issuer, ca_pem) =
             authority(&hosts).map_err(|e| format!("{who}: cannot make its certificate authority: {e}"))?;
         let values: Vec<&str> = bound.iter().map(|b| b.value.as_str()).collect();
         let longest = values.iter().map(|v| v.len()).max().unwrap_or(0);
-        let values = AhoCorasick::new(&values).ok();
+        // Leftmost-longest: a value that contains another is masked whole.
+        let values = AhoCorasick::builder().match_kind(aho_corasick::MatchKind::LeftmostLongest).build(&values).ok();
         crate::http::crypto_provider();
         Ok(Some(Self {
             bound,
@@ -216,13 +224,22 @@ impl SecretBroker {
         self.bound.iter().filter(|b| text.contains(&b.placeholder)).map(|b| b.name.as_str()).collect()
     }
 
-    /// A value with every secret masked (response headers): each byte of a secret becomes `*`,
-    /// so lengths (`Content-Length`, chunk sizes) stay true.
-    pub fn scrub_str(&self, text: &str) -> String {
+    /// Bytes with every secret masked (a response header's value): each byte of a secret
+    /// becomes `*`, so lengths stay true.
+    pub fn scrub_bytes(&self, bytes: &[u8]) -> Vec<u8> {
         let mut carry = Carry::default();
-        let mut out = carry.piece(self, text.as_bytes());
+        let mut out = carry.piece(self, bytes);
         out.extend(carry.finish(self));
-        String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+        out
+    }
+
+    /// Whether `headers` carry the placeholder of a secret bound to `origin` (the request is
+    /// one jp puts a value into).
+    pub fn carries(&self, origin: &Origin, headers: &[(String, String)]) -> bool {
+        self.bound
+            .iter()
+            .filter(|b| b.origins.contains(origin))
+            .any(|b| headers.iter().any(|(_, v)| v.contains(&b.placeholder)))
     }
 }
 
@@ -424,7 +441,10 @@ mod tests {
             let mask = "*".repeat(secret.len());
             assert_eq!(String::from_utf8(out).unwrap(), format!("echo: {mask}; again {mask}."), "{step}");
         }
-        assert_eq!(b.scrub_str(&format!("x {secret}")), format!("x {}", "*".repeat(secret.len())));
+        assert_eq!(
+            b.scrub_bytes(format!("x {secret}").as_bytes()),
+            format!("x {}", "*".repeat(secret.len())).into_bytes()
+        );
     }
 
     #[test]
@@ -436,5 +456,25 @@ mod tests {
         assert!(e.contains("TOKEN is not set in jp's environment; export it"), "{e}");
         let env = BTreeMap::from([("TOKEN".to_owned(), "ab".to_owned())]);
         assert!(SecretBroker::new(&policy, &env, "server x").unwrap_err().contains("too short"));
+        let access: jp_core::policy::AccessConfig =
+            toml::from_str("secrets = { TOKEN = [\"http://api.example.com\"] }").unwrap();
+        let policy = AccessPolicy::from_config(None, Some(&access)).unwrap();
+        let env = BTreeMap::from([("TOKEN".to_owned(), "s3cr3t-value-0123456789".to_owned())]);
+        let e = SecretBroker::new(&policy, &env, "server x").unwrap_err();
+        assert!(e.contains("plain-http origin") && e.contains("bind it to an https origin"), "{e}");
+    }
+
+    #[test]
+    fn a_value_containing_another_is_masked_whole() {
+        let access: jp_core::policy::AccessConfig =
+            toml::from_str("secrets = { A = [\"https://a.example\"], B = [\"https://a.example\"] }").unwrap();
+        let policy = AccessPolicy::from_config(None, Some(&access)).unwrap();
+        let env = BTreeMap::from([
+            ("A".to_owned(), "short-secret-1234".to_owned()),
+            ("B".to_owned(), "xx-short-secret-1234-and-more".to_owned()),
+        ]);
+        let b = SecretBroker::new(&policy, &env, "t").unwrap().unwrap();
+        let out = b.scrub_bytes(b"[xx-short-secret-1234-and-more]");
+        assert_eq!(out, format!("[{}]", "*".repeat(29)).into_bytes());
     }
 }

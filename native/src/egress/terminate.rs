@@ -43,6 +43,9 @@ pub(super) async fn serve(
 ) -> Result<(), Refusal> {
     let bad_gateway = |why: String| Refusal(502, "Bad Gateway", format!("jp egress proxy: {why}\n"));
     let server = broker.server_config(&host).map_err(|e| bad_gateway(format!("no certificate for {host}: {e}")))?;
+    // hyper writes a response's head and body apart: without TCP_NODELAY each small write
+    // waits for the peer's delayed ACK (40 ms on Linux).
+    let _ = client.set_nodelay(true);
     // What the process sent after its CONNECT head belongs to the TLS stream.
     let client = Prefixed { early, at: 0, io: client };
     let tls =
@@ -53,6 +56,7 @@ pub(super) async fn serve(
             Ok(Err(_)) | Err(_) => return Ok(()),
         };
     let upstream = connect(&host, port, limits).await?;
+    let _ = upstream.set_nodelay(true);
     let name = rustls::pki_types::ServerName::try_from(host.clone())
         .map_err(|e| bad_gateway(format!("{host} is not a server name: {e}")))?;
     let upstream = tokio::time::timeout(
@@ -100,7 +104,23 @@ async fn one(
             ),
         );
     }
-    let url = format!("{origin}{path}");
+    // Decided and sent in one form: the URL as the policy parses it (dot segments resolved,
+    // `\\` read as `/`), so the upstream gets the very path that was decided.
+    let Ok(parsed) = url::Url::parse(&format!("{origin}{path}")) else {
+        return text(StatusCode::BAD_REQUEST, format!("jp egress proxy: {path:?} is not a path of {origin}\n"));
+    };
+    let url = parsed.to_string();
+    let sent_path = match parsed.query() {
+        Some(q) => format!("{}?{q}", parsed.path()),
+        None => parsed.path().to_owned(),
+    };
+    let method = parts.method.as_str();
+    if method.bytes().any(|b| b.is_ascii_lowercase()) {
+        return text(
+            StatusCode::BAD_REQUEST,
+            format!("jp egress proxy: method {method:?} is not in upper case; methods are case-sensitive\n"),
+        );
+    }
     let mut headers = Vec::with_capacity(parts.headers.len());
     for (name, value) in &parts.headers {
         let Ok(value) = value.to_str() else {
@@ -109,16 +129,22 @@ async fn one(
         headers.push((name.as_str().to_owned(), value.to_owned()));
     }
     // Decided as the process wrote it: placeholders, never values, are compared and traced.
-    if let Err(why) = gate.request(&HttpCheck { method: parts.method.as_str(), url: &url, headers: &headers }).await {
+    let check = HttpCheck { method, url: &url, headers: &headers };
+    let carries = broker.carries(origin, &headers);
+    let decided = if carries { gate.request_carrying_secret(&check).await } else { gate.request(&check).await };
+    if let Err(why) = decided {
         return text(StatusCode::FORBIDDEN, format!("{why}\n"));
     }
     let (_, left) = broker.put_in(origin, &mut headers);
     if !left.is_empty() {
         gate.note_placeholder(&url, &left);
     }
-    let mut upstream = Request::builder().method(parts.method.clone()).uri(path).version(hyper::Version::HTTP_11);
+    let mut upstream = Request::builder().method(parts.method.clone()).uri(sent_path).version(hyper::Version::HTTP_11);
     for (name, value) in &headers {
-        if !HOP_BY_HOP.iter().any(|h| name.eq_ignore_ascii_case(h)) {
+        // A part of a response is never asked for: a secret echoed in slices would slip past
+        // the masking.
+        let partial = name.eq_ignore_ascii_case("range") || name.eq_ignore_ascii_case("if-range");
+        if !partial && !HOP_BY_HOP.iter().any(|h| name.eq_ignore_ascii_case(h)) {
             upstream = upstream.header(name.as_str(), value.as_str());
         }
     }
@@ -150,13 +176,25 @@ async fn one(
     };
     let head = parts.method == hyper::Method::HEAD;
     let (mut parts, body) = response.into_parts();
+    // A body jp cannot read cannot be masked: only identity passes.
+    if let Some(encoding) = parts.headers.get(hyper::header::CONTENT_ENCODING)
+        && !encoding.as_bytes().eq_ignore_ascii_case(b"identity")
+    {
+        return text(
+            StatusCode::BAD_GATEWAY,
+            format!(
+                "jp egress proxy: {origin} answered with Content-Encoding {:?}, which jp cannot mask a secret in (it asked for identity); the answer was withheld\n",
+                String::from_utf8_lossy(encoding.as_bytes())
+            ),
+        );
+    }
+    // The status line's own words are the upstream's: replaced by the standard ones.
+    parts.extensions.remove::<hyper::ext::ReasonPhrase>();
     for value in parts.headers.values_mut() {
-        if let Ok(text) = value.to_str() {
-            let scrubbed = broker.scrub_str(text);
-            if scrubbed != text {
-                *value = hyper::header::HeaderValue::from_str(&scrubbed)
-                    .unwrap_or(hyper::header::HeaderValue::from_static(""));
-            }
+        let masked = broker.scrub_bytes(value.as_bytes());
+        if masked != value.as_bytes() {
+            *value =
+                hyper::header::HeaderValue::from_bytes(&masked).unwrap_or(hyper::header::HeaderValue::from_static(""));
         }
     }
     for h in HOP_BY_HOP.iter().filter(|h| **h != "host") {

@@ -86,6 +86,12 @@ impl McpRuntime {
         // A bound secret is never in its environment: a placeholder is (see `egress::secrets`).
         let broker =
             crate::egress::SecretBroker::new(&policy, &self.env, &who).map_err(RuntimeError::Sandbox)?.map(Arc::new);
+        if let Some(b) = policy.secret_bindings().iter().find(|b| config.env.contains(&b.name)) {
+            return Err(RuntimeError::Sandbox(format!(
+                "{who} was not started: {} is bound to origins by its access.secrets and also listed in its env, which would hand it the value; remove it from env (it gets a placeholder either way)",
+                b.name
+            )));
+        }
         if let Some(broker) = &broker {
             if matches!(self.sandbox, SandboxMode::Disabled) {
                 return Err(RuntimeError::Sandbox(format!(
