@@ -274,6 +274,7 @@ impl std::fmt::Debug for App {
 impl App {
     /// Open the workspace and read the configuration.
     pub fn load(options: AppOptions) -> Result<Self, AppError> {
+        let options = crate::learning::apply(options);
         let workspace = std::fs::canonicalize(&options.workspace)
             .map_err(|e| AppError::NoWorkspace { path: options.workspace.clone(), why: e.to_string() })?;
         if !workspace.is_dir() {

@@ -28,6 +28,7 @@ pub mod app;
 pub mod egress;
 pub mod files;
 pub mod http;
+pub mod learning;
 pub mod mcp;
 pub mod process;
 pub mod runtime;

@@ -60,6 +60,11 @@ enum Command {
     /// Approve the workspace's .jp/config.toml: shows what it grants and what changed since the
     /// last approval, then asks. jp uses a workspace's configuration only once approved.
     Trust(TrustArgs),
+    /// Propose policy from use: `jp policy suggest [--write] -- ARGS…` runs `jp ARGS…` in
+    /// learning mode and prints the smallest change to the configuration that would have
+    /// allowed what it was refused.
+    #[command(subcommand)]
+    Policy(PolicyCommand),
     /// Serve a builtin tool over the VFS protocol (how jp runs its own tools).
     #[command(name = TOOL_MODE_ARG, hide = true)]
     ToolMode,
@@ -134,6 +139,26 @@ struct QueryCli {
     timeout: u64,
 }
 
+#[derive(Debug, Subcommand)]
+enum PolicyCommand {
+    /// Run `jp ARGS…` (`tool call …`, `query …`, or `mcp` until its client leaves) in learning
+    /// mode — every refusal recorded, no one asked, nothing widened — then print each table
+    /// widened by just what the run needed: paths as narrow as the accesses, origins, programs
+    /// with their arguments. `--write` puts them into the workspace's configuration, which
+    /// `jp trust` then shows and approves.
+    Suggest(SuggestArgs),
+}
+
+#[derive(Debug, Args)]
+struct SuggestArgs {
+    /// Write the proposal into the workspace's configuration (then approve it: `jp trust`).
+    #[arg(long)]
+    write: bool,
+    /// The command to learn from, after `--`: e.g. `-- tool call NAME ARGS…`.
+    #[arg(last = true, required = true, value_name = "ARGS")]
+    args: Vec<String>,
+}
+
 #[derive(Debug, Args)]
 struct TrustArgs {
     /// Approve without asking (for scripts; review the file first).
@@ -183,7 +208,7 @@ fn main() -> ExitCode {
     // per core; the others (one call, a listing, `trust`) run on this thread: no thread to
     // start and no wake-up of another one is part of a one-shot call's cost (BENCHMARKS.md,
     // "The one-shot path").
-    let mut builder = if matches!(cli.command, Command::Mcp(_) | Command::Query(_)) {
+    let mut builder = if matches!(cli.command, Command::Mcp(_) | Command::Query(_) | Command::Policy(_)) {
         tokio::runtime::Builder::new_multi_thread()
     } else {
         tokio::runtime::Builder::new_current_thread()
@@ -229,7 +254,10 @@ async fn reap_on_sigchld(mut sigchld: tokio::signal::unix::Signal) {
 /// Whether the command ends its tool calls itself on SIGINT, SIGTERM, SIGHUP and SIGQUIT
 /// (cancelled, then their groups killed after a grace period, and a message or a result).
 fn run_handling_signals(cli: &Cli) -> bool {
-    matches!(cli.command, Command::Tool(ToolSubcommand::Call(_)) | Command::Mcp(_) | Command::Query(_))
+    matches!(
+        cli.command,
+        Command::Tool(ToolSubcommand::Call(_)) | Command::Mcp(_) | Command::Query(_) | Command::Policy(_)
+    )
 }
 
 /// How long a command that ends its calls itself has, after the first signal, before its work is
@@ -345,6 +373,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         }
         Command::Mcp(args) => cli::mcp::serve(&cli, args).await,
         Command::Trust(args) => cli::trust::trust(&cli, args).await,
+        Command::Policy(PolicyCommand::Suggest(args)) => cli::policy::suggest(&cli, args).await,
         Command::Query(args) => cli::query::query(&cli, args).await,
         Command::Tool(ToolSubcommand::Schema { name, one_of }) => {
             let app = App::load(options(&cli))?;

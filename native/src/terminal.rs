@@ -135,6 +135,7 @@ mod tests {
     #[test]
     fn trace_line_names_decision_and_rule() {
         let e = TraceEvent {
+            tool: "t".into(),
             method: "fs.write".into(),
             target: "a.txt".into(),
             decision: "deny",
@@ -167,6 +168,7 @@ mod tests {
     #[test]
     fn trace_line_escapes_the_tool_controlled_parts() {
         let e = TraceEvent {
+            tool: "t".into(),
             method: "process.run".into(),
             target: "ls \u{1b}[8m -la".into(),
             decision: "deny",

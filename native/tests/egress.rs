@@ -322,6 +322,109 @@ fn sandbox_status_says_whether_per_host_egress_holds() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("per-host egress:         enforced"));
 }
 
+/// The origins `jp policy suggest` proposed (the lines of its `# adds network: …` notes), and
+/// the origins the run's `--trace` shows refused — `net.http "GET URL"` and `net.connect
+/// host:port` → deny — which must be the same: nothing unused is proposed.
+fn proposed_and_refused(stderr: &str) -> (Vec<String>, Vec<String>) {
+    let mut proposed: Vec<String> =
+        stderr.lines().filter_map(|l| l.strip_prefix("# adds network: ")).map(str::to_owned).collect();
+    let mut refused: Vec<String> = stderr
+        .lines()
+        .filter(|l| l.starts_with("trace: net.") && l.contains("→ deny"))
+        .filter_map(|l| {
+            let target = l.split_whitespace().nth(2)?.trim_matches('"');
+            if l.starts_with("trace: net.http") {
+                let url = l.split_whitespace().nth(3)?.trim_matches('"');
+                let u = url::Url::parse(url).ok()?;
+                Some(format!("http://{}:{}", u.host_str()?, u.port_or_known_default()?))
+            } else {
+                Some(format!("https://{target}"))
+            }
+        })
+        .collect();
+    for v in [&mut proposed, &mut refused] {
+        v.sort();
+        v.dedup();
+    }
+    (proposed, refused)
+}
+
+/// `jp policy suggest ARGS` in `ws`: exit code and stderr.
+fn suggest(ws: &Path, args: &[&str], env: &[(&str, &Path)]) -> (i32, String, String) {
+    let mut argv = vec!["policy", "suggest"];
+    argv.extend(args);
+    jp(ws, &argv, env)
+}
+
+#[test]
+fn learning_mode_proposes_just_the_origins_a_stdio_tool_was_refused() {
+    let world = World::start();
+    let (a, b) = (world.a.port, world.b.port);
+    let dir = repo().join("tests/egress");
+    let config = format!(
+        "[conversation.tools.fetch]\nsource = \"local\"\ncommand = \"/usr/bin/python3 fetch.py\"\nparameters = {{}}\nread_paths = [{dir:?}]\n[conversation.tools.fetch.access]\nfilesystem = [{{ path = \".\", allow = [\"read\"] }}]\n"
+    );
+    let ws = workspace(&config);
+    // Plain HTTP to A through the proxy, a tunnel to B: then it goes on, whatever the answers.
+    let script = format!(
+        "import sys\nsys.path.insert(0, {dir:?})\nfrom probe import get, tunnel\nsys.stdin.read()\nprint(get('http://127.0.0.1:{a}/a'), '|', tunnel('127.0.0.1', {b}))\n"
+    );
+    std::fs::write(ws.path().join("fetch.py"), script).unwrap();
+    approve_config(ws.path());
+    let (code, out, err) = suggest(ws.path(), &["--write", "--", "tool", "call", "fetch", "--trace"], &[]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("403") && !out.contains("hello from"), "refused, not widened, during the run: {out}");
+    let (proposed, refused) = proposed_and_refused(&err);
+    assert_eq!(proposed, [format!("http://127.0.0.1:{a}"), format!("https://127.0.0.1:{b}")], "{err}");
+    assert_eq!(proposed, refused, "{err}");
+    assert!(err.contains("review and approve it with: jp trust"), "{err}");
+    // The written file is not used until approved, like any change.
+    let (code, _, err) = jp(ws.path(), &["tool", "call", "fetch"], &[]);
+    assert_eq!(code, 2, "{err}");
+    approve_config(ws.path());
+    let (code, out, err) = suggest(ws.path(), &["--", "tool", "call", "fetch"], &[]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("200 hello from A") && out.contains("200 hello from B"), "{out}\n{err}");
+    assert!(err.contains("the configuration needs no change"), "{err}");
+    assert!(world.c.seen().is_empty());
+}
+
+#[test]
+fn learning_mode_proposes_just_the_origins_an_mcp_server_was_refused() {
+    let world = World::start();
+    let venv = mcp_venv();
+    let site = std::fs::read_dir(venv.join("lib")).unwrap().flatten().next().unwrap().path().join("site-packages");
+    let dir = repo().join("tests/egress");
+    let config = format!(
+        "[mcp.servers.egress]\ncommand = \"/usr/bin/python3\"\nargs = [{:?}]\nenv = [\"PYTHONPATH\"]\nread_paths = [{dir:?}, {venv:?}]\ntools = [\"probe\"]\n[mcp.servers.egress.access]\nfilesystem = [{{ path = \".\", allow = [\"read\"] }}]\n",
+        dir.join("egress_server.py"),
+    );
+    let ws = workspace(&config);
+    approve_config(ws.path());
+    let [a, b, c, u] = world.args();
+    let args = [format!("a={a}"), format!("b={b}"), format!("c_host={c}"), format!("u={u}")];
+    let mut argv = vec!["--write", "--", "tool", "call", "egress.probe", "--trace"];
+    argv.extend(args.iter().map(String::as_str));
+    let (code, out, err) = suggest(ws.path(), &argv, &[("PYTHONPATH", &site)]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let (proposed, refused) = proposed_and_refused(&err);
+    assert_eq!(proposed.len(), 6, "plain and tunnel to A, B and C: {err}");
+    assert_eq!(proposed, refused, "{err}");
+    let written = std::fs::read_to_string(ws.path().join(".jp/config.toml")).unwrap();
+    assert!(
+        written.contains("[mcp.servers.egress.access]") && written.contains(&format!("\"http://127.0.0.1:{a}\"")),
+        "{written}"
+    );
+    approve_config(ws.path());
+    argv[0] = "--";
+    argv.remove(1);
+    let (code, out, err) = suggest(ws.path(), &argv, &[("PYTHONPATH", &site)]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(err.contains("the configuration needs no change"), "{err}");
+    assert!(report(&out)["proxy_b"].as_str().unwrap().starts_with("200"), "{out}");
+    nothing_left("egress_server.py");
+}
+
 /// The venv with the pinned Python SDK (as `mcp_servers.rs` makes it).
 fn mcp_venv() -> PathBuf {
     let home = std::env::var("HOME").unwrap();

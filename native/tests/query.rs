@@ -274,6 +274,42 @@ fn a_denied_request_reaches_the_model_as_an_error_and_nothing_changes() {
 }
 
 #[test]
+fn learning_mode_proposes_what_a_turn_was_refused_and_then_it_goes_through() {
+    let script = || {
+        vec![
+            openai("", &[("fs_create_file", json!({"path": "out/new.txt", "content": "x"}))]),
+            openai("Done, or not.", &[]),
+        ]
+    };
+    let model = Endpoint::start(script());
+    let read_only = "[conversation.tools.fs_create_file]\nrun = \"unattended\"\n[conversation.tools.fs_create_file.access]\nfilesystem = [{ path = \".\", allow = [\"read\"] }]\n";
+    let ws = workspace(&openai_provider(&model.url, false), read_only);
+    std::fs::create_dir_all(ws.path().join("out")).unwrap();
+    let out = jp(ws.path(), &["policy", "suggest", "--write", "--", "query", "make a file"]);
+    let (stdout, stderr) = text(&out);
+    assert!(stderr.contains("fs.write out/new.txt → deny"), "{stderr}");
+    assert!(!ws.path().join("out/new.txt").exists(), "nothing is widened during the run");
+    assert!(stderr.contains("# adds files: out/new.txt create"), "{stdout}\n{stderr}");
+    let written = std::fs::read_to_string(ws.path().join(".jp/config.toml")).unwrap();
+    assert!(
+        written.contains(
+            r#"filesystem = [{ path = ".", allow = ["read"] }, { path = "out/new.txt", allow = ["read", "create"] }]"#
+        ),
+        "{written}"
+    );
+    // The written tables, approved, with a model that asks the same again (a new endpoint: the
+    // first one's script is spent).
+    let model = Endpoint::start(script());
+    let again = workspace(&openai_provider(&model.url, false), &written[written.find("[conversation").unwrap()..]);
+    std::fs::create_dir_all(again.path().join("out")).unwrap();
+    let out = jp(again.path(), &["policy", "suggest", "--", "query", "make a file"]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(std::fs::read_to_string(again.path().join("out/new.txt")).unwrap(), "x");
+    assert!(stderr.contains("the configuration needs no change"), "{stderr}");
+}
+
+#[test]
 fn arguments_that_do_not_fit_the_schema_reach_the_model_as_errors_it_can_fix() {
     let model = Endpoint::start(vec![
         openai("", &[("fs_read_file", json!({"path": 3})), ("fs_read_file", json!({}))]),

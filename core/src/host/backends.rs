@@ -200,6 +200,8 @@ impl Inquirer for NoOneToAsk {
 /// One policy decision, for `--trace` and the browser's request log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TraceEvent {
+    /// The tool (or `mcp.<server>` for an MCP server's own connections) it was decided for.
+    pub tool: String,
     /// The protocol method.
     pub method: String,
     /// Path, URL or command.

@@ -93,6 +93,7 @@ impl Settler<'_> {
             Err(e) => e.to_string(),
         };
         events.decided(&TraceEvent {
+            tool: self.tool.into(),
             method: method.into(),
             target: target.into(),
             decision: kind,
@@ -158,6 +159,7 @@ impl EgressGate {
     /// bound to its origin: they went as placeholders (the value never leaves jp for it).
     pub fn note_placeholder(&self, url: &str, names: &[&str]) {
         self.events().decided(&TraceEvent {
+            tool: self.tool.clone(),
             method: PLACEHOLDER_METHOD.into(),
             target: url.into(),
             decision: "deny",

@@ -80,7 +80,7 @@ pub struct CommandRule {
     #[serde(default)]
     pub args: Option<Vec<Vec<String>>>,
     /// Host environment variables this program may receive.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub envs: Vec<String>,
 }
 
@@ -101,7 +101,7 @@ pub struct AccessConfig {
     #[serde(default)]
     pub env: Option<Vec<String>>,
     /// Paths to add to the built-in sensitive list.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sensitive_paths: Vec<String>,
     /// Host environment variables bound to the origins their values may be sent to
     /// (`GITHUB_TOKEN = ["https://api.github.com"]`, see `secrets.rs`).
@@ -146,9 +146,9 @@ pub struct NetworkRulesConfig {
     #[serde(default)]
     pub allow: Vec<NetRuleConfig>,
     /// Denied URL prefixes or rule tables (the longest matching prefix wins; a tie denies).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub deny: Vec<NetRuleConfig>,
     /// Host environment variables that `${VAR}` in header values may substitute.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub envs: Vec<String>,
 }

@@ -31,6 +31,7 @@ mod network;
 mod path;
 mod scrub;
 mod secrets;
+mod suggest;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -47,6 +48,7 @@ pub use network::{HeaderRules, HttpCheck, METHODS, NetRuleConfig, NetRuleTable, 
 pub use path::{MAX_COMPONENT_BYTES, MAX_PATH_BYTES, PathError, WorkspacePath};
 pub use scrub::{MIN_SECRET_LEN, REDACTED, Scrubber, StreamScrubber};
 pub use secrets::{Origin, SecretBinding};
+pub use suggest::{Need, Widened, widen};
 
 /// A filesystem capability.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

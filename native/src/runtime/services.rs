@@ -122,7 +122,7 @@ impl HostServices {
         let mut builder = Dispatcher::builder(call.name.clone(), policy, self.files.clone())
             .http(self.http.clone())
             .process(self.process.clone())
-            .inquirer(call.inquirer.clone().unwrap_or_else(|| self.inquirer.clone()))
+            .inquirer(crate::learning::inquirer_for(call.inquirer.as_ref(), &self.inquirer))
             .env(self.env.clone())
             .max_line(self.max_line);
         if let Some(trace) = &self.trace {

@@ -123,7 +123,7 @@ impl StdioRuntime {
                     RuntimeError::Sandbox(format!(
                         "stdio tool '{name}' was not started: a tool that reaches the network itself is held per host and port (through jp's egress proxy), and its network rules cannot be held that way: {why}"
                     ))
-                })?;
+                })? || crate::learning::network_seen();
                 let spec = SandboxSpec::for_tool(
                     &cmd.program,
                     &cmd.script_files,
@@ -153,7 +153,7 @@ impl StdioRuntime {
         let pgid = child.id();
         // Dropped after the group is killed (declared before its guard).
         let _egress = child.egress.take().filter(|_| network).map(|listener| {
-            let inquirer = call.inquirer.clone().unwrap_or_else(|| services.inquirer.clone());
+            let inquirer = crate::learning::inquirer_for(call.inquirer.as_ref(), &services.inquirer);
             let gate = EgressGate::new(name.clone(), policy.clone(), inquirer, services.trace.clone(), Arc::default());
             crate::egress::serve(listener, Arc::new(gate), crate::egress::EgressLimits::default(), broker.clone())
         });

@@ -163,6 +163,11 @@ impl McpRuntime {
     }
 
     /// The running server `name`, started (again) when needed.
+    /// The configuration of server `name`, if there is one.
+    pub fn server_config(&self, name: &str) -> Option<&McpServerConfig> {
+        self.servers.get(name)
+    }
+
     pub(super) async fn server(&self, name: &str) -> Result<Arc<Server>, RuntimeError> {
         let mut running = self.running.lock().await;
         if let Some(s) = running.get(name) {

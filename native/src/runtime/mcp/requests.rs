@@ -201,6 +201,7 @@ impl McpRuntime {
     pub fn trace(&self, name: &str, method: &str, target: &str) {
         if let Some(trace) = self.tracer() {
             trace.decided(&TraceEvent {
+                tool: format!("mcp.{name}"),
                 method: format!("mcp {method}"),
                 target: target.to_owned(),
                 decision: "allow",

@@ -124,6 +124,7 @@ impl McpRuntime {
                     })?;
                     may_exec.push(std::fs::canonicalize(&found).unwrap_or(found));
                 }
+                let network_seen = grant.network || crate::learning::network_seen();
                 let spec =
                     SandboxSpec::for_tool(&program, &script_files, &read_paths(&self.workspace, &config.read_paths)?)
                         .exec_only(may_exec)
@@ -134,10 +135,10 @@ impl McpRuntime {
                             scratch: scratch.path(),
                             // The harmless system files common programs fail without (as for process.run).
                             system_config: true,
-                            network: grant.network,
+                            network: network_seen,
                             policy: &policy,
                         });
-                if grant.network {
+                if network_seen {
                     network = true;
                     env = crate::egress::with_proxy_env(env);
                 }
