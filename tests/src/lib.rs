@@ -280,7 +280,8 @@ fn run_policy_group(group: &Value) -> Result<(), Vec<String>> {
                 let (host, port) = target.rsplit_once(':').unwrap_or((target, "0"));
                 policy.check_connect(host, port.parse().unwrap_or(0))
             }
-            "header_env" => policy.check_header_env(target),
+            // `target` is the variable; `url` where the request goes (none: a URL of no origin).
+            "header_env" => policy.check_header_env_for(target, case["url"].as_str().unwrap_or("")),
             "env" => policy.check_env(target),
             "process" => policy.check_process(
                 case["program"].as_str().unwrap_or(""),
