@@ -9,7 +9,7 @@
 // is loaded. `?db=NAME` picks the database (default: jp-playground); `?calc` adds the stateful
 // calc, `?fetch`, `?media` and `?faults` their examples. A database's first open writes the
 // sample project (sample.js) into it.
-import { Host, loadValidator, resultText, shownReason, shownText } from './jp.js';
+import { Host, loadValidator, resultText, shownReason, shownText, suggestPolicy } from './jp.js';
 import { FAULT_TOOLS } from './fault-tools.js';
 import { KNOWLEDGE_BASE } from './subjects.js';
 import { schemaForm } from './schema-form.js';
@@ -75,9 +75,47 @@ async function main() {
     li.className = e.allowed ? 'allow' : e.decision;
     // The tool's words escaped as jp shows them everywhere (line breaks, bidi, invisible).
     li.textContent = `${e.allowed ? 'allow' : e.decision === 'ask' ? 'ask→deny' : 'deny'} ${shownText(e.tool)} ${e.method} ${shownText(e.target)} — ${shownReason(e.target, e.reason)}`;
+    if (!e.allowed) li.append(' ', offer(e, li));
     $('log').append(li);
     li.scrollIntoView({ block: 'nearest' });
   });
+
+  /**
+   * Learning from the log (issue 38, as `jp policy suggest`): "the tool was refused X; allow it
+   * for this project?" — the policy in force widened by just what that request needed, shown
+   * whole, and applied only when the user accepts it.
+   */
+  function offer(e, li) {
+    const button = document.createElement('button');
+    button.className = 'learn';
+    button.textContent = 'Allow for this project?';
+    button.onclick = async () => {
+      button.disabled = true;
+      const exists = (await host.listFiles()).includes(e.target);
+      const proposal = suggestPolicy(localStorage.getItem('jp-policy') ?? policyText, e.method, e.target, exists);
+      const card = document.createElement('li');
+      card.className = 'proposal';
+      if (!proposal) {
+        card.textContent = 'No rule can allow this: it is jp\'s own directory, or not a file, URL or program request.';
+        li.after(card);
+        return;
+      }
+      const what = document.createElement('p');
+      what.textContent = `${shownText(e.tool)} was refused ${e.method} ${shownText(e.target)}. This policy allows it (${proposal.added.join('; ')}):`;
+      const text = document.createElement('pre');
+      text.textContent = proposal.text;
+      const accept = document.createElement('button');
+      accept.className = 'accept';
+      accept.textContent = 'Accept this policy';
+      accept.onclick = () => { setPolicy(proposal.text); card.remove(); };
+      const dismiss = document.createElement('button');
+      dismiss.textContent = 'Dismiss';
+      dismiss.onclick = () => { card.remove(); button.disabled = false; };
+      card.append(what, text, accept, ' ', dismiss);
+      li.after(card);
+    };
+    return button;
+  }
 
   async function refreshFiles() {
     const list = $('files');

@@ -3,14 +3,15 @@
 // registry of components, the runner that runs one on a call session (instance.js: its imports
 // and limits), the Worker and the questions relayed to the page.
 
-import init, { JpHost, runAgentTurn, describeCall, policyExceeds, agentTool, askBeforeCall, agentResult, resultText, shownText, shownReason, inquiryElicitation } from './pkg/jp_web.js';
+import init, { JpHost, runAgentTurn, describeCall, policyExceeds, suggestPolicy, agentTool, askBeforeCall, agentResult, resultText, shownText, shownReason, inquiryElicitation } from './pkg/jp_web.js';
 import initValidator, { validate as validateArguments } from './pkg/validate/jp_validate.js';
 
 // describeCall(name, args): what a permission question shows of a call, as `jp query` shows it;
 // agentTool, askBeforeCall, agentResult: the core's agent surface, as `jp mcp` and `jp query` use
 // it (all after loadJp).
 // shownText, inquiryElicitation: a tool's text as jp shows it, a policy question as `jp mcp` asks it.
-export { describeCall, policyExceeds, agentTool, askBeforeCall, agentResult, resultText, shownText, shownReason, inquiryElicitation };
+// suggestPolicy: a policy widened by what one refused request needed (the event log's offer).
+export { describeCall, policyExceeds, suggestPolicy, agentTool, askBeforeCall, agentResult, resultText, shownText, shownReason, inquiryElicitation };
 import { learnCall } from './subjects.js';
 import { localRunner, workerRunner, withActions } from './live.js';
 import {

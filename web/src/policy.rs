@@ -1,8 +1,8 @@
 //! The policy text a [`JpHost`](crate::JpHost) is given and the edge's ceiling: TOML or JSON
 //! with the `access` and `sandbox` tables of `.jp/config.toml`, parsed into one `AccessPolicy`.
 
-use jp_core::policy::{AccessConfig, AccessPolicy, PolicyConfigError, SandboxConfig};
-use serde::Deserialize;
+use jp_core::policy::{AccessConfig, AccessPolicy, Need, PolicyConfigError, SandboxConfig, widen};
+use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 
 use crate::js::err;
@@ -77,6 +77,45 @@ pub(crate) fn bounded_policy(policy: &str, ceiling: &str) -> Result<AccessPolicy
             err(format!("the policy grants more than the operator's policy allows: {}", refused.join("; ")))
         }),
     }
+}
+
+/// A proposal of learning from the event log (issue 38): `text`, the policy widened by just
+/// what one refused request needed, and `added`, that in words.
+#[derive(Serialize)]
+struct Proposal {
+    text: String,
+    added: Vec<String>,
+}
+
+/// The policy text `policy` widened so that a refused request (`method` on `target`, as the
+/// event log shows it) would be allowed: `{ text, added }`, for the page to offer ("allow it for
+/// this project?") and the user to accept; `null` when no rule can allow it (jp's own
+/// directory, a request this does not learn) or the policy is a `sandbox` table. `exists`: the
+/// path exists (a write to it then needs `update`, else `create`).
+#[wasm_bindgen(js_name = suggestPolicy)]
+pub fn suggest_policy(policy: &str, method: &str, target: &str, exists: bool) -> Result<JsValue, JsError> {
+    let trimmed = policy.trim();
+    let parsed: PolicyText = if trimmed.is_empty() {
+        PolicyText::default()
+    } else if trimmed.starts_with('{') {
+        serde_json::from_str(trimmed).map_err(|e| err(PolicyTextError::NotJson(e)))?
+    } else {
+        toml::from_str(trimmed).map_err(|e| err(PolicyTextError::NotToml(e)))?
+    };
+    if parsed.sandbox.is_some() {
+        return Ok(JsValue::NULL);
+    }
+    let current = policy_from_text(policy, HOST_DEFAULT).map_err(err)?;
+    let Some(need) = Need::from_trace(method, target, &|_| exists) else { return Ok(JsValue::NULL) };
+    let Some(w) = widen(parsed.access.as_ref(), &current, &[need]).filter(|w| !w.added.is_empty()) else {
+        return Ok(JsValue::NULL);
+    };
+    #[derive(Serialize)]
+    struct Text {
+        access: AccessConfig,
+    }
+    let text = toml::to_string(&Text { access: w.access }).map_err(err)?;
+    serde_wasm_bindgen::to_value(&Proposal { text, added: w.added }).map_err(err)
 }
 
 /// What `policy` grants beyond `ceiling`, one line per right (empty: it only narrows it); an

@@ -59,6 +59,31 @@ test('write a file, grep it with the fs component, see a denied write in the log
   await context.close();
 });
 
+test('a denied write in the log is offered as a policy that allows just it; accepted, the call goes through', async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await open(page, `learn-${Date.now()}`);
+  await page.evaluate(() => window.jpHost.setPolicy('[access]\nfilesystem = [{ path = ".", allow = ["read"] }]\n'));
+  const denied = await page.evaluate(() => window.jpHost.callTool('fs_create_file', { path: 'notes/new.txt', content: 'x' }));
+  assert.equal(denied.tag, 'error', JSON.stringify(denied));
+  await page.locator('#log li.deny button.learn').last().click();
+  const card = page.locator('#log li.proposal').last();
+  assert.match(await card.textContent(), /fs_create_file was refused fs\.write notes\/new\.txt.*files: notes\/new\.txt create/s);
+  const text = await card.locator('pre').textContent();
+  assert.match(text, /path = "notes\/new\.txt"/);
+  assert.match(text, /allow = \["read", "create"\]/);
+  // Nothing is applied until accepted.
+  assert.match(await page.inputValue('#policy'), /^\[access\]\nfilesystem = \[\{ path = "\.", allow = \["read"\] \}\]/);
+  await card.locator('button.accept').click();
+  assert.equal(await page.inputValue('#policy'), text);
+  const made = await page.evaluate(() => window.jpHost.callTool('fs_create_file', { path: 'notes/new.txt', content: 'x' }));
+  assert.equal(made.tag, 'success', JSON.stringify(made));
+  // Only that path: another write is still refused.
+  const other = await page.evaluate(() => window.jpHost.callTool('fs_create_file', { path: 'notes/other.txt', content: 'y' }));
+  assert.equal(other.tag, 'error', JSON.stringify(other));
+  await context.close();
+});
+
 test('the playground UI drives a tool call end to end', async () => {
   const context = await browser.newContext();
   const page = await context.newPage();
