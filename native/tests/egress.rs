@@ -394,12 +394,16 @@ fn learning_mode_proposes_just_the_origins_an_mcp_server_was_refused() {
     let world = World::start();
     let venv = mcp_venv();
     let site = std::fs::read_dir(venv.join("lib")).unwrap().flatten().next().unwrap().path().join("site-packages");
+    // The server and the probe copied into the workspace, under a name of their own: the other
+    // tests, running at the same time, look for their `egress_server.py` left running.
+    let ws = workspace("");
     let dir = repo().join("tests/egress");
+    std::fs::copy(dir.join("egress_server.py"), ws.path().join("learning_server.py")).unwrap();
+    std::fs::copy(dir.join("probe.py"), ws.path().join("probe.py")).unwrap();
     let config = format!(
-        "[mcp.servers.egress]\ncommand = \"/usr/bin/python3\"\nargs = [{:?}]\nenv = [\"PYTHONPATH\"]\nread_paths = [{dir:?}, {venv:?}]\ntools = [\"probe\"]\n[mcp.servers.egress.access]\nfilesystem = [{{ path = \".\", allow = [\"read\"] }}]\n",
-        dir.join("egress_server.py"),
+        "[mcp.servers.egress]\ncommand = \"/usr/bin/python3\"\nargs = [\"learning_server.py\"]\nenv = [\"PYTHONPATH\"]\nread_paths = [{venv:?}]\ntools = [\"probe\"]\n[mcp.servers.egress.access]\nfilesystem = [{{ path = \".\", allow = [\"read\"] }}]\n"
     );
-    let ws = workspace(&config);
+    std::fs::write(ws.path().join(".jp/config.toml"), config).unwrap();
     approve_config(ws.path());
     let [a, b, c, u] = world.args();
     let args = [format!("a={a}"), format!("b={b}"), format!("c_host={c}"), format!("u={u}")];
@@ -422,7 +426,7 @@ fn learning_mode_proposes_just_the_origins_an_mcp_server_was_refused() {
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(err.contains("the configuration needs no change"), "{err}");
     assert!(report(&out)["proxy_b"].as_str().unwrap().starts_with("200"), "{out}");
-    nothing_left("egress_server.py");
+    nothing_left("learning_server.py");
 }
 
 /// The venv with the pinned Python SDK (as `mcp_servers.rs` makes it).

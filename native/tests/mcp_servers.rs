@@ -2,7 +2,8 @@
 //! `@modelcontextprotocol/server-filesystem`, told it may use `/`, and a hostile Python server
 //! (the official SDK's server side, `tests/mcp_servers/hostile_server.py`) trying the network,
 //! files outside the workspace and a crash — the kernel refuses what the policy does not grant,
-//! through `jp tool call` and through `jp mcp` as a proxy.
+//! through `jp tool call` and through `jp mcp` as a proxy; and `jp policy suggest -- mcp` learning
+//! from a client's calls until it leaves.
 
 #![cfg(target_os = "linux")]
 
@@ -517,4 +518,31 @@ for line in sys.stdin:
     assert!(err.contains("the tools of MCP server 'two' are not offered"), "{err}");
     assert!(err.contains("no\\x1b]0;owned\\x07 tools"), "the server's words, escaped: {err:?}");
     assert!(!err.contains('\u{1b}') && !err.contains('\u{7}'), "{err:?}");
+}
+
+#[test]
+fn learning_mode_on_jp_mcp_proposes_what_the_clients_calls_were_refused_when_it_leaves() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(ws.path().join(".jp")).unwrap();
+    std::fs::write(
+        ws.path().join(".jp/config.toml"),
+        "[conversation.tools.fs_create_file]\nsource = \"builtin\"\n[conversation.tools.fs_create_file.access]\nfilesystem = [{ path = \".\", allow = [\"read\"] }]\n",
+    )
+    .unwrap();
+    approve_config(ws.path());
+    let mut s = Session::start_argv(ws.path(), &["policy", "suggest", "--write", "--", "mcp"]);
+    let refused = s.call("fs_create_file", json!({"path": "made.txt", "content": "x"}));
+    assert_eq!(refused["result"]["isError"], true, "refused, not asked, in learning mode: {refused}");
+    assert!(!ws.path().join("made.txt").exists());
+    // The client leaves: jp mcp ends, and the proposal is written.
+    drop(s.child.stdin.take());
+    assert!(s.child.wait().unwrap().success());
+    let written = std::fs::read_to_string(ws.path().join(".jp/config.toml")).unwrap();
+    assert!(written.contains(r#"{ path = "made.txt", allow = ["read", "create"] }"#), "{written}");
+    // Approved, the same call goes through.
+    approve_config(ws.path());
+    let mut s = Session::start(ws.path());
+    let made = s.call("fs_create_file", json!({"path": "made.txt", "content": "x"}));
+    assert_ne!(made["result"]["isError"], true, "{made}");
+    assert_eq!(std::fs::read_to_string(ws.path().join("made.txt")).unwrap(), "x");
 }

@@ -42,9 +42,13 @@ impl Session {
     }
     /// `jp mcp ARGS`.
     pub(crate) fn start_with(ws: &Path, args: &[&str]) -> Self {
+        let argv: Vec<&str> = std::iter::once("mcp").chain(args.iter().copied()).collect();
+        Self::start_argv(ws, &argv)
+    }
+    /// `jp ARGV`, a command that serves MCP on stdio (`mcp …`, `policy suggest -- mcp`).
+    pub(crate) fn start_argv(ws: &Path, argv: &[&str]) -> Self {
         let mut child = Command::new(JP)
-            .arg("mcp")
-            .args(args)
+            .args(argv)
             .current_dir(ws)
             .env("PYTHONPATH", site_packages(&venv()))
             .stdin(Stdio::piped())
