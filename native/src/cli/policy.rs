@@ -61,6 +61,8 @@ pub(crate) async fn suggest(outer: &Cli, args: &SuggestArgs) -> Result<ExitCode,
     let app = App::load(options(&inner))?;
     app.discover().await;
     let changes = changes(&app, &refusals);
+    // The workspace's own file unless `--config` named one (the user's choice).
+    let in_workspace = inner.config.is_none();
     let config = inner.config.clone().unwrap_or_else(|| app.workspace().join(".jp/config.toml"));
     eprintln!();
     if changes.is_empty() {
@@ -80,6 +82,9 @@ pub(crate) async fn suggest(outer: &Cli, args: &SuggestArgs) -> Result<ExitCode,
         }
     }
     if args.write {
+        if in_workspace {
+            workspace_file(app.workspace(), &config).map_err(|message| Failure { code: 2, message })?;
+        }
         write(&config, &changes).map_err(|message| Failure { code: 2, message })?;
         eprintln!("wrote {}; review and approve it with: jp trust", config.display());
     } else {
@@ -191,6 +196,29 @@ fn access_table(access: &AccessConfig) -> toml_edit::Table {
     out
 }
 
+/// Whether `path` (`<workspace>/.jp/config.toml`) is the workspace's own file to write. `.jp/`
+/// can be changed by anyone who could write the workspace (a tool, a cloned repository): a `.jp`
+/// or `config.toml` made a symbolic link would send the write elsewhere — into your own
+/// configuration directory, say, which jp uses without asking. So neither may be a link, and
+/// the directory must lie in the workspace. (What is written there is then refused until
+/// `jp trust` approves it, like any change.)
+fn workspace_file(workspace: &Path, path: &Path) -> Result<(), String> {
+    let dir = path.parent().unwrap_or(workspace);
+    for p in [dir, path] {
+        if std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(format!(
+                "{} is a symbolic link; jp policy suggest --write writes only the workspace's own .jp/config.toml (a link there may have been put by a tool); remove the link, or print the proposal without --write",
+                p.display()
+            ));
+        }
+    }
+    let inside = std::fs::canonicalize(dir).ok().zip(std::fs::canonicalize(workspace).ok());
+    if inside.is_some_and(|(d, w)| !d.starts_with(&w)) {
+        return Err(format!("{} is not inside the workspace; nothing was written", dir.display()));
+    }
+    Ok(())
+}
+
 /// Put the changed `access` tables into the configuration file `path` (the rest of the file as
 /// it was). A tool or server whose table is not in that file (your own configuration, where a
 /// workspace table of the same name would replace it whole) is not written: added by hand.
@@ -235,4 +263,31 @@ fn write(path: &Path, changes: &[Change]) -> Result<(), String> {
     let tmp = PathBuf::from(format!("{}.jp-suggest.tmp", path.display()));
     std::fs::write(&tmp, doc.to_string()).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
     std::fs::rename(&tmp, path).map_err(|e| format!("cannot replace {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_linked_jp_directory_or_file_is_never_written_through() {
+        let ws = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::fs::write(elsewhere.path().join("config.toml"), "# your own\n").unwrap();
+        let file = ws.path().join(".jp/config.toml");
+        // `.jp` a link to another directory (your own configuration's, say).
+        std::os::unix::fs::symlink(elsewhere.path(), ws.path().join(".jp")).unwrap();
+        let e = workspace_file(ws.path(), &file).unwrap_err();
+        assert!(e.contains("symbolic link") && e.contains("without --write"), "{e}");
+        // `.jp/config.toml` a link out of the workspace.
+        std::fs::remove_file(ws.path().join(".jp")).unwrap();
+        std::fs::create_dir(ws.path().join(".jp")).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path().join("config.toml"), &file).unwrap();
+        assert!(workspace_file(ws.path(), &file).unwrap_err().contains("symbolic link"));
+        // The workspace's own file: written.
+        std::fs::remove_file(&file).unwrap();
+        std::fs::write(&file, "").unwrap();
+        workspace_file(ws.path(), &file).unwrap();
+        assert_eq!(std::fs::read_to_string(elsewhere.path().join("config.toml")).unwrap(), "# your own\n");
+    }
 }

@@ -137,6 +137,30 @@ impl SecretBroker {
         }))
     }
 
+    /// What a process under `policy` is started with (its stdio tool's or server's start, one
+    /// place for both): the broker, its variables put into `env` (each bound name holding its
+    /// placeholder, over any value `env` had), `None` when nothing is bound. Refused without the
+    /// OS sandbox (`os_sandbox` false): only the egress proxy puts a value in. `host_env` is jp's
+    /// own environment; `scratch` the process's temporary directory.
+    pub fn for_process(
+        policy: &AccessPolicy,
+        host_env: &BTreeMap<String, String>,
+        who: &str,
+        os_sandbox: bool,
+        scratch: &Path,
+        env: &mut BTreeMap<String, String>,
+    ) -> Result<Option<Arc<Self>>, String> {
+        let Some(broker) = Self::new(policy, host_env, who)? else { return Ok(None) };
+        if !os_sandbox {
+            return Err(format!(
+                "{who} was not started: its access.secrets are put in by jp's egress proxy, which needs the OS sandbox; run it without --no-os-sandbox"
+            ));
+        }
+        let vars = broker.child_env(scratch).map_err(|e| format!("{who}: cannot write its certificate files: {e}"))?;
+        env.extend(vars);
+        Ok(Some(Arc::new(broker)))
+    }
+
     /// The process's variables: each bound name holding its placeholder, and the bundle
     /// variables ([`CA_VARIABLES`], [`NODE_CA_VARIABLE`]) naming files written into `scratch`
     /// (the process's own temporary directory).

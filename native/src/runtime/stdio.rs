@@ -95,21 +95,16 @@ impl StdioRuntime {
         let mut env = private_env(&services.env, |k| policy.check_env(k).is_allow(), scratch.path());
         // A bound secret is never in its environment: a placeholder is (see `egress::secrets`).
         let who = format!("stdio tool '{name}'");
-        let broker = crate::egress::SecretBroker::new(&policy, &services.env, &who)
-            .map_err(RuntimeError::Sandbox)?
-            .map(Arc::new);
-        if let Some(broker) = &broker {
-            if matches!(self.sandbox, SandboxMode::Disabled) {
-                return Err(RuntimeError::Sandbox(format!(
-                    "{who} was not started: its access.secrets are put in by jp's egress proxy, which needs the OS sandbox; run it without --no-os-sandbox"
-                )));
-            }
-            let vars = broker.child_env(scratch.path()).map_err(|e| RuntimeError::Spawn {
-                tool: name.clone(),
-                message: format!("cannot write its certificate files: {e}"),
-            })?;
-            env.extend(vars);
-        }
+        let os_sandbox = !matches!(self.sandbox, SandboxMode::Disabled);
+        let broker = crate::egress::SecretBroker::for_process(
+            &policy,
+            &services.env,
+            &who,
+            os_sandbox,
+            scratch.path(),
+            &mut env,
+        )
+        .map_err(RuntimeError::Sandbox)?;
 
         let mut network = false;
         let sandbox = match self.sandbox {

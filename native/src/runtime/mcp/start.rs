@@ -84,26 +84,16 @@ impl McpRuntime {
             .map_err(|e| RuntimeError::Spawn { tool: who.clone(), message: format!("no private HOME: {e}") })?;
         let mut env = private_env(&self.env, |k| config.env.iter().any(|e| e == k), scratch.path());
         // A bound secret is never in its environment: a placeholder is (see `egress::secrets`).
-        let broker =
-            crate::egress::SecretBroker::new(&policy, &self.env, &who).map_err(RuntimeError::Sandbox)?.map(Arc::new);
         if let Some(b) = policy.secret_bindings().iter().find(|b| config.env.contains(&b.name)) {
             return Err(RuntimeError::Sandbox(format!(
                 "{who} was not started: {} is bound to origins by its access.secrets and also listed in its env, which would hand it the value; remove it from env (it gets a placeholder either way)",
                 b.name
             )));
         }
-        if let Some(broker) = &broker {
-            if matches!(self.sandbox, SandboxMode::Disabled) {
-                return Err(RuntimeError::Sandbox(format!(
-                    "{who} was not started: its access.secrets are put in by jp's egress proxy, which needs the OS sandbox; run it without --no-os-sandbox"
-                )));
-            }
-            let vars = broker.child_env(scratch.path()).map_err(|e| RuntimeError::Spawn {
-                tool: who.clone(),
-                message: format!("cannot write its certificate files: {e}"),
-            })?;
-            env.extend(vars);
-        }
+        let os_sandbox = !matches!(self.sandbox, SandboxMode::Disabled);
+        let broker =
+            crate::egress::SecretBroker::for_process(&policy, &self.env, &who, os_sandbox, scratch.path(), &mut env)
+                .map_err(RuntimeError::Sandbox)?;
         let mut network = false;
         let sandbox = match self.sandbox {
             SandboxMode::Enforce => {
