@@ -209,3 +209,61 @@ filesystem = [{ path = ".", allow = ["read", "write"] }, { path = ".env", allow 
     let o = jp(ws.path(), &["tool", "call", "peek_granted"]);
     assert_eq!((code(&o), stdout(&o).trim()), (0, "TOKEN=hunter2"), "{}", stderr(&o));
 }
+
+/// Run `jp ARGS…` in a user namespace of the test's own whose limit on nested user namespaces is
+/// 0, as on a kernel or container that refuses unprivileged user namespaces. `None` where this
+/// machine cannot make the outer namespace.
+fn jp_without_user_namespaces(ws: &std::path::Path, args: &[&str]) -> Option<std::process::Output> {
+    let script = "echo 0 > /proc/sys/user/max_user_namespaces && exec \"$0\" \"$@\"";
+    let o = std::process::Command::new("unshare")
+        .args(["-Ur", "sh", "-c", script, JP, "--workspace"])
+        .arg(ws)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("util-linux `unshare`");
+    (!stderr(&o).contains("unshare failed")).then_some(o)
+}
+
+#[test]
+fn where_user_namespaces_are_refused_a_tool_runs_under_landlock_alone_and_one_needing_egress_is_not_started() {
+    let ws = workspace();
+    std::fs::create_dir_all(ws.path().join("tools")).unwrap();
+    let script = ws.path().join("tools/stamp.sh");
+    std::fs::write(&script, STDIO_TOOL).unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    write_config(
+        ws.path(),
+        r#"
+[conversation.tools.stamp]
+source = "local"
+command = "tools/stamp.sh"
+parameters = { file = { type = "string" } }
+
+[conversation.tools.fetch]
+source = "local"
+command = "/bin/true"
+parameters = {}
+[conversation.tools.fetch.access]
+network = { allow = ["https://api.example.com"] }
+"#,
+    );
+    let Some(o) = jp_without_user_namespaces(ws.path(), &["sandbox", "status"]) else {
+        println!("no user namespaces here at all: nothing to take away");
+        return;
+    };
+    // What `jp sandbox status` says, and what the start of a tool finds out by itself (there is
+    // no probe child before it): the mount view's clone is refused, and the tool is started
+    // again without it — under Landlock, which still hides the rest of the system.
+    assert!(stdout(&o).contains("per-host egress:         NOT available"), "{}", stdout(&o));
+    let o = jp_without_user_namespaces(ws.path(), &["tool", "call", "stamp", "file=out.txt"]).unwrap();
+    assert_eq!(code(&o), 0, "{} {}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("wrote out.txt") && stdout(&o).contains("/etc/hostname denied"), "{}", stdout(&o));
+    assert_eq!(std::fs::read_to_string(ws.path().join("out.txt")).unwrap(), "stamped\n");
+    // A process allowed some URLs needs a network namespace to be held to them: not started.
+    let o = jp_without_user_namespaces(ws.path(), &["tool", "call", "fetch"]).unwrap();
+    let err = stderr(&o);
+    assert_ne!(code(&o), 0, "{}", stdout(&o));
+    assert!(err.contains("unprivileged user namespaces") && err.contains("was not started"), "{err}");
+    assert!(err.contains("max_user_namespaces"), "the cause is named: {err}");
+}

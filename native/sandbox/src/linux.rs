@@ -17,8 +17,18 @@ use super::netns::{EGRESS_PORT, EgressChild, IdMaps};
 use super::seccomp::{attach, patch_pgid, seccomp_program};
 use super::{Limits, SandboxError, SandboxProbe, SandboxSpec, SandboxSteps};
 
-/// Ask the kernel what it enforces, without restricting anything.
+/// Ask the kernel what it enforces, without restricting anything (`jp sandbox status`): Landlock,
+/// seccomp, and — in a throwaway child — unprivileged user and network namespaces.
 pub fn probe() -> SandboxProbe {
+    let user_namespaces_note = super::netns::user_namespaces().err().map(|e| e.to_string());
+    SandboxProbe { user_namespaces_note, ..probe_kernel() }
+}
+
+/// Landlock and seccomp only: two system calls, no child. What every sandboxed start needs to
+/// know; the namespaces are probed only for a process that needs a network namespace (egress),
+/// and a mount view's are found out by its own clone (see `spawn_raw`). `user_namespaces_note`
+/// is `None`: not probed.
+fn probe_kernel() -> SandboxProbe {
     // landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION) returns the ABI version.
     #[allow(unsafe_code)]
     let v = unsafe { libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::null::<u8>(), 0usize, 1u32) };
@@ -40,8 +50,7 @@ pub fn probe() -> SandboxProbe {
     // PR_GET_SECCOMP succeeds (returning the current mode) wherever seccomp is built in.
     #[allow(unsafe_code)]
     let seccomp = unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) } >= 0;
-    let user_namespaces_note = super::netns::user_namespaces().err().map(|e| e.to_string());
-    SandboxProbe { landlock_abi, landlock_note, seccomp, user_namespaces_note }
+    SandboxProbe { landlock_abi, landlock_note, seccomp, user_namespaces_note: None }
 }
 
 fn landlock_ruleset(spec: &SandboxSpec, abi: i32) -> Result<RulesetCreated, SandboxError> {
@@ -128,12 +137,12 @@ impl SandboxSpec {
         static PROBE: OnceLock<SandboxProbe> = OnceLock::new();
         // [network][signals]
         static SECCOMP: [[Program; 2]; 2] = [[OnceLock::new(), OnceLock::new()], [OnceLock::new(), OnceLock::new()]];
-        let probe = PROBE.get_or_init(probe);
+        let probe = PROBE.get_or_init(probe_kernel);
         if let Some(missing) = probe.missing() {
             return Err(SandboxError(missing));
         }
         if self.egress
-            && let Some(why) = &probe.user_namespaces_note
+            && let Err(why) = super::netns::user_namespaces()
         {
             return Err(SandboxError(format!(
                 "its policy allows some URLs, and holding a process that reaches the network itself to them needs a network namespace of its own (unprivileged user namespaces), which is not available: {why}. Without it the process could reach any host, so it was not started; enable unprivileged user namespaces, or remove the tool's network rules"
@@ -141,9 +150,11 @@ impl SandboxSpec {
         }
         let abi = probe.landlock_abi.unwrap_or(0);
         let signals = abi < 6 || self.force_signal_filter;
-        // Without unprivileged user namespaces, Landlock alone (`jp sandbox status` says so).
+        // Without unprivileged user namespaces, Landlock alone (`jp sandbox status` says so): a
+        // view is planned unless an earlier clone found them missing, and its own clone falls
+        // back to none if they are (`spawn_raw`).
         let view = match &self.view {
-            Some(view) if probe.user_namespaces_note.is_none() => Some({
+            Some(view) if !super::netns::known_missing() => Some({
                 let granted: Vec<&std::path::Path> = [&self.read_exec, &self.read_only, &self.read_write]
                     .into_iter()
                     .flatten()

@@ -266,8 +266,30 @@ pub enum NamespaceError {
 /// loopback up (what an egress sandbox needs): `Err` with why not. Probed once per process, in a
 /// throwaway child.
 pub fn user_namespaces() -> Result<(), NamespaceError> {
-    static PROBE: OnceLock<Result<(), NamespaceError>> = OnceLock::new();
     PROBE.get_or_init(probe).clone()
+}
+
+static PROBE: OnceLock<Result<(), NamespaceError>> = OnceLock::new();
+
+/// Set when a child's own clone found unprivileged user namespaces missing (`spawn_raw`).
+static MISSING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether this process has already found unprivileged user namespaces missing — by the probe,
+/// or by a clone that asked for one and was refused. Nothing is probed here.
+pub(super) fn known_missing() -> bool {
+    MISSING.load(std::sync::atomic::Ordering::Relaxed) || PROBE.get().is_some_and(Result::is_err)
+}
+
+/// Remember that a clone asking for a user namespace was refused for a known cause.
+pub(super) fn note_missing() {
+    MISSING.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether a `clone` asking for a user namespace failed because this kernel or its
+/// configuration refuses them (a sysctl, an exhausted limit, a container's seccomp profile, a
+/// kernel without them) — not for lack of memory or processes.
+pub(super) fn refused(errno: i32) -> bool {
+    matches!(errno, libc::EPERM | libc::EACCES | libc::ENOSPC | libc::EUSERS | libc::EINVAL)
 }
 
 /// What the probe child reads, and where it leaves its errno.

@@ -17,7 +17,7 @@ use std::ffi::{CString, OsStr};
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt as _;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use super::SandboxSteps;
 use super::linux::PreparedSandbox;
@@ -70,8 +70,13 @@ struct Child<'a> {
     steps: SandboxSteps,
     exec: &'a Exec,
     stdio: [libc::c_int; 3],
+    /// Whether the clone made the sandbox's namespaces (a mount view's clone retried without
+    /// them where user namespaces are missing: then no id maps and no view).
+    namespaces: bool,
     /// The errno of the step that failed, 0 if the child reached `execve`.
     error: AtomicI32,
+    /// Whether that step was writing the id maps of its new user namespace.
+    in_id_maps: AtomicBool,
 }
 
 /// Runs in the child, on its own stack, in the host's memory.
@@ -97,9 +102,9 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
 fn child_steps(child: &Child<'_>) -> Result<(), i32> {
     // First, in the namespaces the clone made: ids, loopback, the proxy's listener (netns.rs),
     // the mount view (mounts.rs).
-    if let Some(sandbox) = child.sandbox {
+    if let Some(sandbox) = child.sandbox.filter(|_| child.namespaces) {
         if let Some(ids) = &sandbox.ids {
-            ids.write_in_child()?;
+            ids.write_in_child().inspect_err(|_| child.in_id_maps.store(true, Ordering::Relaxed))?;
         }
         if let Some(egress) = &sandbox.egress {
             egress.setup_in_child()?;
@@ -289,8 +294,9 @@ pub(super) fn spawn_raw(
     steps: SandboxSteps,
 ) -> io::Result<(libc::pid_t, Option<std::os::fd::OwnedFd>)> {
     let egress = sandbox.and_then(|s| s.egress.as_ref());
+    let view = sandbox.is_some_and(|s| s.view.is_some());
     let mut namespaces = if egress.is_some() { super::netns::EgressChild::CLONE_FLAGS } else { 0 };
-    if sandbox.is_some_and(|s| s.view.is_some()) {
+    if view {
         namespaces |= libc::CLONE_NEWUSER | libc::CLONE_NEWNS;
     }
     let exec = Exec::new(program, args, env, cwd)?;
@@ -300,18 +306,54 @@ pub(super) fn spawn_raw(
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "stdio of a sandboxed child must not be fds 0-2"));
     }
     let stack = Stack::new()?;
-    let mut child = Child { sandbox, steps, exec: &exec, stdio, error: AtomicI32::new(0) };
-    #[allow(unsafe_code)]
-    // SAFETY: `child_main` only reads `child` and makes system calls (see the module doc);
-    // CLONE_VFORK keeps this thread, `child` and `stack` where they are until the child has
-    // exec'd or exited.
-    let pid = unsafe {
-        vfork_clone(
-            child_main,
-            &stack,
-            libc::CLONE_VM | libc::CLONE_VFORK | namespaces | libc::SIGCHLD,
-            (&mut child as *mut Child<'_>).cast(),
-        )?
+    let mut child = Child {
+        sandbox,
+        steps,
+        exec: &exec,
+        stdio,
+        namespaces: namespaces != 0,
+        error: AtomicI32::new(0),
+        in_id_maps: AtomicBool::new(false),
+    };
+    // No probe child first: a mount view's clone finds out itself whether this kernel lets it
+    // make a user namespace. Where it does not (a known refusal of the clone, or of the id maps),
+    // the view is an addition Landlock does not need: the child is started again without it, as
+    // the probe would have had it (`jp sandbox status` says so). A process that needs a network
+    // namespace (egress) was probed before it got here, and fails closed.
+    let pid = loop {
+        #[allow(unsafe_code)]
+        // SAFETY: `child_main` only reads `child` and makes system calls (see the module doc);
+        // CLONE_VFORK keeps this thread, `child` and `stack` where they are until the child has
+        // exec'd or exited.
+        let cloned = unsafe {
+            let flags = if child.namespaces { namespaces } else { 0 };
+            vfork_clone(
+                child_main,
+                &stack,
+                libc::CLONE_VM | libc::CLONE_VFORK | flags | libc::SIGCHLD,
+                (&mut child as *mut Child<'_>).cast(),
+            )
+        };
+        let errno = match &cloned {
+            Err(e) => e.raw_os_error().unwrap_or(0),
+            Ok(_) if child.in_id_maps.load(Ordering::Relaxed) => child.error.load(Ordering::Relaxed),
+            Ok(_) => 0,
+        };
+        let without_namespaces = view && egress.is_none() && child.namespaces && super::netns::refused(errno);
+        if !without_namespaces {
+            break cloned?;
+        }
+        if let Ok(pid) = cloned {
+            #[allow(unsafe_code)]
+            // SAFETY: reaps our own child, which has exited.
+            unsafe {
+                libc::waitpid(pid, std::ptr::null_mut(), 0);
+            }
+        }
+        super::netns::note_missing();
+        child.namespaces = false;
+        child.error.store(0, Ordering::Relaxed);
+        child.in_id_maps.store(false, Ordering::Relaxed);
     };
     drop(stack);
     match child.error.load(Ordering::Relaxed) {
