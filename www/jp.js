@@ -58,6 +58,35 @@ let validatorReady;
  * by that list: `{ component, set }`. */
 const toolSets = new WeakMap();
 
+/**
+ * One fresh instance per component module, for hosts that pool their instances (an edge
+ * function's host per project): made in idle time after a call that found none in its host's
+ * pool, and taken by the next such call — a project's first call then does not wait for an
+ * instantiation (a third of an edge function's cold call). Never run before it is taken, so
+ * nothing of any project is in it; a taken one serves that host's pool only. By the module:
+ * `{ cores, knowledgeBase, live }` (`live` a promise of the instance, or of `null`).
+ */
+const spares = new WeakMap();
+
+/** The spare instance of `component`, taken (a promise), or `null`. */
+function takeSpare(component) {
+  const spare = component.module && spares.get(component.module);
+  if (!spare || spare.cores !== component.cores || spare.knowledgeBase !== component.knowledgeBase) return null;
+  spares.delete(component.module);
+  return spare.live;
+}
+
+/** Make `component`'s spare instance once this turn of the event loop is over (after the call's
+ * answer has gone out), unless one is there. */
+function refillSpare(component) {
+  if (!component.module || !component.cores) return;
+  setTimeout(() => {
+    if (spares.has(component.module)) return;
+    const live = instantiate(component, component.name, DEFAULT_DEADLINE_MS).catch(() => null);
+    spares.set(component.module, { cores: component.cores, knowledgeBase: component.knowledgeBase, live });
+  }, 0);
+}
+
 /** `value` and everything in it made read-only; `value`. */
 function deepFreeze(value) {
   if (value && typeof value === 'object' && !Object.isFrozen(value)) {
@@ -240,7 +269,7 @@ export class Host {
     if (moduleUrl) module = await import(moduleUrl);
     const coresUrl = cores instanceof URL || typeof cores === 'string' ? new URL(cores).href : null;
     const getCoreModule = coreModules(cores);
-    const component = { name, module, getCoreModule, moduleUrl, coresUrl, source, coreBytes, knowledgeBase };
+    const component = { name, module, cores, getCoreModule, moduleUrl, coresUrl, source, coreBytes, knowledgeBase };
     if (!described) {
       const limits = new CallLimits(`${name} (describe)`, this.limits.deadlineMs ?? DEFAULT_DEADLINE_MS);
       const probe = await module.instantiate(getCoreModule, hostImports(nullSession),
@@ -462,13 +491,21 @@ export class Host {
     }
     const deadlineMs = this.limits.deadlineMs ?? DEFAULT_DEADLINE_MS;
     // Questions go to the person (or the embedder) with the call's signal; the deadline stands
-    // still while one waits for its answer.
-    const stop = new AbortController();
+    // still while one waits for its answer. The signal is made by the first question (aborting
+    // one makes a DOMException: a tenth of a cold call's time on the edge, for nobody).
+    let refill = null; // the component whose spare instance to make after the call
+    let stop = null;
+    let stopped = false; // the call ended or was stopped: a question after that starts aborted
+    const halt = () => { stopped = true; stop?.abort(); };
     let limits = null; // the running instance's
     const ask = inquirer ?? this.inquirer;
     const asking = ask && (async (question) => {
       limits?.pause();
       try {
+        if (!stop) {
+          stop = new AbortController();
+          if (stopped) stop.abort();
+        }
         return await ask({ ...question, signal: stop.signal });
       } finally {
         limits?.resume();
@@ -494,6 +531,11 @@ export class Host {
       }
       let live = pool?.get(component.name);
       pool?.delete(component.name); // taken: a concurrent call gets its own
+      if (!live && pool) {
+        live = await takeSpare(component);
+        // Taken or not, the next host without an instance finds one ready.
+        refill = component;
+      }
       if (!live) live = await instantiate(component, name, deadlineMs);
       limits = live.limits;
       limits.reset(name, deadlineMs);
@@ -501,7 +543,7 @@ export class Host {
       const cancel = (message, expired = false) => {
         live.limits.cancel(message);
         if (expired) session.expire(message); else session.abort(message);
-        stop.abort();
+        halt();
       };
       const onAbort = () => cancel(`tool '${name}' was cancelled; nothing it did was written`);
       const watchdog = live.limits.watch(() => cancel(live.limits.expired(), true));
@@ -533,7 +575,8 @@ export class Host {
     try {
       return await this.inner.call(name, args, files ?? undefined, asking ?? undefined, answer ?? undefined, runner);
     } finally {
-      stop.abort();
+      halt();
+      if (refill) refillSpare(refill);
     }
   }
 }

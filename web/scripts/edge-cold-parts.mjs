@@ -14,7 +14,11 @@
 //   snapshot, the component's run, the outcome;
 // - again: a second call on the same host and instance (what a warm call costs in process; the
 //   difference to `call` is a new instance's first run);
-// - whole: the same sequence on a new project, timed as one (the sum, without the timers).
+// - whole: the same sequence on a new project, timed as one (the sum, without the timers), with
+//   no spare instance ready (nothing here lets a timer run between rounds);
+// - whole, spare: the same after 20 ms of quiet, in which the instance the last cold call
+//   asked for is made (www/jp.js, `spares`): what a function's cold call costs when new
+//   projects do not arrive back to back.
 //
 // Each part is given as a share of the whole; the bare handler's cold work (web/edge/bare.js: the
 // storage listed into a copy and one lookup) is printed for scale (EDGE-*-cold compares the two
@@ -93,18 +97,25 @@ async function bare(s) {
   return now() - a;
 }
 
-const samples = { host: [], register: [], list: [], instantiate: [], call: [], again: [], whole: [], bare: [] };
+const quiet = () => new Promise((done) => setTimeout(done, 20));
+const samples = { host: [], register: [], list: [], instantiate: [], call: [], again: [], whole: [], spare: [], bare: [] };
 for (let i = 0; i < 5; i++) { await parts(await seeded()); await whole(await seeded()); await bare(await seeded()); }
 for (let i = 0; i < ROUNDS; i++) {
   const t = await parts(await seeded());
   for (const k of Object.keys(t)) samples[k].push(t[k]);
   samples.whole.push(await whole(await seeded()));
   samples.bare.push(await bare(await seeded()));
+  const next = await seeded();
+  await quiet();
+  samples.spare.push(await whole(next));
 }
 const median = (xs) => xs.slice().sort((x, y) => x - y)[Math.floor(xs.length / 2)];
 const total = median(samples.whole);
 const base = median(samples.bare);
 console.log(`edge cold parts (Node ${process.version}, ${ROUNDS} rounds, medians): the whole cold call ${total.toFixed(3)} ms; bare (storage listed + one lookup) ${base.toFixed(3)} ms`);
+const spare = median(samples.spare);
+console.log(`  whole, after 20 ms of quiet (a spare instance ready): ${spare.toFixed(3)} ms`);
+console.log(`TABLE|EDGE-cold-spare|the edge's cold call on Node in process after 20 ms of quiet (the spare instance made in it)|${spare.toFixed(2)} ms|whole cold call ${total.toFixed(2)} ms|${((100 * spare) / total).toFixed(0)}%|-|info`);
 for (const k of ['host', 'register', 'list', 'instantiate', 'call', 'again']) {
   const m = median(samples[k]);
   console.log(`  ${k.padEnd(12)} ${m.toFixed(3)} ms  (${((100 * m) / total).toFixed(0)}% of the whole)`);

@@ -89,7 +89,7 @@ impl JpHost {
         };
         Ok(JpHost {
             store,
-            policy: Rc::new(RefCell::new(Arc::new(policy))),
+            policy: Rc::new(RefCell::new(policy)),
             events: Rc::default(),
             inquirer: Rc::default(),
             secrets: Rc::default(),
@@ -107,7 +107,7 @@ impl JpHost {
     /// `.jp/config.toml`); empty text is the default (workspace read-write, nothing else).
     #[wasm_bindgen(js_name = setPolicy)]
     pub fn set_policy(&self, policy: &str) -> Result<(), JsError> {
-        *self.policy.borrow_mut() = Arc::new(parse_policy(policy)?);
+        *self.policy.borrow_mut() = parse_policy(policy)?;
         Ok(())
     }
 
@@ -117,7 +117,7 @@ impl JpHost {
     /// the policy in force is left as it was).
     #[wasm_bindgen(js_name = setPolicyWithin)]
     pub fn set_policy_within(&self, policy: &str, ceiling: &str) -> Result<(), JsError> {
-        *self.policy.borrow_mut() = Arc::new(bounded_policy(policy, ceiling)?);
+        *self.policy.borrow_mut() = bounded_policy(policy, ceiling)?;
         Ok(())
     }
 

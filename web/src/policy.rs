@@ -2,6 +2,9 @@
 //! with the `access` and `sandbox` tables of `.jp/config.toml`, parsed into one `AccessPolicy`.
 
 use jp_core::policy::{AccessConfig, AccessPolicy, Need, PolicyConfigError, SandboxConfig, widen};
+use std::cell::RefCell;
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 
@@ -31,8 +34,39 @@ enum PolicyTextError {
 }
 
 /// The host's own policy (a page's, or a host's the operator gave no ceiling).
-pub(crate) fn parse_policy(text: &str) -> Result<AccessPolicy, JsError> {
-    policy_from_text(text, HOST_DEFAULT).map_err(err)
+pub(crate) fn parse_policy(text: &str) -> Result<Arc<AccessPolicy>, JsError> {
+    shared((text, None), || policy_from_text(text, HOST_DEFAULT).map_err(err))
+}
+
+/// How many policies parsed from text [`shared`] keeps.
+const KEPT: usize = 8;
+
+thread_local! {
+    /// The policies last parsed, by (policy, ceiling) text: an edge function makes a host for
+    /// every project it opens, each with the operator's policy (parsing and compiling it again
+    /// was a tenth of a cold call). A policy is never changed once made, so hosts share it.
+    static PARSED: RefCell<Vec<((String, Option<String>), Arc<AccessPolicy>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The policy of `key`, made by `make` unless it was made before; an error is not kept.
+fn shared(
+    key: (&str, Option<&str>),
+    make: impl FnOnce() -> Result<AccessPolicy, JsError>,
+) -> Result<Arc<AccessPolicy>, JsError> {
+    let found = PARSED.with_borrow(|kept| {
+        kept.iter().find(|((p, c), _)| p == key.0 && c.as_deref() == key.1).map(|(_, policy)| policy.clone())
+    });
+    if let Some(policy) = found {
+        return Ok(policy);
+    }
+    let policy = Arc::new(make()?);
+    PARSED.with_borrow_mut(|kept| {
+        if kept.len() >= KEPT {
+            kept.remove(0);
+        }
+        kept.push(((key.0.to_owned(), key.1.map(str::to_owned)), policy.clone()));
+    });
+    Ok(policy)
 }
 
 /// What a decision of the default policy says allowed it: the host's own policy (the page's
@@ -68,7 +102,11 @@ fn policy_tables(text: &str) -> Result<Option<AccessPolicy>, PolicyTextError> {
 /// `policy` bounded by `ceiling` (issue 24: the operator's policy at the edge): a `policy` with
 /// no table of its own is the ceiling itself; one that grants more is refused with every such
 /// right named.
-pub(crate) fn bounded_policy(policy: &str, ceiling: &str) -> Result<AccessPolicy, JsError> {
+pub(crate) fn bounded_policy(policy: &str, ceiling: &str) -> Result<Arc<AccessPolicy>, JsError> {
+    shared((policy, Some(ceiling)), || bounded(policy, ceiling))
+}
+
+fn bounded(policy: &str, ceiling: &str) -> Result<AccessPolicy, JsError> {
     let ceiling =
         policy_from_text(ceiling, OPERATOR_DEFAULT).map_err(|e| err(format!("the operator's policy: {e}")))?;
     match policy_tables(policy).map_err(err)? {

@@ -106,3 +106,51 @@ test('hosts given the same tools list share one registration; it cannot be chang
   await c.registerComponent('fs', module, cores, described);
   await assert.rejects(c.registerComponent('other', module, cores, described), /tool 'fs_\w+' of component 'other' is served already by component 'fs'/);
 });
+
+test('a pooling host\'s first call takes the spare instance made in quiet; an instance one host ran is never another\'s', async () => {
+  const dir = new URL('../../www/components/fs/', import.meta.url);
+  const module = await import(new URL('fs.js', dir).href);
+  const cores = {};
+  for (const f of JSON.parse(await readFile(new URL('cores.json', dir), 'utf8'))) cores[f] = await WebAssembly.compile(await readFile(new URL(f, dir)));
+  const quiet = () => new Promise((done) => setTimeout(done, 20));
+  // Hosts as an edge function makes them, one per project, each pooling its own instances.
+  const open = async () => {
+    const h = await Host.create({ policy: policy(), instances: new Map() });
+    await h.registerComponent('fs', module, cores);
+    return h;
+  };
+  // Every core instantiation, counted (a component's instance is one or more of them).
+  const real = WebAssembly.instantiate;
+  let made = 0;
+  WebAssembly.instantiate = (...args) => { made++; return real.apply(WebAssembly, args); };
+  try {
+    const a = await open();
+    const read = async (h, text) => (await h.callTool('fs_read_file', { path: 'x.txt' }, { files: { 'x.txt': text } })).val;
+    assert.equal(await read(a, 'from a'), 'from a');
+    const ranForA = a.instances.get('fs');
+    assert.ok(ranForA, 'the host pools the instance its call ran on');
+    await quiet(); // the spare is made now, after the call
+    const b = await open();
+    const before = made;
+    assert.equal(await read(b, 'from b'), 'from b');
+    assert.equal(made, before, 'the first call of a new host instantiated nothing: it took the spare');
+    const ranForB = b.instances.get('fs');
+    assert.ok(ranForB && ranForB !== ranForA, 'b runs on an instance of its own, never the one a ran on');
+    // a's next call runs on a's own instance again, and the next new host gets a new spare.
+    assert.equal(await read(a, 'again a'), 'again a');
+    assert.equal(a.instances.get('fs'), ranForA);
+    await quiet();
+    assert.ok(made > before, 'the spare b took was made again in the quiet after its call');
+    const c = await open();
+    assert.equal(await read(c, 'from c'), 'from c');
+    assert.ok(![ranForA, ranForB].includes(c.instances.get('fs')));
+    // A host that does not pool its instances neither takes nor leaves a spare.
+    const plain = await Host.create({ policy: policy() });
+    await plain.registerComponent('fs', module, cores);
+    const counted = made;
+    assert.equal(await read(plain, 'plain'), 'plain');
+    assert.ok(made > counted, 'a host without a pool instantiates for its call');
+  } finally {
+    WebAssembly.instantiate = real;
+  }
+});
