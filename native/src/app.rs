@@ -286,11 +286,9 @@ impl App {
             home: home.as_ref().map(|h| h.to_string_lossy().into_owned()),
         };
         let mut tools: BTreeMap<String, ToolEntry> = BTreeMap::new();
+        let mut defaults = [None, None];
         for name in jp_fs_tools::TOOLS.iter().map(|t| t.name).chain([LEARN, RUN]) {
-            let mut config = ToolConfig::local("");
-            config.source = ToolSource::Builtin;
-            config.command = None;
-            tools.insert(name.into(), ToolEntry::new(name.into(), config, true, "built in".into(), &context)?);
+            tools.insert(name.into(), ToolEntry::builtin(name, &context, &mut defaults)?);
         }
         let layers = config_layers(&options, &workspace)?;
         let mut mcp_servers = BTreeMap::new();

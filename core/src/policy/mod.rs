@@ -280,13 +280,14 @@ fn compile_sensitive_set(patterns: &[String], home: Option<&WorkspacePath>) -> R
             },
             None => pattern.trim_start_matches("./").trim_end_matches('/').to_owned(),
         };
-        for glob in [expanded.clone(), format!("{expanded}/**")] {
-            let g = GlobBuilder::new(&glob)
-                .literal_separator(true)
-                .build()
-                .map_err(|source| SensitivePathError::Glob { pattern: pattern.clone(), source })?;
-            builder.add(g);
-        }
+        // What lies beneath a matching directory is sensitive too: `is_sensitive` asks of the
+        // path's directories as well, rather than compiling a `PATTERN/**` beside each one (a
+        // regex each: most of a cold process's first policy).
+        let g = GlobBuilder::new(&expanded)
+            .literal_separator(true)
+            .build()
+            .map_err(|source| SensitivePathError::Glob { pattern: pattern.clone(), source })?;
+        builder.add(g);
     }
     builder.build().map_err(SensitivePathError::Set)
 }
@@ -580,10 +581,14 @@ impl AccessPolicy {
         Some(SensitiveNames(builder.build().ok()?))
     }
 
-    /// Whether a path is sensitive.
+    /// Whether a path is sensitive: it, or a directory it lies in, matches a sensitive pattern.
     pub fn is_sensitive(&self, path: &WorkspacePath) -> bool {
-        (!path.is_root() && self.sensitive.is_match(path.nfc().as_str()))
-            || self.ceiling.as_ref().is_some_and(|c| c.is_sensitive(path))
+        let own = !path.is_root() && {
+            let nfc = path.nfc();
+            let p = nfc.as_str();
+            self.sensitive.is_match(p) || p.match_indices('/').any(|(end, _)| self.sensitive.is_match(&p[..end]))
+        };
+        own || self.ceiling.as_ref().is_some_and(|c| c.is_sensitive(path))
     }
 
     /// Decide a filesystem capability on a normalised path.

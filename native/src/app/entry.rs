@@ -54,6 +54,32 @@ impl ToolEntry {
         Ok(Self { name, config, builtin, origin, resolved_policy: Arc::new(policy) })
     }
 
+    /// A builtin tool no configuration names: its policy is the default of its kind (reading,
+    /// or reading and writing), the same for every such tool, so it is compiled once per kind
+    /// and shared (`kept`): a one-shot `jp` loads every builtin and calls one tool at most.
+    pub(super) fn builtin(
+        name: &str,
+        context: &PolicyContext,
+        kept: &mut [Option<Arc<AccessPolicy>>; 2],
+    ) -> Result<Self, AppError> {
+        let mut config = ToolConfig::local("");
+        config.source = ToolSource::Builtin;
+        config.command = None;
+        let kind = usize::from(builtin_writes(name));
+        if let Some(policy) = &kept[kind] {
+            return Ok(Self {
+                name: name.into(),
+                config,
+                builtin: true,
+                origin: "built in".into(),
+                resolved_policy: policy.clone(),
+            });
+        }
+        let entry = Self::new(name.into(), config, true, "built in".into(), context)?;
+        kept[kind] = Some(entry.resolved_policy.clone());
+        Ok(entry)
+    }
+
     /// The runtime a tool that is not builtin runs on, for listings (`vfs`, `stdio`,
     /// `wasm`, `mcp`); `App::runtime_label` answers for every tool.
     pub(super) fn configured_runtime_label(&self) -> String {

@@ -14,6 +14,11 @@ One-shot, the same trivial command (`/bin/true`) in the same workspace:
 - srt (`@anthropic-ai/sandbox-runtime`, npm): `srt -s settings "true"` with the workspace
   writable and no network allowed (node start, its proxies, then bubblewrap).
 A Landlock-only sandbox has no command-line tool on Debian: not measured.
+P13k: run as root (as this script is on a VM), bubblewrap needs no user namespace (root may make
+the others without one) while jp makes one for every sandboxed tool, whoever runs it. So where
+the script runs as root, jp and bwrap are also run as an unprivileged user (uid 65534, as a
+user runs them: each then makes a user namespace) on a copy of the workspace that user owns,
+the same jp binary copied where that user can run it, its state in a home of its own.
 P13j: reading one small file, `jp tool call fs_read_file` (the builtin tool, in-process: no
 child, the policy deciding the read) vs `cat` of it under bwrap as above.
 
@@ -108,6 +113,28 @@ filesystem = [{{ path = ".", allow = ["read"] }}]
         sides["bwrap-cat"] = lambda: timed(bwrap_argv(ws, ["/usr/bin/cat", "notes.txt"]), ws)
     else:
         print("p13: bubblewrap (bwrap) is not installed: not measured")
+    nobody = 65534
+    if bwrap and os.geteuid() == 0:
+        # The same workspace, binary and configuration, owned by an unprivileged user.
+        os.chmod(root, 0o755)
+        user = os.path.join(root, "user")
+        shutil.copytree(ws, os.path.join(user, "ws"))
+        os.makedirs(os.path.join(user, "home"))
+        user_jp = os.path.join(user, "jp")
+        shutil.copy2(jp, user_jp)
+        for dirpath, dirnames, filenames in os.walk(user):
+            for name in [dirpath] + [os.path.join(dirpath, n) for n in dirnames + filenames]:
+                os.chown(name, nobody, nobody)
+        uws = os.path.join(user, "ws")
+        user_env = {"PATH": "/usr/bin:/bin", "HOME": os.path.join(user, "home")}
+
+        def timed_as_user(argv):
+            return timed(argv, uws, user=nobody, group=nobody, extra_groups=[], env=user_env)
+
+        subprocess.run([user_jp, "trust", "--yes", "--workspace", uws], check=True, stdout=subprocess.DEVNULL,
+                       user=nobody, group=nobody, extra_groups=[], env=user_env)
+        sides["jp-user"] = lambda: timed_as_user([user_jp, "tool", "call", "truth"])
+        sides["bwrap-user"] = lambda: timed_as_user(bwrap_argv(uws, ["/bin/true"]))
     samples = {k: [] for k in sides}
     for run in sides.values():  # warm-up
         run()
@@ -123,6 +150,9 @@ filesystem = [{{ path = ".", allow = ["read"] }}]
         report("P13d", "jp tool call vs bubblewrap, the same command", samples["jp"], "bwrap", samples["bwrap"])
         report("P13j", "read a small file: jp tool call fs_read_file (builtin) vs cat under bubblewrap",
                samples["jp-read"], "bwrap cat", samples["bwrap-cat"])
+    if "jp-user" in samples:
+        report("P13k", "as an unprivileged user (each makes a user namespace): jp tool call vs bubblewrap, the same command",
+               samples["jp-user"], "bwrap", samples["bwrap-user"])
     report("P13e", "one-shot /bin/true under srt (sandbox-runtime 0.0.83: node, proxies, bubblewrap)", samples["srt"], "bare spawn", base)
     report("P13f", "jp tool call vs srt, the same command", samples["jp"], "srt", samples["srt"])
 
