@@ -31,11 +31,10 @@ mod network;
 mod path;
 mod scrub;
 mod secrets;
+mod sensitive;
 mod suggest;
 
 use std::collections::{BTreeMap, BTreeSet};
-
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 pub use config::{
     AccessConfig, CapabilityName, CommandRule, FsRuleConfig, NetworkRulesConfig, SandboxConfig, SandboxFilesystem,
@@ -48,6 +47,8 @@ pub use network::{HeaderRules, HttpCheck, METHODS, NetRuleConfig, NetRuleTable, 
 pub use path::{MAX_COMPONENT_BYTES, MAX_PATH_BYTES, PathError, WorkspacePath};
 pub use scrub::{MIN_SECRET_LEN, REDACTED, Scrubber, StreamScrubber};
 pub use secrets::{Origin, SecretBinding};
+use sensitive::Sensitive;
+pub use sensitive::SensitiveNames;
 pub use suggest::{Need, Widened, widen};
 
 /// A filesystem capability.
@@ -216,23 +217,11 @@ pub struct AccessPolicy {
     /// `access.secrets`: host variables bound to the origins they may be sent to.
     secrets: Vec<SecretBinding>,
     sensitive_patterns: Vec<String>,
-    sensitive: GlobSet,
+    sensitive: Sensitive,
     /// Paths no tool may create, change or delete, whatever the rules say ([`PROTECTED_DIR`]).
     protected: Vec<WorkspacePath>,
     /// A policy that bounds this one ([`AccessPolicy::within`]).
     ceiling: Option<std::sync::Arc<AccessPolicy>>,
-}
-
-/// [`AccessPolicy::sensitive_name_filter`]: the last components of the sensitive patterns.
-#[derive(Debug, Clone)]
-pub struct SensitiveNames(GlobSet);
-
-impl SensitiveNames {
-    /// Whether a path whose last component is `name` may be sensitive. A name that is not
-    /// ASCII always may (the policy compares the NFC form, which this test does not make).
-    pub fn may_be(&self, name: &str) -> bool {
-        !name.is_ascii() || self.0.is_match(name)
-    }
 }
 
 /// jp's own directory in a workspace (configuration, knowledge base). Nothing a tool writes may
@@ -247,55 +236,10 @@ impl Default for AccessPolicy {
     }
 }
 
-fn sensitive_set(patterns: &[String], home: Option<&WorkspacePath>) -> Result<GlobSet, SensitivePathError> {
-    // Compiling the globs into one set is most of what building a policy costs (a few hundred
-    // microseconds); every tool of a workspace has the same patterns and home, so a set is
-    // compiled once per process and cloned (its automata are shared). At most `KEPT` are kept.
-    type Key = (Vec<String>, Option<String>);
-    const KEPT: usize = 64;
-    static SETS: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<Key, GlobSet>>> =
-        std::sync::OnceLock::new();
-    let key = (patterns.to_vec(), home.map(|h| h.as_str().to_owned()));
-    let sets = SETS.get_or_init(Default::default);
-    if let Some(set) = sets.lock().ok().and_then(|kept| kept.get(&key).cloned()) {
-        return Ok(set);
-    }
-    let set = compile_sensitive_set(patterns, home)?;
-    if let Ok(mut kept) = sets.lock()
-        && kept.len() < KEPT
-    {
-        kept.insert(key, set.clone());
-    }
-    Ok(set)
-}
-
-fn compile_sensitive_set(patterns: &[String], home: Option<&WorkspacePath>) -> Result<GlobSet, SensitivePathError> {
-    let mut builder = GlobSetBuilder::new();
-    for pattern in patterns {
-        let expanded = match pattern.strip_prefix("~/") {
-            Some(rest) => match home {
-                Some(h) if h.is_root() => rest.to_owned(),
-                Some(h) => format!("{}/{rest}", h.as_str()),
-                None => continue,
-            },
-            None => pattern.trim_start_matches("./").trim_end_matches('/').to_owned(),
-        };
-        // What lies beneath a matching directory is sensitive too: `is_sensitive` asks of the
-        // path's directories as well, rather than compiling a `PATTERN/**` beside each one (a
-        // regex each: most of a cold process's first policy).
-        let g = GlobBuilder::new(&expanded)
-            .literal_separator(true)
-            .build()
-            .map_err(|source| SensitivePathError::Glob { pattern: pattern.clone(), source })?;
-        builder.add(g);
-    }
-    builder.build().map_err(SensitivePathError::Set)
-}
-
 impl AccessPolicy {
     fn empty() -> Self {
         let patterns: Vec<String> = BUILTIN_SENSITIVE.iter().map(|s| s.to_string()).collect();
-        let sensitive = sensitive_set(&patterns, None).unwrap_or_default();
+        let sensitive = Sensitive::new(&patterns, None).expect("the built-in sensitive paths are valid globs");
         Self {
             fs_rules: Vec::new(),
             fs_fallback: Fallback::Ask,
@@ -496,11 +440,11 @@ impl AccessPolicy {
         for (i, (table, pattern)) in extra_sensitive.into_iter().enumerate() {
             let mut all = p.sensitive_patterns.clone();
             all.push(pattern.clone());
-            sensitive_set(&all, None).map_err(|e| err(format!("{table}[{i}]"), e.into()))?;
+            Sensitive::new(&all, None).map_err(|e| err(format!("{table}[{i}]"), e.into()))?;
             p.sensitive_patterns = all;
         }
         p.sensitive =
-            sensitive_set(&p.sensitive_patterns, None).map_err(|e| err("sensitive_paths".into(), e.into()))?;
+            Sensitive::new(&p.sensitive_patterns, None).map_err(|e| err("sensitive_paths".into(), e.into()))?;
         Ok(p)
     }
 
@@ -540,8 +484,8 @@ impl AccessPolicy {
         } else {
             home.strip_prefix(ws).and_then(|r| r.strip_prefix('/')).and_then(|r| WorkspacePath::parse(r).ok())
         };
-        if let Ok(set) = sensitive_set(&self.sensitive_patterns, rel.as_ref()) {
-            self.sensitive = set;
+        if let Ok(sensitive) = Sensitive::new(&self.sensitive_patterns, rel) {
+            self.sensitive = sensitive;
         }
     }
 
@@ -565,29 +509,18 @@ impl AccessPolicy {
     /// path can be sensitive only if its own name matches the last component of a pattern, or
     /// it lies beneath a sensitive directory): for a walk that looks for sensitive paths, which
     /// then asks [`is_sensitive`](Self::is_sensitive) only of the names that pass. `None` when
-    /// no such test exists (a pattern ending in `**`, a ceiling): ask of every path.
+    /// no such test exists (a pattern ending in `**` or with classes, alternatives or escapes; a
+    /// ceiling): ask of every path.
     pub fn sensitive_name_filter(&self) -> Option<SensitiveNames> {
         if self.ceiling.is_some() {
             return None;
         }
-        let mut builder = GlobSetBuilder::new();
-        for pattern in &self.sensitive_patterns {
-            let last = pattern.trim_end_matches('/').rsplit('/').next().unwrap_or(pattern);
-            if last.contains("**") || last.is_empty() {
-                return None;
-            }
-            builder.add(GlobBuilder::new(last).literal_separator(true).build().ok()?);
-        }
-        Some(SensitiveNames(builder.build().ok()?))
+        self.sensitive.names().cloned()
     }
 
     /// Whether a path is sensitive: it, or a directory it lies in, matches a sensitive pattern.
     pub fn is_sensitive(&self, path: &WorkspacePath) -> bool {
-        let own = !path.is_root() && {
-            let nfc = path.nfc();
-            let p = nfc.as_str();
-            self.sensitive.is_match(p) || p.match_indices('/').any(|(end, _)| self.sensitive.is_match(&p[..end]))
-        };
+        let own = !path.is_root() && self.sensitive.matches(&self.sensitive_patterns, path.nfc().as_str());
         own || self.ceiling.as_ref().is_some_and(|c| c.is_sensitive(path))
     }
 
