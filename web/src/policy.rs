@@ -41,11 +41,14 @@ pub(crate) fn parse_policy(text: &str) -> Result<Arc<AccessPolicy>, JsError> {
 /// How many policies parsed from text [`shared`] keeps.
 const KEPT: usize = 8;
 
+/// A policy's (policy, ceiling) text.
+type PolicyKey = (String, Option<String>);
+
 thread_local! {
-    /// The policies last parsed, by (policy, ceiling) text: an edge function makes a host for
-    /// every project it opens, each with the operator's policy (parsing and compiling it again
-    /// was a tenth of a cold call). A policy is never changed once made, so hosts share it.
-    static PARSED: RefCell<Vec<((String, Option<String>), Arc<AccessPolicy>)>> = const { RefCell::new(Vec::new()) };
+    /// The policies last parsed, by their text: an edge function makes a host for every project
+    /// it opens, each with the operator's policy (parsing and compiling it again was a tenth of
+    /// a cold call). A policy is never changed once made, so hosts share it.
+    static PARSED: RefCell<Vec<(PolicyKey, Arc<AccessPolicy>)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// The policy of `key`, made by `make` unless it was made before; an error is not kept.
