@@ -64,26 +64,32 @@ const toolSets = new WeakMap();
  * pool, and taken by the next such call — a project's first call then does not wait for an
  * instantiation (a third of an edge function's cold call). Never run before it is taken, so
  * nothing of any project is in it; a taken one serves that host's pool only. By the module:
- * `{ cores, knowledgeBase, live }` (`live` a promise of the instance, or of `null`).
+ * `{ cores, knowledgeBase, live }`, `live` set once the instance is made. Only a made one is
+ * taken: a call never waits on an instantiation another request started (workerd ties a
+ * pending promise to the request that made it).
  */
 const spares = new WeakMap();
 
-/** The spare instance of `component`, taken (a promise), or `null`. */
+/** The spare instance of `component`, taken, or `null`. */
 function takeSpare(component) {
   const spare = component.module && spares.get(component.module);
-  if (!spare || spare.cores !== component.cores || spare.knowledgeBase !== component.knowledgeBase) return null;
+  if (!spare?.live || spare.cores !== component.cores || spare.knowledgeBase !== component.knowledgeBase) return null;
   spares.delete(component.module);
   return spare.live;
 }
 
 /** Make `component`'s spare instance once this turn of the event loop is over (after the call's
- * answer has gone out), unless one is there. */
+ * answer has gone out), unless one is there or being made. */
 function refillSpare(component) {
   if (!component.module || !component.cores) return;
   setTimeout(() => {
     if (spares.has(component.module)) return;
-    const live = instantiate(component, component.name, DEFAULT_DEADLINE_MS).catch(() => null);
-    spares.set(component.module, { cores: component.cores, knowledgeBase: component.knowledgeBase, live });
+    const spare = { cores: component.cores, knowledgeBase: component.knowledgeBase, live: null };
+    spares.set(component.module, spare);
+    instantiate(component, component.name, DEFAULT_DEADLINE_MS).then(
+      (live) => { spare.live = live; },
+      () => { if (spares.get(component.module) === spare) spares.delete(component.module); },
+    );
   }, 0);
 }
 
@@ -532,7 +538,7 @@ export class Host {
       let live = pool?.get(component.name);
       pool?.delete(component.name); // taken: a concurrent call gets its own
       if (!live && pool) {
-        live = await takeSpare(component);
+        live = takeSpare(component);
         // Taken or not, the next host without an instance finds one ready.
         refill = component;
       }
