@@ -25,13 +25,19 @@ if cat /etc/hostname >/dev/null 2>&1; then outside=readable; else outside=denied
 echo "{\"type\":\"success\",\"content\":\"wrote $file; /etc/hostname $outside; cwd $(pwd)\"}"
 "#;
 
-#[test]
-fn a_stdio_tool_from_config_runs_in_the_workspace_under_the_sandbox_and_describes_itself() {
+/// A workspace with [`STDIO_TOOL`] as `tools/stamp.sh`, executable.
+fn workspace_with_stamp_tool() -> tempfile::TempDir {
     let ws = workspace();
     std::fs::create_dir_all(ws.path().join("tools")).unwrap();
     let script = ws.path().join("tools/stamp.sh");
     std::fs::write(&script, STDIO_TOOL).unwrap();
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    ws
+}
+
+#[test]
+fn a_stdio_tool_from_config_runs_in_the_workspace_under_the_sandbox_and_describes_itself() {
+    let ws = workspace_with_stamp_tool();
     write_config(
         ws.path(),
         r#"
@@ -227,11 +233,7 @@ fn jp_without_user_namespaces(ws: &std::path::Path, args: &[&str]) -> Option<std
 
 #[test]
 fn where_user_namespaces_are_refused_a_tool_runs_under_landlock_alone_and_one_needing_egress_is_not_started() {
-    let ws = workspace();
-    std::fs::create_dir_all(ws.path().join("tools")).unwrap();
-    let script = ws.path().join("tools/stamp.sh");
-    std::fs::write(&script, STDIO_TOOL).unwrap();
-    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let ws = workspace_with_stamp_tool();
     write_config(
         ws.path(),
         r#"
