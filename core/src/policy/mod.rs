@@ -238,8 +238,16 @@ impl Default for AccessPolicy {
 
 impl AccessPolicy {
     fn empty() -> Self {
-        let patterns: Vec<String> = BUILTIN_SENSITIVE.iter().map(|s| s.to_string()).collect();
-        let sensitive = Sensitive::new(&patterns, None).expect("the built-in sensitive paths are valid globs");
+        // Parsed once per process; every policy starts from it, and shares its set until its
+        // patterns or home change.
+        static BUILTIN: std::sync::OnceLock<(Vec<String>, Sensitive)> = std::sync::OnceLock::new();
+        let (patterns, sensitive) = BUILTIN
+            .get_or_init(|| {
+                let patterns: Vec<String> = BUILTIN_SENSITIVE.iter().map(|s| s.to_string()).collect();
+                let sensitive = Sensitive::new(&patterns, None).expect("the built-in sensitive paths are valid globs");
+                (patterns, sensitive)
+            })
+            .clone();
         Self {
             fs_rules: Vec::new(),
             fs_fallback: Fallback::Ask,
@@ -437,14 +445,13 @@ impl AccessPolicy {
                 ));
             }
         }
-        for (i, (table, pattern)) in extra_sensitive.into_iter().enumerate() {
-            let mut all = p.sensitive_patterns.clone();
-            all.push(pattern.clone());
-            Sensitive::new(&all, None).map_err(|e| err(format!("{table}[{i}]"), e.into()))?;
-            p.sensitive_patterns = all;
+        if !extra_sensitive.is_empty() {
+            for (i, (table, pattern)) in extra_sensitive.into_iter().enumerate() {
+                sensitive::check(&pattern, None).map_err(|e| err(format!("{table}[{i}]"), e.into()))?;
+                p.sensitive_patterns.push(pattern);
+            }
+            p.sensitive = Sensitive::checked(&p.sensitive_patterns, None);
         }
-        p.sensitive =
-            Sensitive::new(&p.sensitive_patterns, None).map_err(|e| err("sensitive_paths".into(), e.into()))?;
         Ok(p)
     }
 
@@ -484,7 +491,7 @@ impl AccessPolicy {
         } else {
             home.strip_prefix(ws).and_then(|r| r.strip_prefix('/')).and_then(|r| WorkspacePath::parse(r).ok())
         };
-        if let Ok(sensitive) = Sensitive::new(&self.sensitive_patterns, rel) {
+        if let Ok(sensitive) = self.sensitive.with_home(&self.sensitive_patterns, rel) {
             self.sensitive = sensitive;
         }
     }

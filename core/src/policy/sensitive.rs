@@ -70,9 +70,9 @@ pub(super) struct Sensitive {
     home: Option<WorkspacePath>,
     /// The names a sensitive path's components must include one of; `None`: any name may be.
     names: Option<SensitiveNames>,
-    /// The compiled set; `None` inside when it cannot be compiled (then every path is
-    /// sensitive: asked, never allowed silently).
-    set: OnceLock<Option<GlobSet>>,
+    /// The compiled set, shared by the clones; `None` inside when it cannot be compiled (then
+    /// every path is sensitive: asked, never allowed silently).
+    set: Arc<OnceLock<Option<GlobSet>>>,
 }
 
 impl Sensitive {
@@ -80,12 +80,31 @@ impl Sensitive {
     /// compiled when a path first needs it.
     pub(super) fn new(patterns: &[String], home: Option<WorkspacePath>) -> Result<Self, SensitivePathError> {
         for pattern in patterns {
-            // A `~/…` pattern is checked whether or not home is in the workspace.
-            let expanded = expand(pattern, home.as_ref()).unwrap_or_else(|| pattern[2..].to_owned());
-            glob(pattern, &expanded)?;
+            check(pattern, home.as_ref())?;
         }
+        Ok(Self::checked(patterns, home))
+    }
+
+    /// `patterns` with home at `home`, each of them already [`check`]ed with that home.
+    pub(super) fn checked(patterns: &[String], home: Option<WorkspacePath>) -> Self {
         let names: Option<Vec<NameBounds>> = patterns.iter().map(|p| NameBounds::of(p)).collect();
-        Ok(Self { home, names: names.map(|n| SensitiveNames(n.into())), set: OnceLock::new() })
+        Self { home, names: names.map(|n| SensitiveNames(n.into())), set: Arc::default() }
+    }
+
+    /// These patterns with home at `home`: only the `~/…` ones, whose glob is where home lies,
+    /// are parsed again.
+    pub(super) fn with_home(
+        &self,
+        patterns: &[String],
+        home: Option<WorkspacePath>,
+    ) -> Result<Self, SensitivePathError> {
+        if home == self.home {
+            return Ok(self.clone());
+        }
+        for pattern in patterns.iter().filter(|p| p.starts_with("~/")) {
+            check(pattern, home.as_ref())?;
+        }
+        Ok(Self { home, names: self.names.clone(), set: Arc::default() })
     }
 
     /// The name test of these patterns, if they have one.
@@ -119,6 +138,14 @@ fn expand(pattern: &str, home: Option<&WorkspacePath>) -> Option<String> {
         },
         None => Some(pattern.trim_start_matches("./").trim_end_matches('/').to_owned()),
     }
+}
+
+/// Whether `pattern` is a glob (a `~/…` one with home at `home`, or below the workspace's root
+/// when home is not in it).
+pub(super) fn check(pattern: &str, home: Option<&WorkspacePath>) -> Result<(), SensitivePathError> {
+    // A `~/…` pattern is checked whether or not home is in the workspace.
+    let expanded = expand(pattern, home).unwrap_or_else(|| pattern[2..].to_owned());
+    glob(pattern, &expanded).map(drop)
 }
 
 fn glob(pattern: &str, expanded: &str) -> Result<globset::Glob, SensitivePathError> {

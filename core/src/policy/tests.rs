@@ -87,6 +87,26 @@ fn home_sensitive_paths_apply_when_workspace_contains_home() {
 }
 
 #[test]
+fn policies_made_from_the_shared_builtin_patterns_keep_their_own_home_and_extras() {
+    let plain = AccessPolicy::allow_all();
+    let mut homed = plain.clone();
+    homed.set_home("/home", "/home/u");
+    // The clone's set was compiled for no home; the other's for home at `u`.
+    assert!(plain.check_fs(Capability::Read, &p("u/.ssh/id_rsa")).is_allow());
+    assert_eq!(homed.check_fs(Capability::Read, &p("u/.ssh/id_rsa")).kind(), "ask");
+    assert!(plain.check_fs(Capability::Read, &p("u/.ssh/id_rsa")).is_allow());
+    let cfg: AccessConfig = toml::from_str(
+        r#"filesystem = [{ path = ".", allow = ["read"] }]
+sensitive_paths = ["keys/*.key"]"#,
+    )
+    .unwrap();
+    let extra = AccessPolicy::from_config(None, Some(&cfg)).unwrap();
+    assert_eq!(extra.check_fs(Capability::Read, &p("keys/a.key")).kind(), "ask");
+    assert_eq!(extra.check_fs(Capability::Read, &p(".env")).kind(), "ask", "the built-in patterns still hold");
+    assert!(AccessPolicy::vfs_default().check_fs(Capability::Read, &p("keys/a.key")).is_allow());
+}
+
+#[test]
 fn config_errors_name_the_key() {
     let cfg: AccessConfig =
         toml::from_str(r#"filesystem = [{ path = "ok" }, { path = "../up", allow = ["read"] }]"#).unwrap();
