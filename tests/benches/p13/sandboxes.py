@@ -19,6 +19,9 @@ the others without one) while jp makes one for every sandboxed tool, whoever run
 the script runs as root, jp and bwrap are also run as an unprivileged user (uid 65534, as a
 user runs them: each then makes a user namespace) on a copy of the workspace that user owns,
 the same jp binary copied where that user can run it, its state in a home of its own.
+P13l: the start of each binary alone, `jp --version` vs `bwrap --version` (exec, the dynamic
+loader with its relocations, argument parsing, exit): what a 45 MB binary pays before it does
+anything. P13m: P13d without it, each side's one-shot median minus its own `--version` median.
 P13j: reading one small file, `jp tool call fs_read_file` (the builtin tool, in-process: no
 child, the policy deciding the read) vs `cat` of it under bwrap as above.
 
@@ -111,6 +114,8 @@ filesystem = [{{ path = ".", allow = ["read"] }}]
         sides["bwrap"] = lambda: timed(bwrap_argv(ws, ["/bin/true"]), ws)
         sides["jp-read"] = lambda: timed([jp, "tool", "call", "fs_read_file", "--args", '{"path":"notes.txt"}'], ws)
         sides["bwrap-cat"] = lambda: timed(bwrap_argv(ws, ["/usr/bin/cat", "notes.txt"]), ws)
+        sides["jp-version"] = lambda: timed([jp, "--version"], ws)
+        sides["bwrap-version"] = lambda: timed([bwrap, "--version"], ws)
     else:
         print("p13: bubblewrap (bwrap) is not installed: not measured")
     nobody = 65534
@@ -148,6 +153,13 @@ filesystem = [{{ path = ".", allow = ["read"] }}]
     if bwrap:
         report("P13c", "one-shot /bin/true under bubblewrap (ro system, workspace rw, no net, own pid ns)", samples["bwrap"], "bare spawn", base)
         report("P13d", "jp tool call vs bubblewrap, the same command", samples["jp"], "bwrap", samples["bwrap"])
+        report("P13l", "start alone: jp --version vs bwrap --version", samples["jp-version"], "bwrap --version",
+               samples["bwrap-version"])
+        med = lambda k: statistics.median(samples[k]) / 1e6
+        a, b = med("jp") - med("jp-version"), med("bwrap") - med("bwrap-version")
+        print(f"p13: the one-shot beyond each binary's start: jp {a:.1f} ms, bwrap {b:.1f} ms")
+        print(f"TABLE|P13m|P13d beyond each binary's start (one-shot minus --version)|{a:.1f} ms|bwrap {b:.1f} ms|"
+              f"{a / b:.2f}x|-|info")
         report("P13j", "read a small file: jp tool call fs_read_file (builtin) vs cat under bubblewrap",
                samples["jp-read"], "bwrap cat", samples["bwrap-cat"])
     if "jp-user" in samples:
