@@ -92,6 +92,26 @@ filesystem = [{ path = ".", allow = ["read"] }, { path = "src", allow = ["write"
 }
 
 #[test]
+fn a_stdio_tool_that_never_stops_writing_is_cut_one_byte_past_the_output_limit() {
+    // `yes` writes forever: jp keeps at most the 10 MiB limit plus the one byte that tells it
+    // there was more, then kills the tool's group and says what to do; nothing of it is printed.
+    let ws = workspace();
+    write_config(ws.path(), "[conversation.tools.chatty]\nsource = \"local\"\ncommand = \"yes\"\nparameters = {}\n");
+    let o = jp(ws.path(), &["tool", "call", "chatty"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let err = stderr(&o);
+    let limit = 10 * 1024 * 1024;
+    assert!(
+        err.contains(&format!(
+            "wrote {} bytes or more to stdout, over the {limit}-byte limit; have it write less",
+            limit + 1
+        )),
+        "{err}"
+    );
+    assert!(stdout(&o).is_empty(), "{}", stdout(&o).len());
+}
+
+#[test]
 fn a_tool_that_cannot_describe_itself_gets_a_clear_error() {
     let ws = workspace();
     std::fs::write(ws.path().join("mute.sh"), "#!/bin/sh\necho 'not json'\n").unwrap();

@@ -208,7 +208,9 @@ impl StdioRuntime {
             Ok(Ok(Ok(Err(total)))) => {
                 return Ok(ExecutionOutcome::failed(
                     &call.id,
-                    format!("tool '{name}' wrote {total} bytes or more to stdout, over the {max_output}-byte limit"),
+                    format!(
+                        "tool '{name}' wrote {total} bytes or more to stdout, over the {max_output}-byte limit; have it write less, or put a large result in a file of the workspace"
+                    ),
                 ));
             }
             _ => Vec::new(),
