@@ -260,7 +260,7 @@ impl ProcessRunner for TokioProcessRunner {
             let status = status.map_err(io)?;
             let over = |which: &str, n: usize| {
                 BackendError::TooLarge(format!(
-                    "'{}' wrote {n} bytes to {which}, over the {max}-byte limit",
+                    "'{}' wrote {n} bytes or more to {which}, over the {max}-byte limit; have it write less, or write a large output to a file and read that in pieces",
                     request.program
                 ))
             };
@@ -286,7 +286,7 @@ mod tests {
     use tokio::io::AsyncReadExt;
 
     fn run<F: std::future::Future>(f: F) -> F::Output {
-        tokio::runtime::Builder::new_current_thread().build().expect("runtime").block_on(f)
+        tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime").block_on(f)
     }
 
     #[test]
@@ -313,5 +313,29 @@ mod tests {
             got
         });
         assert_eq!(got, Ok(big[..50_000].to_vec()));
+    }
+
+    #[test]
+    fn a_program_that_never_stops_writing_is_cut_past_the_limit_and_told_what_to_do() {
+        use super::TokioProcessRunner;
+        use jp_core::host::{BackendError, ProcessRequest, ProcessRunner};
+        use jp_core::policy::{ProcessGrant, WorkspaceGrant};
+        let dir = tempfile::tempdir().expect("temp dir");
+        let request = ProcessRequest {
+            program: "yes".into(),
+            args: Vec::new(),
+            env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+            cwd: Some(dir.path().to_string_lossy().into_owned()),
+            max_output: 1000,
+            grant: Ok(ProcessGrant { workspace: WorkspaceGrant { read: true, write: false }, network: false }),
+            egress: None,
+        };
+        // Under the real OS sandbox, as `process.run` runs it.
+        let got = run(TokioProcessRunner::default().run(request));
+        let Err(BackendError::TooLarge(message)) = got else { panic!("{got:?}") };
+        assert_eq!(
+            message,
+            "'yes' wrote 1001 bytes or more to stdout, over the 1000-byte limit; have it write less, or write a large output to a file and read that in pieces"
+        );
     }
 }
